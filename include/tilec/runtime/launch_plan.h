@@ -1,0 +1,63 @@
+// LaunchPlan: everything the host side of a kernel does, as data (DESIGN.md section 1).
+// Produced by the compiler (split host/device), evaluated by the runtime at each call:
+// validate the arguments, bind symbolic dimensions, compute grid / block / shared
+// memory, encode TMA descriptors, and pack the kernel's parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilec/ir/expr.h"
+
+namespace tilec::runtime {
+
+// One dimension of a tensor parameter: either a constant or a symbolic variable
+// (T.dynamic) that is bound from the first tensor that has it and checked against the rest.
+struct DimSpec {
+  int64_t value = -1;       // >= 0: must equal this
+  std::string symbol;       // non-empty: bind / check this symbol
+};
+
+struct TensorParam {
+  std::string name;
+  ir::DataType dtype;
+  std::vector<DimSpec> shape;
+  std::vector<DimSpec> strides;  // empty: must be contiguous row-major
+  int alignment_bytes = 1;       // base pointer alignment the kernel relies on
+  bool is_output = false;        // allocated by the runtime (out_idx)
+};
+
+struct ScalarParam {
+  std::string name;
+  ir::DataType dtype;
+};
+
+// What goes into each kernel argument slot, in order.
+struct KernelArg {
+  enum Kind : uint8_t { kTensorData, kScalar, kSymbol } kind;
+  int index = 0;            // kTensorData: index into tensors; kScalar: into scalars
+  std::string symbol;       // kSymbol: the symbol's name (passed as int32 or int64 per dtype)
+  ir::DataType dtype = ir::DataType::Int(32);
+};
+
+struct LaunchPlan {
+  std::string kernel_name;
+  std::vector<TensorParam> tensors;   // in the function's parameter order
+  std::vector<ScalarParam> scalars;   // in the function's parameter order
+  // The function's parameter order: entry i is (true, tensor index) or (false, scalar index).
+  std::vector<std::pair<bool, int>> param_order;
+  std::vector<std::string> symbols;   // every symbolic dimension name
+  std::vector<KernelArg> kernel_args;
+  // Grid extents as expressions over the symbols (Vars named like `symbols`).
+  std::vector<ir::Expr> grid;         // 1..3
+  std::vector<ir::Var> symbol_vars;   // the Vars the grid expressions use, parallel to symbols
+  int64_t block[3] = {1, 1, 1};
+  int64_t cluster[3] = {1, 1, 1};
+  int64_t dynamic_shared_bytes = 0;
+};
+
+// Evaluates an integer expression over symbol values (used for grid extents).
+int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars, const std::vector<int64_t>& values);
+
+}  // namespace tilec::runtime

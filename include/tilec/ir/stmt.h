@@ -16,9 +16,12 @@ struct StmtNode : Node {
 };
 using Stmt = Ref<StmtNode>;
 
+// buffer -> layout, in insertion order (T.annotate_layout, results of layout inference).
+using LayoutMap = std::vector<std::pair<Buffer, Layout>>;
+
 // A value attached to a tile op keyword, an annotation or a function attribute.
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::string, Expr,
-                               Buffer, Layout, std::vector<int64_t>>;
+                               Buffer, Layout, std::vector<int64_t>, LayoutMap>;
 using AttrMap = std::vector<std::pair<std::string, AttrValue>>;  // ordered: printing is stable
 const AttrValue* find_attr(const AttrMap& attrs, const std::string& key);
 

@@ -1,0 +1,49 @@
+// Compile a PrimFunc to a loadable kernel: lower (tilec::cuda::lower_to_cuda), compile
+// the CUDA C with NVRTC in-process (nvcc on request), and cache the result in memory and
+// on disk (TILEC_CACHE_DIR, default ~/.cache/tilec; key = sha256 of the canonical IR
+// text + target + options + compiler and tilec versions).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tilec/ir/stmt.h"
+#include "tilec/passes/pass.h"
+#include "tilec/runtime/launch_plan.h"
+
+namespace tilec::runtime {
+
+struct CompileOptions {
+  std::string target = "auto";                            // see target/target.h
+  std::vector<int> out_idx;                               // outputs allocated by the runtime
+  std::map<std::string, passes::ConfigValue> pass_configs;
+  std::string compiler = "nvrtc";                         // or "nvcc"
+  bool line_directives = false;                           // #line back to the Python source
+};
+
+struct PtxasInfo {
+  int registers = -1;
+  int spill_stores_bytes = 0;
+  int spill_loads_bytes = 0;
+  int static_shared_bytes = 0;
+  int stack_frame_bytes = 0;
+  std::string log;  // the raw ptxas report
+};
+
+struct CompiledArtifact {
+  std::string cuda_source;
+  std::string ptx;
+  std::vector<char> cubin;
+  PtxasInfo ptxas;
+  LaunchPlan plan;
+  std::string target;        // as compiled, e.g. "sm_90a"
+  std::string cache_key;
+  bool from_cache = false;
+};
+
+// Lowers and compiles. Raises UserError for bad programs; internal errors otherwise.
+CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts);
+
+}  // namespace tilec::runtime

@@ -80,10 +80,10 @@ std::optional<DataType> promoted_type(DataType a, DataType b) {
   if (a.is_bool() || b.is_bool()) return std::nullopt;
   if (a.is_float() && b.is_float()) {
     // Mixed 16-bit formats (float16 with bfloat16) and 8-bit floats meet in float32.
-    int bits = std::max(a.bits(), b.bits());
-    if (a.code() == TypeCode::kFloat && a.bits() == bits) return a;
-    if (b.code() == TypeCode::kFloat && b.bits() == bits) return b;
-    return DataType::Float(std::max(32, bits), a.lanes());
+    if (a.code() == b.code()) return a.bits() > b.bits() ? a : b;
+    if (a.code() == TypeCode::kFloat && a.bits() > b.bits()) return a;
+    if (b.code() == TypeCode::kFloat && b.bits() > a.bits()) return b;
+    return DataType::Float(std::max(32, std::max(a.bits(), b.bits())), a.lanes());
   }
   if (a.is_float()) return a;
   if (b.is_float()) return b;

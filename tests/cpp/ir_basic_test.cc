@@ -26,7 +26,8 @@ TEST(IrBasic, BinaryPromotesMixedTypes) {
   EXPECT_EQ((h * b)->dtype, DataType::Float(32));
   EXPECT_EQ((i * h)->dtype, DataType::Float(16));
   EXPECT_EQ((i + l)->dtype, DataType::Int(64));
-  auto* mul = (h * f).as<BinaryNode>();
+  Expr product = h * f;
+  auto* mul = product.as<BinaryNode>();
   ASSERT_TRUE(mul);
   EXPECT_TRUE(mul->a.as<CastNode>());  // the float16 side is cast up
   EXPECT_TRUE(mul->b.same_as(f));

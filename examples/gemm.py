@@ -76,7 +76,7 @@ def main():
         print("no GPU (or --compile-only): compiling the GEMM for", ", ".join(_harness.COMPILE_TARGETS))
         _harness.compile_only(matmul(1024, 1024, 1024, relu=True), out_idx=[2], show_source=args.show_source)
         return
-    for case in CASES:
+    for case in _harness.cases(CASES):
         run_case(*case)
 
 

@@ -28,6 +28,13 @@ TOLERANCE = {
 }
 
 
+def cases(items):
+    """All test cases, or only the first when TILEC_EXAMPLE_QUICK=1 (used under
+    compute-sanitizer, where every launch is slow). An example-only setting, not a tilec knob."""
+    items = list(items)
+    return items[:1] if os.environ.get("TILEC_EXAMPLE_QUICK") == "1" else items
+
+
 def have_gpu() -> bool:
     try:
         import torch

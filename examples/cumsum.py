@@ -24,9 +24,9 @@ def main():
         return
     import torch
 
-    for N in (128, 512, 1000):
+    for N in _harness.cases((128, 512, 1000)):
         kernel = _harness.tilec.compile(row_cumsum(N), target="auto")
-        for M in (1, 9, 256):
+        for M in _harness.cases((1, 9, 256)):
             X = torch.randn(M, N, device="cuda")
             _harness.check(kernel, [X], [_harness.poisoned((M, N), torch.float32)],
                            lambda X: torch.cumsum(X, dim=1), "float32", f"cumsum {M}x{N}")

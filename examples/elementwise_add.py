@@ -28,7 +28,7 @@ def main():
     import torch
 
     kernel = _harness.tilec.compile(func, target="auto")
-    for n in (1, 1000, 2048, 1 << 20, (1 << 20) + 7, 3_000_001):
+    for n in _harness.cases((1000, 1, 2048, 1 << 20, (1 << 20) + 7, 3_000_001)):
         a = torch.randn(n, device="cuda")
         b = torch.randn(n, device="cuda")
         _harness.check(kernel, [a, b], [_harness.poisoned((n,), torch.float32)], lambda a, b: a + b,

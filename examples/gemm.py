@@ -21,6 +21,7 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, dtype="float16", accum
             A_shared = T.alloc_shared(A_shared_shape, dtype)
             B_shared = T.alloc_shared(B_shared_shape, dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(panel_size=10)
             T.clear(C_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 if trans_A:
@@ -76,7 +77,7 @@ def main():
         print("no GPU (or --compile-only): compiling the GEMM for", ", ".join(_harness.COMPILE_TARGETS))
         _harness.compile_only(matmul(1024, 1024, 1024, relu=True), out_idx=[2], show_source=args.show_source)
         return
-    for case in CASES:
+    for case in _harness.cases(CASES):
         run_case(*case)
 
 

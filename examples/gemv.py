@@ -31,7 +31,7 @@ def main():
         return
     import torch
 
-    for N, K, dtype in ((4096, 4096, "float16"), (1000, 1500, "bfloat16"), (777, 256, "float32")):
+    for N, K, dtype in _harness.cases(((4096, 4096, "float16"), (1000, 1500, "bfloat16"), (777, 256, "float32"))):
         kernel = _harness.tilec.compile(gemv(N, K, dtype), target="auto")
         tdt = getattr(torch, dtype)
         A = torch.randn(N, K, device="cuda", dtype=tdt)

@@ -38,10 +38,10 @@ def main():
         return
     import torch
 
-    for N, dtype in ((1024, "float16"), (4096, "bfloat16"), (768, "float32")):
+    for N, dtype in _harness.cases(((1024, "float16"), (4096, "bfloat16"), (768, "float32"))):
         kernel = _harness.tilec.compile(layernorm(N, dtype), target="auto")
         tdt = getattr(torch, dtype)
-        for M in (1, 33, 512):
+        for M in _harness.cases((1, 33, 512)):
             x = torch.randn(M, N, device="cuda", dtype=tdt) + 0.5
             w = torch.randn(N, device="cuda", dtype=tdt)
             b = torch.randn(N, device="cuda", dtype=tdt)

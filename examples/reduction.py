@@ -28,9 +28,9 @@ def main():
         return
     import torch
 
-    for N, dtype in ((1024, "float32"), (384, "float16"), (96, "float32")):
+    for N, dtype in _harness.cases(((1024, "float32"), (384, "float16"), (96, "float32"))):
         kernel = _harness.tilec.compile(row_reduce(N, dtype), target="auto")
-        for M in (1, 7, 1000):
+        for M in _harness.cases((1, 7, 1000)):
             X = torch.randn(M, N, device="cuda", dtype=getattr(torch, dtype))
             outs = [_harness.poisoned((M,), torch.float32), _harness.poisoned((M,), torch.float32)]
             _harness.check(kernel, [X], outs, lambda X: [X.sum(dim=1), X.max(dim=1).values], "float32",

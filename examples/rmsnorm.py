@@ -32,10 +32,10 @@ def main():
         return
     import torch
 
-    for N, dtype in ((1024, "float16"), (4096, "bfloat16"), (2048, "float32")):
+    for N, dtype in _harness.cases(((1024, "float16"), (4096, "bfloat16"), (2048, "float32"))):
         kernel = _harness.tilec.compile(rmsnorm(N, dtype), target="auto")
         tdt = getattr(torch, dtype)
-        for M in (1, 33, 512):
+        for M in _harness.cases((1, 33, 512)):
             x = torch.randn(M, N, device="cuda", dtype=tdt)
             w = torch.randn(N, device="cuda", dtype=tdt)
             ref = lambda x, w: x * torch.rsqrt((x * x).mean(dim=1, keepdim=True) + 1e-6) * w

@@ -35,10 +35,10 @@ def main():
         return
     import torch
 
-    for N, dtype in ((1024, "float16"), (4096, "float16"), (4096, "bfloat16"), (2048, "float32")):
+    for N, dtype in _harness.cases(((1024, "float16"), (4096, "float16"), (4096, "bfloat16"), (2048, "float32"))):
         kernel = _harness.tilec.compile(softmax(N, dtype), target="auto")
         tdt = getattr(torch, dtype)
-        for M in (1, 37, 1024):
+        for M in _harness.cases((1, 37, 1024)):
             x = torch.randn(M, N, device="cuda", dtype=tdt) * 4
             _harness.check(kernel, [x], [_harness.poisoned((M, N), tdt)], lambda x: torch.softmax(x, dim=1),
                            dtype, f"softmax {M}x{N} {dtype}")

@@ -13,6 +13,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   std::vector<Pass> list = {
       verify_pass(),
       simplify_pass(),
+      rasterize_blocks_pass(),
   };
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.

@@ -4,11 +4,7 @@
 #include <set>
 
 #include "tilec/ir/builder.h"
-#include "tilec/passes/pass.h"
-
-namespace tilec::passes {
-Pass rasterize_blocks_pass();
-}
+#include "tilec/passes/passes.h"
 
 using namespace tilec::ir;
 

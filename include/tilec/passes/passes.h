@@ -25,4 +25,10 @@ Pass simplify_pass();
 
 // ---- passes of the other areas are declared below, in pipeline order ----
 
+// rasterize_blocks (src/passes/rasterize_blocks.cc)
+//   in:  kernels that may contain Annotate{"use_swizzle", panel}.   out: the annotation
+//   consumed; the 2-D kernel's (bx, by) become Lets of fresh hardware block indices in a
+//   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
+Pass rasterize_blocks_pass();
+
 }  // namespace tilec::passes

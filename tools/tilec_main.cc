@@ -6,18 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "tilec/ir/example_gemm.h"
 #include "tilec/ir/printer.h"
 #include "tilec/passes/pass.h"
 #include "tilec/pipeline/pipeline.h"
 #include "tilec/support/diag.h"
 #include "tilec/support/knobs.h"
 #include "tilec/target/target.h"
-
-// The builder GEMM lands with the printer; until then example-gemm says it is missing.
-#if __has_include("tilec/ir/example_gemm.h")
-#include "tilec/ir/example_gemm.h"
-#define TILEC_HAVE_EXAMPLE_GEMM 1
-#endif
 
 namespace {
 
@@ -90,16 +85,12 @@ int example_gemm(const Args& args) {
     pipeline_target = args[1];
   else if (!args.empty())
     return usage_error("usage: tilec example-gemm [--pipeline TARGET]");
-#ifdef TILEC_HAVE_EXAMPLE_GEMM
   tilec::ir::PrimFunc f = tilec::ir::build_example_gemm();
   if (!pipeline_target.empty()) {
     tilec::passes::PassContext ctx(tilec::target::parse_target(pipeline_target));
     f = tilec::passes::run_passes(tilec::pipeline::cuda_pipeline(ctx.target()), f, ctx);
   }
   std::cout << tilec::ir::script(f);
-#else
-  std::cout << "# tilec example-gemm: the builder GEMM example is not available in this build yet\n";
-#endif
   return 0;
 }
 

@@ -20,10 +20,10 @@
 #include <thread>
 #include <unordered_map>
 
-#include "tilec/runtime/cuda_paths.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/runtime/sha256.h"
 #include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
 
 namespace tilec::runtime {
 namespace {
@@ -74,19 +74,9 @@ MemoryCache& memory_cache() {
 
 }  // namespace
 
-std::string default_cache_dir() {
-  std::string dir = runtime_env("TILEC_CACHE_DIR");
-  if (!dir.empty()) return dir;
-  std::string home = runtime_env("HOME");
-  if (!home.empty()) return home + "/.cache/tilec";
-  return "/tmp/tilec-cache-" + std::to_string(::getuid());
-}
+std::string default_cache_dir() { return knobs::cache_dir(); }
 
-bool disk_cache_enabled() {
-  std::string v = runtime_env("TILEC_DISABLE_CACHE");
-  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return !(v == "1" || v == "true" || v == "yes" || v == "on");
-}
+bool disk_cache_enabled() { return !knobs::disable_cache(); }
 
 std::string serialize_artifact(const CompiledArtifact& a) {
   std::string out = kMagic;

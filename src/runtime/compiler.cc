@@ -20,6 +20,7 @@
 #include "tilec/runtime/plan_text.h"
 #include "tilec/runtime/sha256.h"
 #include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
 #include "tilec/target/cuda/lower.h"
 #include "tilec/target/target.h"
 
@@ -70,7 +71,7 @@ std::string options_text(const std::string& arch, const std::string& compiler, c
   os << "\npass_configs";
   for (const auto& [k, v] : opts.pass_configs) os << ' ' << k << '=' << config_value_text(v);  // std::map: sorted
   os << "\ncompiler " << compiler << ' ' << compiler_identity(compiler) << "\nline_directives "
-     << opts.line_directives << "\n" << build_stamp() << "\n";
+     << (opts.line_directives || knobs::line_directives()) << "\n" << build_stamp() << "\n";
   return os.str();
 }
 
@@ -146,8 +147,6 @@ CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, c
   return a;
 }
 
-bool printer_is_stub(const std::string& ir_text) { return ir_text.rfind("# printer pending", 0) == 0; }
-
 }  // namespace
 
 std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) {
@@ -165,16 +164,13 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   TILEC_ICHECK(f.defined()) << "compile() of a null function";
   Resolved r = resolve(opts);
   std::string ir_text = ir::script(f);
-  CompileOptions effective = opts;
-  // Until the T-script printer exists, every function prints alike: caching would mix them.
-  if (printer_is_stub(ir_text)) effective.use_cache = false;
   Sha256 h;
   h.update("tilec-kernel-key 1\nir\n");
   h.update(ir_text);
   h.update("\n");
   h.update(options_text(r.arch, r.compiler, opts));
   std::string key = h.hex_digest();
-  if (auto hit = lookup(key, effective)) return std::move(*hit);
+  if (auto hit = lookup(key, opts)) return std::move(*hit);
 
   passes::PassContext ctx(target::parse_target(opts.target));
   for (const auto& [k, v] : opts.pass_configs) ctx.set(k, v);
@@ -182,7 +178,7 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   mark_outputs(m.plan, opts.out_idx, f->name);
   check_launch_plan(m.plan);
   CompiledArtifact a = build(std::move(m.source), std::move(m.plan), r, key);
-  store(key, a, effective);
+  store(key, a, opts);
   return a;
 }
 

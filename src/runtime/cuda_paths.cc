@@ -3,9 +3,10 @@
 // process) and the environment or registered directories may change in between.
 #include "tilec/runtime/cuda_paths.h"
 
+#include "tilec/support/knobs.h"
+
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <sstream>
 
@@ -41,7 +42,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // Toolkit roots, best first.
 std::vector<std::string> toolkit_roots() {
   std::vector<std::string> roots;
-  for (const char* var : {"TILEC_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"}) push_unique(roots, runtime_env(var));
+  push_unique(roots, knobs::cuda_home());  // TILEC_CUDA_HOME, CUDA_HOME, CUDA_PATH, build-time toolkit
 #ifdef TILEC_CUDA_LIB_DIR
   // The toolkit CMake found: LIB_DIR is <root>/lib64 or <root>/targets/<arch>/lib.
   {
@@ -62,11 +63,6 @@ std::vector<std::string> toolkit_roots() {
 }
 
 }  // namespace
-
-std::string runtime_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 void add_cuda_search_dirs(const std::vector<std::string>& lib_dirs,
                           const std::vector<std::string>& include_dirs) {
@@ -122,9 +118,6 @@ std::vector<std::string> cuda_include_dirs() {
 std::string find_nvcc() {
   for (const auto& root : toolkit_roots()) {
     if (exists(root + "/bin/nvcc")) return root + "/bin/nvcc";
-  }
-  for (const auto& dir : split(runtime_env("PATH"), ':')) {
-    if (exists(dir + "/nvcc")) return dir + "/nvcc";
   }
   return "";
 }

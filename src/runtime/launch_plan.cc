@@ -110,7 +110,7 @@ int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars,
   return eval(e.get(), vars, values.data());
 }
 
-int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars, const int64_t* values) {
+int64_t eval_int_unchecked(const ir::Expr& e, const std::vector<ir::Var>& vars, const int64_t* values) {
   return eval(e.get(), vars, values);
 }
 

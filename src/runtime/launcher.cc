@@ -382,7 +382,7 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
   }
   int64_t grid[3] = {1, 1, 1};
   for (size_t i = 0; i < p.grid.size(); ++i) {
-    grid[i] = eval_int(p.grid[i], p.symbol_vars, call.symbol_values);
+    grid[i] = eval_int_unchecked(p.grid[i], p.symbol_vars, call.symbol_values);
     if (grid[i] < 0 || grid[i] > (i == 0 ? int64_t(0x7fffffff) : int64_t(65535))) {
       throw_user_error("kernel " + signature() + ": grid dimension " + std::to_string(i) + " evaluates to " +
                            std::to_string(grid[i]) + ", outside CUDA's range [0, " + (i == 0 ? "2^31-1" : "65535") + "]",

@@ -25,6 +25,7 @@
 #include "tilec/runtime/cuda_paths.h"
 #include "tilec/runtime/device_headers.h"
 #include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
 
 namespace tilec::runtime {
 namespace {
@@ -247,8 +248,9 @@ CudaBinary compile_with_nvcc(const CudaCompileRequest& req) {
   std::string nvcc = find_nvcc();
   TILEC_USER_CHECK(!nvcc.empty(), SourceLoc{}, "set TILEC_CUDA_HOME to the CUDA toolkit root, or use NVRTC")
       << "nvcc was requested (TILEC_COMPILER=nvcc) but was not found";
-  std::string tmp_base = runtime_env("TMPDIR");
-  std::string pattern = (tmp_base.empty() ? std::string("/tmp") : tmp_base) + "/tilec-nvcc-XXXXXX";
+  std::error_code tmp_ec;
+  std::filesystem::path tmp_base = std::filesystem::temp_directory_path(tmp_ec);
+  std::string pattern = (tmp_ec ? std::string("/tmp") : tmp_base.string()) + "/tilec-nvcc-XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   TILEC_USER_CHECK(::mkdtemp(buf.data()) != nullptr, SourceLoc{}, "set TMPDIR to a writable directory")
@@ -297,8 +299,7 @@ int capture_int(const std::string& text, const std::regex& re) {
 }  // namespace
 
 std::string resolve_compiler(const std::string& requested) {
-  std::string c = requested.empty() ? runtime_env("TILEC_COMPILER") : requested;
-  if (c.empty()) c = "nvrtc";
+  std::string c = requested.empty() ? knobs::compiler() : requested;
   TILEC_USER_CHECK(c == "nvrtc" || c == "nvcc", SourceLoc{}, "use \"nvrtc\" (default) or \"nvcc\"")
       << "unknown CUDA compiler '" << c << "'";
   return c;

@@ -16,9 +16,9 @@
 
 namespace tilec::runtime {
 
-// TILEC_CACHE_DIR, else $HOME/.cache/tilec (or /tmp/tilec-cache-<uid> without HOME).
+// knobs::cache_dir(): TILEC_CACHE_DIR, else $HOME/.cache/tilec.
 std::string default_cache_dir();
-// False when TILEC_DISABLE_CACHE is set to a true value (1, true, yes, on).
+// False when TILEC_DISABLE_CACHE is set (knobs::disable_cache()).
 bool disk_cache_enabled();
 
 // The entry file format (see above). `why` receives the reason a read failed.

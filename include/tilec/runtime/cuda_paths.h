@@ -1,9 +1,9 @@
 // Where the CUDA toolkit pieces the runtime needs live: NVRTC's shared library, the
 // toolkit headers (cuda_fp16.h, cuda_bf16.h, CCCL) and nvcc. Searched in order:
-// TILEC_CUDA_HOME, CUDA_HOME, CUDA_PATH, the toolkit CMake found at build time,
-// /usr/local/cuda, directories registered at run time (the Python package adds those of
-// the pip wheels nvidia-cuda-nvrtc / nvidia-cuda-runtime), and finally the dynamic
-// loader's own search (bare sonames) / PATH.
+// knobs::cuda_home() (TILEC_CUDA_HOME, CUDA_HOME, CUDA_PATH, the build-time toolkit), the
+// toolkit CMake found at build time, /usr/local/cuda, directories registered at run time
+// (the Python package adds those of the pip wheels nvidia-cuda-nvrtc / -runtime), and
+// finally the dynamic loader's own search (bare sonames).
 #pragma once
 
 #include <string>
@@ -22,9 +22,5 @@ std::vector<std::string> nvrtc_library_candidates();
 std::vector<std::string> cuda_include_dirs();
 // Full path of nvcc, or "" when none is found.
 std::string find_nvcc();
-
-// Reads an environment variable ("" when unset). The one place the runtime reads the
-// environment, so it can move to support/knobs.h in one edit.
-std::string runtime_env(const char* name);
 
 }  // namespace tilec::runtime

@@ -1,7 +1,35 @@
-// STUB: replaced by the CUDA pipeline + codegen.
+// The CUDA back end's entry point: the CUDA pass pipeline, the LaunchPlan, then codegen.
 #include "tilec/target/cuda/lower.h"
-namespace tilec::cuda {
-DeviceModule lower_to_cuda(const ir::PrimFunc& f, passes::PassContext&) {
-  throw_user_error("the CUDA back end is not built yet", f->loc);
+
+#include "passes/cuda_back_util.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/target/cuda/codegen.h"
+
+namespace tilec::passes {
+
+std::vector<Pass> cuda_back_passes() {
+  return {
+      {"legalize_bounds", legalize_bounds},
+      {"vectorize", vectorize},
+      {"flatten_buffers", flatten_buffers},
+      {"plan_shared_memory", plan_shared_memory},
+      {"insert_syncs", insert_syncs},
+      {"split_host_device", split_host_device},
+  };
 }
+
+}  // namespace tilec::passes
+
+namespace tilec::cuda {
+
+DeviceModule lower_to_cuda(const ir::PrimFunc& f, passes::PassContext& ctx) {
+  DeviceModule m;
+  m.lowered = passes::run_passes(passes::cuda_back_passes(), f, ctx);
+  m.plan = passes::build_launch_plan(m.lowered);
+  CodegenOptions opts;
+  opts.line_directives = passes::back::config_flag(ctx, "tilec.line_directives");
+  m.source = codegen_cuda(m.lowered, m.plan, opts);
+  return m;
+}
+
 }  // namespace tilec::cuda

@@ -1,5 +1,5 @@
 // TEMPORARY: identity until implemented.
-#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
 namespace tilec::passes {
-ir::PrimFunc flatten_buffers(const ir::PrimFunc& f, PassContext&) { return f; }
+Pass flatten_buffers_pass() { return {"flatten_buffers", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
 }  // namespace tilec::passes

@@ -1,5 +1,5 @@
 // TEMPORARY: identity until implemented.
-#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
 namespace tilec::passes {
-ir::PrimFunc legalize_bounds(const ir::PrimFunc& f, PassContext&) { return f; }
+Pass legalize_bounds_pass() { return {"legalize_bounds", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
 }  // namespace tilec::passes

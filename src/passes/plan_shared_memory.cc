@@ -1,5 +1,5 @@
 // TEMPORARY: identity until implemented.
-#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
 namespace tilec::passes {
-ir::PrimFunc plan_shared_memory(const ir::PrimFunc& f, PassContext&) { return f; }
+Pass plan_shared_memory_pass() { return {"plan_shared_memory", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
 }  // namespace tilec::passes

@@ -26,6 +26,7 @@
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
 #include "tilec/target/cuda/codegen.h"
 
 namespace tilec::passes {
@@ -162,6 +163,8 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   VarMap wrapper_lets;
   std::vector<Var> device_uses = back::free_vars_of_stmt(kernel->body);
   std::unordered_set<const VarNode*> wrapper_bound;
+  for (const auto& v : kernel->block_vars) wrapper_bound.insert(v.get());
+  for (const auto& v : kernel->thread_vars) wrapper_bound.insert(v.get());
   for (Stmt s = f->body; s && !s.as<KernelLaunchNode>();) {
     if (auto* l = s.as<LetNode>()) {
       for (auto& v : back::free_vars(l->value)) device_uses.push_back(v);
@@ -209,9 +212,11 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   return plan;
 }
 
-PrimFunc split_host_device(const PrimFunc& f, PassContext&) {
-  (void)build_launch_plan(f);  // raises the user errors early, with the pass named in dumps
-  return f;
+Pass split_host_device_pass() {
+  return {"split_host_device", [](const PrimFunc& f, PassContext&) {
+            (void)build_launch_plan(f);  // raises the user errors here, with this pass named in dumps
+            return f;
+          }};
 }
 
 }  // namespace tilec::passes

@@ -1,6 +1,5 @@
-// The second half of the CUDA pipeline: lowered IR (docs/LOWERED_IR.md) -> IR ready for
-// CUDA codegen, plus the LaunchPlan. Run in this order; each file under src/passes/ opens
-// with its full contract.
+// Shared pieces of the second half of the CUDA pipeline (lowered IR, docs/LOWERED_IR.md ->
+// IR ready for CUDA codegen, plus the LaunchPlan).
 #pragma once
 
 #include "tilec/ir/stmt.h"
@@ -9,37 +8,12 @@
 
 namespace tilec::passes {
 
-// Guards every global load/store not proved in bounds: stores get an If, loads a Select
-// (0 out of bounds). Unrolled/vectorized loop nests get one hoisted check with a fast,
-// unguarded copy and a guarded fallback. (src/passes/legalize_bounds.cc)
-ir::PrimFunc legalize_bounds(const ir::PrimFunc& f, PassContext& ctx);
+// The passes themselves are declared in tilec/passes/passes.h (legalize_bounds_pass,
+// vectorize_pass, flatten_buffers_pass, plan_shared_memory_pass, insert_syncs_pass,
+// split_host_device_pass). This header holds what they share with other code.
 
-// For kind Vectorized with constant extent V -> vector accesses (Ramp indices, V lanes)
-// when contiguous, aligned and V * element bytes is 4, 8 or 16; else kind Unrolled.
-// Config "tl.disable_vectorize". (src/passes/vectorize.cc)
-ir::PrimFunc vectorize(const ir::PrimFunc& f, PassContext& ctx);
-
-// Multi-dimensional global accesses -> 1-D through the parameters' strides; parameters
-// become 1-D buffers and the originals are kept in attr kUnflattenedParamsAttr.
-// (src/passes/flatten_buffers.cc)
-ir::PrimFunc flatten_buffers(const ir::PrimFunc& f, PassContext& ctx);
-
-// Packs every shared.dyn buffer into one dynamic arena with lifetime reuse.
-// (src/passes/plan_shared_memory.cc)
-ir::PrimFunc plan_shared_memory(const ir::PrimFunc& f, PassContext& ctx);
-
-// Inserts tl.syncthreads where shared memory accesses of different threads conflict.
-// (src/passes/insert_syncs.cc)
-ir::PrimFunc insert_syncs(const ir::PrimFunc& f, PassContext& ctx);
-
-// Checks the host/device boundary (every variable the kernel uses is a parameter, a symbolic
-// dimension or bound inside). (src/passes/split_host_device.cc)
-ir::PrimFunc split_host_device(const ir::PrimFunc& f, PassContext& ctx);
-// The LaunchPlan of a function that went through the passes above.
+// The LaunchPlan of a function that went through the CUDA pipeline (split_host_device.cc).
 runtime::LaunchPlan build_launch_plan(const ir::PrimFunc& lowered);
-
-// The passes above as pipeline entries, in order.
-std::vector<Pass> cuda_back_passes();
 
 // ---- attribute and annotation keys shared with the first half and codegen ----
 

@@ -184,17 +184,20 @@ Printed CudaPrinter::print(const Expr& e) {
     case NodeKind::kSelect: {
       auto* s = e.as<SelectNode>();
       if (e->dtype.is_vector()) {
-        return {"tl::select(" + expr(s->cond) + ", " + expr(s->true_value) + ", " + expr(s->false_value) + ")"};
+        std::string c = expr(s->cond);
+      std::string t = expr(s->true_value);
+      return {"tl::select(" + c + ", " + t + ", " + expr(s->false_value) + ")"};
       }
-      return {operand(s->cond, kPrecLogOr) + " ? " + operand(s->true_value, kPrecCond + 1) + " : " +
-                  operand(s->false_value, kPrecCond),
-              kPrecCond};
+      std::string c = operand(s->cond, kPrecLogOr);
+      std::string t = operand(s->true_value, kPrecCond + 1);
+      return {c + " ? " + t + " : " + operand(s->false_value, kPrecCond), kPrecCond};
     }
     case NodeKind::kCast:
       return print_cast(e.as<CastNode>());
     case NodeKind::kRamp: {
       auto* r = e.as<RampNode>();
-      return {"tl::ramp<" + std::to_string(r->lanes) + ">(" + expr(r->base) + ", " + expr(r->stride) + ")"};
+      std::string base = expr(r->base);
+      return {"tl::ramp<" + std::to_string(r->lanes) + ">(" + base + ", " + expr(r->stride) + ")"};
     }
     case NodeKind::kBroadcast: {
       auto* b = e.as<BroadcastNode>();
@@ -214,7 +217,8 @@ Printed CudaPrinter::print_binary(const BinaryNode* op) {
   NodeKind k = op->kind;
   if (k == NodeKind::kMin || k == NodeKind::kMax) {
     need_header("tilec/math.cuh");
-    return {std::string(k == NodeKind::kMin ? "tl::min(" : "tl::max(") + expr(op->a) + ", " + expr(op->b) + ")"};
+    std::string a = expr(op->a);
+    return {std::string(k == NodeKind::kMin ? "tl::min(" : "tl::max(") + a + ", " + expr(op->b) + ")"};
   }
   if (k == NodeKind::kFloorDiv || k == NodeKind::kFloorMod) return print_floor_div_mod(op);
   std::string sym;
@@ -236,7 +240,8 @@ Printed CudaPrinter::print_binary(const BinaryNode* op) {
   }
   int p = infix_prec(sym);
   // Left-associative: the right operand needs strictly higher precedence.
-  return {operand(op->a, p) + " " + sym + " " + operand(op->b, p + 1), p};
+  std::string a = operand(op->a, p);
+  return {a + " " + sym + " " + operand(op->b, p + 1), p};
 }
 
 Printed CudaPrinter::print_floor_div_mod(const BinaryNode* op) {
@@ -245,16 +250,20 @@ Printed CudaPrinter::print_floor_div_mod(const BinaryNode* op) {
   const int64_t* divisor = as_const_int(op->b);
   if (t.is_scalar() && (t.is_uint() || (divisor && *divisor > 0 && passes::back::provably_nonneg(&analyzer_, op->a, nonneg_vars_)))) {
     std::string sym = is_div ? "/" : "%";
-    return {operand(op->a, kPrecMul) + " " + sym + " " + operand(op->b, kPrecMul + 1), kPrecMul};
+    std::string a = operand(op->a, kPrecMul);
+    return {a + " " + sym + " " + operand(op->b, kPrecMul + 1), kPrecMul};
   }
   if (t.is_scalar() && divisor && *divisor > 0 && (*divisor & (*divisor - 1)) == 0) {
     int shift = 0;
     while ((int64_t{1} << shift) < *divisor) ++shift;
-    if (is_div) return {operand(op->a, kPrecShift) + " >> " + std::to_string(shift), kPrecShift};
+    // Operands of bit operators are parenthesised unless primary/unary: C's precedence of
+    // >> and & below + and == surprises readers.
+    if (is_div) return {operand(op->a, kPrecUnary) + " >> " + std::to_string(shift), kPrecShift};
     Expr mask = int_imm(*divisor - 1, t);
-    return {operand(op->a, kPrecBitAnd) + " & " + operand(mask, kPrecBitAnd + 1), kPrecBitAnd};
+    return {operand(op->a, kPrecUnary) + " & " + operand(mask, kPrecUnary), kPrecBitAnd};
   }
-  return {std::string(is_div ? "tl::floordiv(" : "tl::floormod(") + expr(op->a) + ", " + expr(op->b) + ")"};
+  std::string a = expr(op->a);
+  return {std::string(is_div ? "tl::floordiv(" : "tl::floormod(") + a + ", " + expr(op->b) + ")"};
 }
 
 Printed CudaPrinter::print_cast(const CastNode* op) {
@@ -276,7 +285,8 @@ Printed CudaPrinter::print_load(const BufferLoadNode* op) {
     TILEC_ICHECK(r && is_one(r->stride)) << "vector access of '" << op->buffer->name
                                          << "' with a non-contiguous index reached codegen";
     vector_accessed.insert(op->buffer.get());
-    return {"tl::load<" + std::to_string(r->lanes) + ">(&" + buf + "[" + expr(r->base) + "])"};
+    std::string base = expr(r->base);
+    return {"tl::load<" + std::to_string(r->lanes) + ">(&" + buf + "[" + base + "])"};
   }
   return {buf + "[" + expr(idx) + "]"};
 }
@@ -292,7 +302,10 @@ Printed CudaPrinter::print_call(const CallNode* op) {
   need_header(info->header);
   auto join = [&](size_t from) {
     std::string s;
-    for (size_t i = from; i < op->args.size(); ++i) s += (i > from ? ", " : "") + expr(op->args[i]);
+    for (size_t i = from; i < op->args.size(); ++i) {
+      if (i > from) s += ", ";
+      s += expr(op->args[i]);
+    }
     return s;
   };
   switch (info->style) {
@@ -305,12 +318,15 @@ Printed CudaPrinter::print_call(const CallNode* op) {
       TILEC_ICHECK(load->indices.size() == 1) << "tl.address_of of a multi-dimensional access reached codegen";
       Expr idx = load->indices[0];
       if (auto* r = idx.as<RampNode>()) idx = r->base;
-      return {"&" + name_of(load->buffer.get()) + "[" + expr(idx) + "]", kPrecUnary};
+      std::string buf = name_of(load->buffer.get());
+      return {"&" + buf + "[" + expr(idx) + "]", kPrecUnary};
     }
     case IntrinStyle::kInfix: {
       if (op->args.size() == 1) return {info->cuda + operand(op->args[0], kPrecUnary), kPrecUnary};
       int p = infix_prec(info->cuda);
-      return {operand(op->args[0], p) + " " + info->cuda + " " + operand(op->args[1], p + 1), p};
+      int need = (p <= kPrecShift && p >= kPrecBitOr) ? int(kPrecUnary) : p;  // see print_floor_div_mod
+      std::string a = operand(op->args[0], need);
+      return {a + " " + info->cuda + " " + operand(op->args[1], std::max(need, p + 1)), p};
     }
     case IntrinStyle::kTemplateDType:
       return {info->cuda + "<" + c_type(op->dtype, op->loc) + ">(" + join(0) + ")"};

@@ -6,6 +6,8 @@
 //   * can_prove() never proves a condition that some assignment falsifies.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "arith_test_util.h"
 #include "tilec/arith/analyzer.h"
 
@@ -30,9 +32,10 @@ struct Scenario {
 
   explicit Scenario(int variant) {
     Var x = make_var("x"), y = make_var("y"), z = make_var("z");
-    switch (variant % 3) {
+    switch (variant) {
       case 0: ranges = {{x, 0, 15}, {y, 0, 7}, {z, 1, 32}}; break;
       case 1: ranges = {{x, -8, 7}, {y, 0, 63}, {z, -3, 3}}; break;
+      case 3: ranges = {{x, -9, 9}, {y, -30, 30}, {z, 1, 5}}; break;
       default: ranges = {{x, 0, 127}, {y, -20, 20}, {z, 4, 4}}; break;
     }
     w = make_var("w");
@@ -44,8 +47,12 @@ struct Scenario {
     v.push_back(w);
     return v;
   }
-  void bind(Analyzer& an, bool use_range) const {
+  // use_range: bind_range; otherwise bind_bound. unbound: tell the analyzer nothing
+  // about x, y, z (samples still come from the ranges), which exercises the rules that
+  // hold for every value.
+  void bind(Analyzer& an, bool use_range, bool unbound = false) const {
     for (const auto& r : ranges) {
+      if (unbound) break;
       if (use_range) an.bind_range(r.var, int_imm(r.lo), int_imm(r.hi - r.lo + 1));
       else an.bind_bound(r.var, r.lo, r.hi);
     }
@@ -77,11 +84,11 @@ constexpr int kRandomPoints = 24;
 
 TEST(ArithRandom, SimplifyBoundAndModularAreSound) {
   std::mt19937 point_rng(1234);
-  int checked_values = 0;
-  for (int variant = 0; variant < 3; ++variant) {
+  int checked_values = 0, changed = 0, divisible = 0, less = 0;
+  for (int variant = 0; variant < 4; ++variant) {
     Scenario sc(variant);
     Analyzer an;
-    sc.bind(an, /*use_range=*/variant != 1);
+    sc.bind(an, /*use_range=*/variant != 1, /*unbound=*/variant == 3);
     arith_test::ExprGen gen(42 + variant, sc.gen_vars());
     for (int n = 0; n < kExprsPerScenario; ++n) {
       Expr e = gen.int_expr(1 + n % 5);
@@ -92,6 +99,14 @@ TEST(ArithRandom, SimplifyBoundAndModularAreSound) {
       tilec::arith::ModularSet m = an.modular_set(e);
       Expr s2 = an.simplify(s);
       EXPECT_EQ(show(s2), show(s)) << "not idempotent: " << show(e);
+      changed += !s.same_as(e);
+      // Claims checked against every sample below.
+      int64_t factor = int64_t{1} << (1 + n % 4);
+      bool claims_divisible = an.can_prove_divisible(e, factor);
+      int64_t limit = (n % 2) ? b.max_value : (gen.range(-40, 40));
+      bool claims_less = an.can_prove_less(e, limit);
+      divisible += claims_divisible;
+      less += claims_less;
       for (const Env& env : sc.samples(point_rng, kRandomPoints)) {
         auto want = eval(e, env);
         if (!want) continue;  // undefined (int32 overflow in the original): nothing to check
@@ -106,20 +121,28 @@ TEST(ArithRandom, SimplifyBoundAndModularAreSound) {
           ASSERT_EQ(arith_test::floormod(*want - m.base, m.coeff), 0)
               << show(e) << " modular set {" << m.coeff << ", " << m.base << "}";
         }
+        if (claims_divisible) ASSERT_EQ(*want % factor, 0) << show(e) << " claimed divisible by " << factor;
+        if (claims_less) ASSERT_LT(*want, limit) << show(e) << " claimed < " << limit;
         ++checked_values;
       }
     }
   }
-  EXPECT_GT(checked_values, 3 * kExprsPerScenario * 10);  // most samples are defined
+  EXPECT_GT(checked_values, 4 * kExprsPerScenario * 10);  // most samples are defined
+  // Guard against a vacuous pass: the analyzer must actually do something.
+  EXPECT_GT(changed, kExprsPerScenario);
+  EXPECT_GT(divisible, 100);
+  EXPECT_GT(less, 100);
+  std::printf("simplified %d of %d, proved %d divisibility and %d upper-bound facts\n", changed,
+              4 * kExprsPerScenario, divisible, less);
 }
 
 TEST(ArithRandom, CanProveNeverProvesFalseFacts) {
   std::mt19937 point_rng(99);
   int proved = 0, refuted = 0;
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     Scenario sc(variant);
     Analyzer an;
-    sc.bind(an, /*use_range=*/true);
+    sc.bind(an, /*use_range=*/true, /*unbound=*/variant == 3);
     arith_test::ExprGen gen(7 + variant, sc.gen_vars());
     for (int n = 0; n < kExprsPerScenario; ++n) {
       Expr cond = gen.bool_expr(1 + n % 4);
@@ -145,6 +168,7 @@ TEST(ArithRandom, CanProveNeverProvesFalseFacts) {
   // anything would pass the soundness checks above, so require some successes.
   EXPECT_GT(proved, 50);
   EXPECT_GT(refuted, 50);
+  std::printf("proved %d, refuted %d of %d conditions\n", proved, refuted, 4 * kExprsPerScenario);
 }
 
 }  // namespace

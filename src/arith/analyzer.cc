@@ -38,7 +38,7 @@ void Analyzer::bind_range(const Var& v, const Expr& min, const Expr& extent) {
   TILEC_ICHECK(v.defined() && min.defined() && extent.defined()) << "bind_range of a null expression";
   Expr mn = simplify(min);
   Expr ex = simplify(extent);
-  impl_->bound_memo.clear();
+  impl_->facts_changed();
   ConstIntBound bmin = impl_->bound(mn);
   ConstIntBound bext = impl_->bound(ex);
   Impl::VarInfo info;
@@ -57,7 +57,7 @@ void Analyzer::bind_range(const Var& v, const Expr& min, const Expr& extent) {
     }
   }
   impl_->vars[v.get()] = std::move(info);
-  impl_->bound_memo.clear();
+  impl_->facts_changed();
 }
 
 void Analyzer::bind_bound(const Var& v, int64_t min_value, int64_t max_value) {
@@ -69,7 +69,7 @@ void Analyzer::bind_bound(const Var& v, int64_t min_value, int64_t max_value) {
   info.bound = {std::max(min_value, tb.min_value), std::min(max_value, tb.max_value)};
   if (info.bound.min_value > info.bound.max_value) info.bound = tb;
   impl_->vars[v.get()] = std::move(info);
-  impl_->bound_memo.clear();
+  impl_->facts_changed();
 }
 
 void Analyzer::bind_value(const Var& v, const Expr& value) {
@@ -80,19 +80,22 @@ void Analyzer::bind_value(const Var& v, const Expr& value) {
   for (auto& [key, ex] : impl_->values) ex = ir::substitute(ex, one);
   impl_->values[v.get()] = val;
   impl_->value_vars.push_back(v);
-  impl_->bound_memo.clear();
+  impl_->facts_changed();
 }
 
 Expr Analyzer::simplify(const Expr& e) {
   if (!e.defined()) return e;
   impl_->begin_query();
+  if (auto it = impl_->simplify_memo.find(e.get()); it != impl_->simplify_memo.end()) return it->second.second;
   Expr cur = impl_->resolve(e);
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     Expr next = impl_->simplify_expr(cur);
     if (next.same_as(cur) || impl_->order.equal(next, cur)) break;
     cur = next;
   }
-  return impl_->keep_identity(cur, e);
+  Expr result = impl_->keep_identity(cur, e);
+  impl_->simplify_memo.emplace(e.get(), std::make_pair(e, result));
+  return result;
 }
 
 ConstIntBound Analyzer::const_int_bound(const Expr& e) {

@@ -68,14 +68,30 @@ struct Analyzer::Impl {
   std::vector<Var> value_vars;
   detail::ExprOrder order;
 
-  // Memo of bound() for the duration of one public query (keys are kept alive).
-  std::unordered_map<const ir::ExprNode*, std::pair<Expr, ConstIntBound>> bound_memo;
+  // Memos, valid while the facts above do not change (every bind_* clears them; the
+  // key's node is kept alive by the stored Expr, so addresses are never reused):
+  //   bound_memo     bound() of a node
+  //   rewrite_memo   simplify_expr() of a binary node (one pass)
+  //   simplify_memo  Analyzer::simplify() of a node (the fixed point)
+  template <typename V>
+  using NodeMemo = std::unordered_map<const ir::ExprNode*, std::pair<Expr, V>>;
+  NodeMemo<ConstIntBound> bound_memo;
+  NodeMemo<Expr> rewrite_memo;
+  NodeMemo<Expr> simplify_memo;
+  static constexpr size_t kMaxMemo = 1 << 14;
   int rewrite_depth = 0;     // guards rule recursion (see rewrite_simplify.cc)
 
   // Substitute bind_value facts.
   Expr resolve(const Expr& e) const;
   void begin_query() {
-    if (bound_memo.size() > 4096) bound_memo.clear();
+    if (bound_memo.size() > kMaxMemo) bound_memo.clear();
+    if (rewrite_memo.size() > kMaxMemo) rewrite_memo.clear();
+    if (simplify_memo.size() > kMaxMemo) simplify_memo.clear();
+  }
+  void facts_changed() {
+    bound_memo.clear();
+    rewrite_memo.clear();
+    simplify_memo.clear();
   }
 
   // const_int_bound.cc: sound interval of e's values (e already resolved).

@@ -15,7 +15,7 @@
 //    types fall back to the whole type range when the exact interval leaves it
 //    (unsigned arithmetic wraps).
 //  * Non-integer expressions (loads of floats, calls) get their type's range.
-// Results are memoized per node for one query (Impl::bound_memo).
+// Results are memoized per node until the facts change (Impl::bound_memo).
 #include <algorithm>
 
 #include "arith/analyzer_impl.h"

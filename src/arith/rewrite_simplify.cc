@@ -50,6 +50,13 @@ class Simplifier : public ir::IRMutator {
 
  protected:
   Expr mutate_binary(const Expr& e, const ir::BinaryNode* op) override {
+    auto& memo = impl_->rewrite_memo;
+    if (auto it = memo.find(e.get()); it != memo.end()) return it->second.second;
+    Expr r = rewrite(e, op);
+    memo.emplace(e.get(), std::make_pair(e, r));
+    return r;
+  }
+  Expr rewrite(const Expr& e, const ir::BinaryNode* op) {
     bool sum = op->kind == NodeKind::kAdd || op->kind == NodeKind::kSub || op->kind == NodeKind::kMul;
     if (sum && is_linear_type(e->dtype)) {
       Expr r = impl_->canonical_sum(e);

@@ -17,9 +17,10 @@ const char* kPipelinedGemm = R"(
 template <int R, int COLS, typename T>
 __device__ void load_tile(T* dst, const T* src, int ld, int r0, int c0, int rows, int cols) {
   constexpr int V = 16 / sizeof(T);
+  using Tile = tl::SmemTile<R, COLS, tl::layout::widest_swizzle_bits(R, COLS, sizeof(T))>;
   for (int c = threadIdx.x; c < R * COLS / V; c += 128) {
     const int r = c / (COLS / V), cc = c % (COLS / V) * V;
-    tl::cp_async_cg16_zfill(dst + tl::layout::swizzled_offset(r, cc, COLS, sizeof(T)), src + (r0 + r) * ld + c0 + cc,
+    tl::cp_async_cg16_zfill(dst + Tile::offset(r, cc, sizeof(T)), src + (r0 + r) * ld + c0 + cc,
                             r0 + r < rows && c0 + cc < cols);
   }
 }
@@ -48,8 +49,10 @@ __device__ void block_gemm(const T* A, const T* B, Acc* C, int M, int N, int K) 
     if (kt + STAGES - 1 < kt_n) issue(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     tl::cp_async_commit();
     const int slot = kt % STAGES;
-    tl::gemm_ss<BM, BN, BK, 2, 2, TA, TB, false, BK, (TB ? BK : BN), true, true, KIND>(As + slot * BM * BK, Bs + slot * BN * BK,
-                                                                          acc, tid);
+    using TileA = tl::SmemTile<BM, BK, tl::layout::widest_swizzle_bits(BM, BK, sizeof(T))>;
+    using TileB = tl::SmemTile<TB ? BN : BK, TB ? BK : BN, tl::layout::widest_swizzle_bits(TB ? BN : BK, TB ? BK : BN, sizeof(T))>;
+    tl::gemm_ss<BM, BN, BK, 2, 2, TA, TB, false, TileA, TileB, KIND>(As + slot * BM * BK, 0, 0, Bs + slot * BN * BK, 0, 0,
+                                                                    acc, tid);
   }
   for (int i = 0; i < 32; ++i) C[((blockIdx.y * gridDim.x + blockIdx.x) * 128 + tid) * 32 + i] = acc[i];
 }
@@ -73,7 +76,8 @@ extern "C" __global__ void __launch_bounds__(256) gemm_fma(const float* A, const
   for (int i = threadIdx.x; i < 32 * 16; i += 256) As[i] = A[i], Bs[i] = B[i];
   __syncthreads();
   float acc[4];
-  tl::gemm_fma_ss<32, 32, 16, 16, 16, false, false, true, 16, 32, false, false>(As, Bs, acc, threadIdx.x);
+  tl::gemm_fma_ss<32, 32, 16, 16, 16, false, false, true, tl::SmemTile<32, 16, 0>, tl::SmemTile<16, 32, 0>>(
+      As, 0, 0, Bs, 0, 0, acc, threadIdx.x);
   for (int i = 0; i < 4; ++i) C[threadIdx.x * 4 + i] = acc[i];
 }
 )";

@@ -22,43 +22,41 @@ namespace {
 // ---- swizzle --------------------------------------------------------------------------
 
 struct TileShape {
-  int rows, ld, elem_bytes;
+  int rows, cols, elem_bytes;
 };
+int widest(const TileShape& t) { return L::widest_swizzle_bits(t.rows, t.cols, t.elem_bytes); }
 
 class SwizzleTest : public ::testing::TestWithParam<TileShape> {};
 
 TEST_P(SwizzleTest, IsABijectionKeepingChunksWhole) {
-  const auto [rows, ld, e] = GetParam();
-  const int v = 16 / e;
-  std::vector<int> seen(rows * ld, 0);
+  const auto [rows, cols, e] = GetParam();
+  const int v = 16 / e, bits = widest(GetParam());
+  std::vector<int> seen(rows * cols, 0);
   for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < ld; ++c) {
-      const int off = L::swizzled_offset(r, c, ld, e);
-      ASSERT_GE(off, r * ld) << "the swizzle must stay inside the row";
-      ASSERT_LT(off, (r + 1) * ld);
+    for (int c = 0; c < cols; ++c) {
+      const int off = L::tile_offset(r, c, rows, cols, e, bits);
+      ASSERT_GE(off, 0);
+      ASSERT_LT(off, rows * cols);
       ++seen[off];
       if (c % v != 0) {
-        EXPECT_EQ(off, L::swizzled_offset(r, c - 1, ld, e) + 1) << "16-byte chunks must stay contiguous";
+        EXPECT_EQ(off, L::tile_offset(r, c - 1, rows, cols, e, bits) + 1) << "16-byte chunks must stay contiguous";
       } else {
         EXPECT_EQ(off % v, 0) << "chunks must stay 16-byte aligned";
       }
     }
-  for (int i = 0; i < rows * ld; ++i) ASSERT_EQ(seen[i], 1) << "offset " << i;
+  for (int i = 0; i < rows * cols; ++i) ASSERT_EQ(seen[i], 1) << "offset " << i;
 }
 
 // Eight rows at one logical chunk (one ldmatrix phase) must hit eight different 16-byte
 // bank groups of a 128-byte line.
 TEST_P(SwizzleTest, EightRowsOfOneChunkAreConflictFree) {
-  const auto [rows, ld, e] = GetParam();
-  const int v = 16 / e;
-  const int row_bytes = ld * e;
-  // Conflict-freedom is promised for rows of whole 128-byte lines or of 64/32/16 bytes.
-  const bool promised = row_bytes % 128 == 0 || row_bytes == 64 || row_bytes == 32 || row_bytes == 16;
-  if (!promised) GTEST_SKIP();
+  const auto [rows, cols, e] = GetParam();
+  const int v = 16 / e, bits = widest(GetParam());
+  ASSERT_GT(bits, 0) << "every tile here has rows of whole chunks";
   for (int r0 = 0; r0 + 8 <= rows; r0 += 8)
-    for (int c = 0; c < ld; c += v) {
+    for (int c = 0; c < cols; c += v) {
       std::set<int> groups;
-      for (int r = r0; r < r0 + 8; ++r) groups.insert((L::swizzled_offset(r, c, ld, e) * e / 16) % 8);
+      for (int r = r0; r < r0 + 8; ++r) groups.insert((L::tile_offset(r, c, rows, cols, e, bits) * e / 16) % 8);
       EXPECT_EQ(groups.size(), 8u) << "rows " << r0 << ".." << r0 + 7 << " chunk " << c / v;
     }
 }
@@ -67,21 +65,26 @@ INSTANTIATE_TEST_SUITE_P(Tiles, SwizzleTest,
                          ::testing::Values(TileShape{128, 32, 2}, TileShape{32, 256, 2}, TileShape{64, 64, 2},
                                            TileShape{16, 16, 2}, TileShape{64, 8, 2}, TileShape{128, 96, 2},
                                            TileShape{64, 32, 4}, TileShape{32, 128, 4}, TileShape{64, 64, 1},
-                                           TileShape{128, 128, 1}, TileShape{40, 48, 2}));
+                                           TileShape{128, 128, 1}, TileShape{40, 48, 2}, TileShape{256, 64, 2}));
 
-TEST(Swizzle, RowsNotMadeOfChunksStayRowMajor) {
-  EXPECT_EQ(L::swizzle_group(6, 2), 0);  // 12-byte rows
-  for (int r = 0; r < 8; ++r)
-    for (int c = 0; c < 6; ++c) EXPECT_EQ(L::swizzled_offset(r, c, 6, 2), r * 6 + c);
+TEST(Swizzle, ModesFollowTheRowLength) {
+  EXPECT_EQ(L::widest_swizzle_bits(128, 32, 2), 3);  // 64-byte rows fold into 128-byte lines
+  EXPECT_EQ(L::widest_swizzle_bits(32, 256, 2), 3);
+  EXPECT_EQ(L::widest_swizzle_bits(40, 48, 2), 1);   // 96-byte rows: 32-byte column blocks
+  EXPECT_EQ(L::widest_swizzle_bits(8, 6, 2), 0);     // 12-byte rows: no chunks
+  EXPECT_EQ(L::widest_swizzle_bits(64, 4, 2), 0);    // 8-byte rows
 }
 
-TEST(Swizzle, GroupsFollowTheRowLength) {
-  EXPECT_EQ(L::swizzle_group(64, 2), 8);   // 128-byte rows: chunk ^ (row % 8)
-  EXPECT_EQ(L::swizzle_group(32, 2), 4);   // 64-byte rows: chunk ^ ((row / 2) % 4)
-  EXPECT_EQ(L::swizzle_group(16, 2), 2);
-  EXPECT_EQ(L::swizzle_group(8, 2), 1);
-  EXPECT_EQ(L::swizzled_offset(3, 0, 64, 2), 3 * 64 + 3 * 8);
-  EXPECT_EQ(L::swizzled_offset(5, 8, 32, 2), 5 * 32 + ((1 ^ 2) * 8));
+TEST(Swizzle, KnownOffsets) {
+  // 128-byte rows, 128B mode: chunk c of row r at chunk c ^ (r % 8).
+  EXPECT_EQ(L::tile_offset(3, 0, 64, 64, 2, 3), 3 * 64 + 3 * 8);
+  EXPECT_EQ(L::tile_offset(5, 17, 64, 64, 2, 3), 5 * 64 + (2 ^ 5) * 8 + 1);
+  // 64-byte rows: two rows share a line; the line number (row / 2) % 8 flips the chunk field.
+  EXPECT_EQ(L::tile_offset(5, 8, 128, 32, 2, 3), 4 * 32 + (((4 + 1) ^ 2) * 8));
+  // 512-byte rows: column blocks of 64 elements, each a stack of 128-byte rows.
+  EXPECT_EQ(L::tile_offset(2, 70, 32, 256, 2, 3), 1 * 32 * 64 + 2 * 64 + ((0 ^ 2) * 8) + 6);
+  // No swizzle: row-major.
+  EXPECT_EQ(L::tile_offset(7, 5, 8, 6, 2, 0), 47);
 }
 
 // ---- accumulator fragment -----------------------------------------------------------------
@@ -141,13 +144,13 @@ int mma_k(Kind k) { return k == Kind::k16bit ? 16 : k == Kind::kTf32 ? 8 : 32; }
 
 // A shared-memory tile of small integers stored with the swizzle, byte addressed.
 struct SmemTile {
-  int rows, ld, e;
+  int rows, cols, e, bits;
   std::vector<uint8_t> bytes;
-  SmemTile(int r, int l, int el) : rows(r), ld(l), e(el), bytes(size_t(r) * l * el) {}
-  void set(int r, int c, int64_t v) {
-    std::memcpy(&bytes[size_t(L::swizzled_offset(r, c, ld, e)) * e], &v, e);  // little endian
-  }
-  int64_t get(int r, int c) const { return read_elem(size_t(L::swizzled_offset(r, c, ld, e)) * e); }
+  SmemTile(int r, int c, int el)
+      : rows(r), cols(c), e(el), bits(L::widest_swizzle_bits(r, c, el)), bytes(size_t(r) * c * el) {}
+  int offset(int r, int c) const { return L::tile_offset(r, c, rows, cols, e, bits); }
+  void set(int r, int c, int64_t v) { std::memcpy(&bytes[size_t(offset(r, c)) * e], &v, e); }  // little endian
+  int64_t get(int r, int c) const { return read_elem(size_t(offset(r, c)) * e); }
   int64_t read_elem(size_t byte) const {
     int64_t v = 0;
     std::memcpy(&v, &bytes[byte], e);
@@ -155,7 +158,7 @@ struct SmemTile {
     if (e == 2) return int16_t(v);
     return int32_t(v);
   }
-  size_t byte_of(L::Coord p) const { return size_t(L::swizzled_offset(p.row, p.col, ld, e)) * e; }
+  size_t byte_of(L::Coord p) const { return size_t(offset(p.row, p.col)) * e; }
   uint32_t word_at(size_t byte) const {
     uint32_t w;
     std::memcpy(&w, &bytes[byte], 4);

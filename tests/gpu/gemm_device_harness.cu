@@ -104,11 +104,12 @@ __device__ inline void store_out(int* p, int v) { *p = v; }
 // ---------------------------------------------------------------------------------------
 // the kernel under test
 
-// Fills the stored tile (R x COLS, swizzled per SWIZZLE) from the row-major global matrix
-// (grows x gcols) at (r0, c0) with 16-byte cp.async; chunks outside the matrix read zeros.
-// Requires gcols to be a multiple of the chunk (checked on the host).
-template <int R, int COLS, int THREADS, bool SWIZZLE, typename T>
+// Fills the stored tile (Tile: R x COLS, swizzled per its mode) from the row-major global
+// matrix (grows x gcols) at (r0, c0) with 16-byte cp.async; chunks outside the matrix read
+// zeros. Requires gcols to be a multiple of the chunk (checked on the host).
+template <class Tile, int THREADS, typename T>
 __device__ __forceinline__ void load_tile(T* smem, const T* g, int grows, int gcols, int r0, int c0, int tid) {
+  constexpr int R = Tile::kRows, COLS = Tile::kCols;
   constexpr int V = 16 / sizeof(T);
   constexpr int CHUNKS = R * COLS / V;
   static_assert(COLS % V == 0, "tile rows must be whole 16-byte chunks");
@@ -120,8 +121,8 @@ __device__ __forceinline__ void load_tile(T* smem, const T* g, int grows, int gc
       const int gr = r0 + r, gc = c0 + cc;
       // 32-bit index arithmetic, as the compiler emits it; with zero-fill the source is not
       // read when the predicate is false, so the address may lie outside the matrix.
-      tl::cp_async_cg16_zfill(smem + tl::layout::operand_offset(SWIZZLE, r, cc, COLS, sizeof(T)),
-                              g + (gr * gcols + gc), gr < grows && gc < gcols);
+      tl::cp_async_cg16_zfill(smem + Tile::offset(r, cc, sizeof(T)), g + (gr * gcols + gc),
+                              gr < grows && gc < gcols);
     }
   }
 }
@@ -137,8 +138,13 @@ struct Config {
   using In = typename KindTypes<KIND>::In;
   using Acc = typename KindTypes<KIND>::Acc;
   using Out = typename KindTypes<KIND>::Out;
-  static constexpr int kLda = TRANS_A ? BM : BK;  // stored A tile: BK x BM or BM x BK
-  static constexpr int kLdb = TRANS_B ? BK : BN;  // stored B tile: BN x BK or BK x BN
+  // Stored tiles: A is BK x BM or BM x BK, B is BN x BK or BK x BN; the widest swizzle.
+  static constexpr int kArows = TRANS_A ? BK : BM, kAcols = TRANS_A ? BM : BK;
+  static constexpr int kBrows = TRANS_B ? BN : BK, kBcols = TRANS_B ? BK : BN;
+  using TileA = tl::SmemTile<kArows, kAcols,
+                             SWIZZLE ? tl::layout::widest_swizzle_bits(kArows, kAcols, sizeof(In)) : 0>;
+  using TileB = tl::SmemTile<kBrows, kBcols,
+                             SWIZZLE ? tl::layout::widest_swizzle_bits(kBrows, kBcols, sizeof(In)) : 0>;
   static constexpr int kTileA = BM * BK, kTileB = BN * BK;
   static constexpr size_t kSmemBytes = size_t(STAGES) * (kTileA + kTileB) * sizeof(In);
   // FMA: 16 x 16 threads, cyclic
@@ -155,8 +161,8 @@ struct BlockGemm<false> {
   template <class Cfg, int BM, int BN, int BK, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, int KIND,
             bool SWIZZLE, typename In, typename Acc>
   __device__ __forceinline__ static void run(const In* As, const In* Bs, Acc* acc, int tid) {
-    tl::gemm_ss<BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, false, Cfg::kLda, Cfg::kLdb, SWIZZLE, SWIZZLE, KIND>(
-        As, Bs, acc, tid);
+    tl::gemm_ss<BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, false, typename Cfg::TileA, typename Cfg::TileB, KIND>(
+        As, 0, 0, Bs, 0, 0, acc, tid);
   }
 };
 template <>
@@ -164,8 +170,8 @@ struct BlockGemm<true> {
   template <class Cfg, int BM, int BN, int BK, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, int KIND,
             bool SWIZZLE, typename In, typename Acc>
   __device__ __forceinline__ static void run(const In* As, const In* Bs, Acc* acc, int tid) {
-    tl::gemm_fma_ss<BM, BN, BK, Cfg::kFmaTm, Cfg::kFmaTn, TRANS_A, TRANS_B, false, Cfg::kLda, Cfg::kLdb, SWIZZLE,
-                    SWIZZLE>(As, Bs, acc, tid);
+    tl::gemm_fma_ss<BM, BN, BK, Cfg::kFmaTm, Cfg::kFmaTn, TRANS_A, TRANS_B, false, typename Cfg::TileA,
+                    typename Cfg::TileB>(As, 0, 0, Bs, 0, 0, acc, tid);
   }
 };
 
@@ -197,14 +203,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   const int k_tiles = (K + BK - 1) / BK;
   auto issue = [&](int kt, int slot) {
+    using TA = typename Cfg::TileA;
+    using TB = typename Cfg::TileB;
     if (TRANS_A)
-      load_tile<BK, BM, Cfg::kThreads, SWIZZLE>(As + slot * Cfg::kTileA, A, K, M, kt * BK, bm * BM, tid);
+      load_tile<TA, Cfg::kThreads>(As + slot * Cfg::kTileA, A, K, M, kt * BK, bm * BM, tid);
     else
-      load_tile<BM, BK, Cfg::kThreads, SWIZZLE>(As + slot * Cfg::kTileA, A, M, K, bm * BM, kt * BK, tid);
+      load_tile<TA, Cfg::kThreads>(As + slot * Cfg::kTileA, A, M, K, bm * BM, kt * BK, tid);
     if (TRANS_B)
-      load_tile<BN, BK, Cfg::kThreads, SWIZZLE>(Bs + slot * Cfg::kTileB, B, N, K, bn * BN, kt * BK, tid);
+      load_tile<TB, Cfg::kThreads>(Bs + slot * Cfg::kTileB, B, N, K, bn * BN, kt * BK, tid);
     else
-      load_tile<BK, BN, Cfg::kThreads, SWIZZLE>(Bs + slot * Cfg::kTileB, B, K, N, kt * BK, bn * BN, tid);
+      load_tile<TB, Cfg::kThreads>(Bs + slot * Cfg::kTileB, B, K, N, kt * BK, bn * BN, tid);
   };
 
   // prologue: tiles 0 .. STAGES-2, one commit group each (empty when past the end)

@@ -5,15 +5,17 @@
 // shared formulas).
 //
 //   tl::gemm_ss<M, N, K, WARP_M, WARP_N, TRANS_A, TRANS_B, CLEAR_ACCUM,
-//               LDA, LDB, SWIZZLE_A, SWIZZLE_B, KIND>(A, B, C, thread_idx)
+//               tl::SmemTile<ROWS, COLS, SWIZZLE_BITS> (A), tl::SmemTile<...> (B), KIND>
+//       (A, a_row0, a_col0, B, b_row0, b_col0, C, thread_idx)
 //
-//   C[M x N] (+)= op(A) * op(B) with
-//     A: TRANS_A ? stored K x LDA (M contiguous) : stored M x LDA (K contiguous)
-//     B: TRANS_B ? stored N x LDB (K contiguous) : stored K x LDB (N contiguous)
-//   pointers at the tile's first element; a tile is swizzled (gemm_sm80_layout.cuh) or
-//   plain row-major per SWIZZLE_*; C is the thread's accumulator fragment (registers)
-//   in the layout of tl::layout::c_frag_thread / c_frag_index; thread_idx is the linear
-//   index of the calling thread among the WARP_M * WARP_N * 32 that share the GEMM.
+//   C[M x N] (+)= op(A) * op(B) where
+//     A is stored K x M (M contiguous) when TRANS_A, else M x K (K contiguous),
+//     B is stored N x K (K contiguous) when TRANS_B, else K x N (N contiguous),
+//   each read at (row0 + r, col0 + c) of a shared tile (pointer at the tile's first
+//   element) laid out as tl::layout::tile_offset says for its SmemTile; C is the thread's
+//   accumulator fragment (registers) in the layout of tl::layout::c_frag_thread /
+//   c_frag_index; thread_idx is the linear index of the calling thread among the
+//   WARP_M * WARP_N * 32 that share the GEMM. col0 must keep 16-byte chunks aligned.
 //   KIND: kMmaF16 / kMmaBF16 (f32 accumulate), kMmaTF32 (f32 data rounded to tf32),
 //   kMmaS8 / kMmaU8 (s32 accumulate).
 //
@@ -31,6 +33,16 @@
 namespace tl {
 
 enum : int { kMmaF16 = 0, kMmaBF16 = 1, kMmaTF32 = 2, kMmaS8 = 3, kMmaU8 = 4 };
+
+// A shared-memory operand tile: ROWS x COLS elements, swizzle mode SWIZZLE_BITS (0 none,
+// 1 32B, 2 64B, 3 128B), addressed by tl::layout::tile_offset.
+template <int ROWS, int COLS, int SWIZZLE_BITS>
+struct SmemTile {
+  static constexpr int kRows = ROWS, kCols = COLS, kSwizzle = SWIZZLE_BITS;
+  __device__ __forceinline__ static int offset(int row, int col, int elem_bytes) {
+    return layout::tile_offset(row, col, ROWS, COLS, elem_bytes, SWIZZLE_BITS);
+  }
+};
 
 namespace gemm_detail {
 
@@ -89,34 +101,34 @@ struct MmaTraits<kMmaU8> {
 // Reads one 32-bit register's worth of an operand element by element (for orientations
 // ldmatrix cannot produce). (row, col) is the first element in stored coordinates; the
 // register's elements run down the stored rows (row + e).
-template <int ELEM_BYTES, int LD, bool SWIZZLE>
+template <int ELEM_BYTES, class Tile>
 __device__ __forceinline__ unsigned gather_down_rows(const void* base, int row, int col) {
   if (ELEM_BYTES == 4) {
-    return static_cast<const unsigned*>(base)[layout::operand_offset(SWIZZLE, row, col, LD, 4)];
+    return static_cast<const unsigned*>(base)[Tile::offset(row, col, 4)];
   } else if (ELEM_BYTES == 1) {
     const unsigned char* p = static_cast<const unsigned char*>(base);
     unsigned r = 0;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) r |= unsigned(p[layout::operand_offset(SWIZZLE, row + e, col, LD, 1)]) << (8 * e);
+    for (int e = 0; e < 4; ++e) r |= unsigned(p[Tile::offset(row + e, col, 1)]) << (8 * e);
     return r;
   } else {
     const unsigned short* p = static_cast<const unsigned short*>(base);
-    return unsigned(p[layout::operand_offset(SWIZZLE, row, col, LD, 2)]) |
-           (unsigned(p[layout::operand_offset(SWIZZLE, row + 1, col, LD, 2)]) << 16);
+    return unsigned(p[Tile::offset(row, col, 2)]) | (unsigned(p[Tile::offset(row + 1, col, 2)]) << 16);
   }
 }
 
 // A fragment of the m16 tile at m0 and k-step starting at k0.
-template <int KIND, bool TRANS_A, int LDA, bool SWIZZLE_A, typename TA>
-__device__ __forceinline__ void load_a(unsigned* a, const TA* A, int m0, int k0, int lane) {
+// (row0, col0): where the operand starts in its stored tile.
+template <int KIND, bool TRANS_A, class TileA, typename TA>
+__device__ __forceinline__ void load_a(unsigned* a, const TA* A, int row0, int col0, int m0, int k0, int lane) {
   using Tr = MmaTraits<KIND>;
   constexpr int E = Tr::kElemBytes;
   if (!TRANS_A) {
     layout::Coord p = layout::ldsm_a_kmajor(lane, m0, k0, E);
-    ldmatrix_x4(a, A + layout::operand_offset(SWIZZLE_A, p.row, p.col, LDA, E));
+    ldmatrix_x4(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
   } else if (E == 2) {
     layout::Coord p = layout::ldsm_a_mmajor(lane, m0, k0);
-    ldmatrix_x4_trans(a, A + layout::operand_offset(SWIZZLE_A, p.row, p.col, LDA, E));
+    ldmatrix_x4_trans(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
   } else {
     // Stored K x M: register q holds rows (g, g+8) and k groups as in mma.cuh.
     const int g = lane >> 2, t = lane & 3;
@@ -126,7 +138,7 @@ __device__ __forceinline__ void load_a(unsigned* a, const TA* A, int m0, int k0,
     for (int q = 0; q < 4; ++q) {
       const int m = m0 + g + 8 * (q & 1);
       const int k = k0 + kHalf * (q >> 1) + t * kPerReg;
-      a[q] = gather_down_rows<E, LDA, SWIZZLE_A>(A, k, m);
+      a[q] = gather_down_rows<E, TileA>(A, row0 + k, col0 + m);
     }
   }
   if (KIND == kMmaTF32) {
@@ -136,13 +148,14 @@ __device__ __forceinline__ void load_a(unsigned* a, const TA* A, int m0, int k0,
 }
 
 // B fragments of the n8 tiles at n0 (and n0 + 8 when PAIR) for the k-step at k0.
-template <int KIND, bool TRANS_B, int LDB, bool SWIZZLE_B, bool PAIR, typename TB>
-__device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, int n0, int k0, int lane) {
+template <int KIND, bool TRANS_B, class TileB, bool PAIR, typename TB>
+__device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, int row0, int col0, int n0, int k0,
+                                       int lane) {
   using Tr = MmaTraits<KIND>;
   constexpr int E = Tr::kElemBytes;
   if (TRANS_B) {
     layout::Coord p = layout::ldsm_b_kmajor(lane, n0, k0, E);
-    const TB* addr = B + layout::operand_offset(SWIZZLE_B, p.row, p.col, LDB, E);
+    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
     if (PAIR) {
       unsigned r[4];
       ldmatrix_x4(r, addr);
@@ -152,7 +165,7 @@ __device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, 
     }
   } else if (E == 2) {
     layout::Coord p = layout::ldsm_b_nmajor(lane, n0, k0);
-    const TB* addr = B + layout::operand_offset(SWIZZLE_B, p.row, p.col, LDB, E);
+    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
     if (PAIR) {
       unsigned r[4];
       ldmatrix_x4_trans(r, addr);
@@ -168,8 +181,8 @@ __device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, 
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int k = k0 + kHalf * q + t * kPerReg;
-      b0[q] = gather_down_rows<E, LDB, SWIZZLE_B>(B, k, n0 + g);
-      if (PAIR) b1[q] = gather_down_rows<E, LDB, SWIZZLE_B>(B, k, n0 + 8 + g);
+      b0[q] = gather_down_rows<E, TileB>(B, row0 + k, col0 + n0 + g);
+      if (PAIR) b1[q] = gather_down_rows<E, TileB>(B, row0 + k, col0 + n0 + 8 + g);
     }
   }
   if (KIND == kMmaTF32) {
@@ -183,9 +196,10 @@ __device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, 
 
 }  // namespace gemm_detail
 
-template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, int LDA,
-          int LDB, bool SWIZZLE_A, bool SWIZZLE_B, int KIND, typename TA, typename TB, typename TC>
-__device__ __forceinline__ void gemm_ss(const TA* A, const TB* B, TC* C, int thread_idx) {
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
+          class TileB, int KIND, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
+                                        TC* C, int thread_idx) {
   using Tr = gemm_detail::MmaTraits<KIND>;
   constexpr int E = Tr::kElemBytes;
   constexpr int WM = M / WARP_M, WN = N / WARP_N;  // the warp tile
@@ -197,8 +211,11 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TB* B, TC* C, int thr
   static_assert(M % (WARP_M * 16) == 0, "gemm_ss: M must be a multiple of 16 * WARP_M");
   static_assert(N % (WARP_N * 8) == 0, "gemm_ss: N must be a multiple of 8 * WARP_N");
   static_assert(K % Tr::kK == 0, "gemm_ss: K must be a multiple of the mma k (16 f16/bf16, 8 tf32, 32 int8)");
-  static_assert((LDA * E) % 16 == 0 && (LDB * E) % 16 == 0,
+  static_assert((TileA::kCols * E) % 16 == 0 && (TileB::kCols * E) % 16 == 0,
                 "gemm_ss: operand rows must be whole 16-byte chunks (ldmatrix row addresses)");
+  static_assert((TRANS_A ? TileA::kRows >= K && TileA::kCols >= M : TileA::kRows >= M && TileA::kCols >= K) &&
+                    (TRANS_B ? TileB::kRows >= N && TileB::kCols >= K : TileB::kRows >= K && TileB::kCols >= N),
+                "gemm_ss: an operand is larger than its shared tile");
 
   const int lane = thread_idx & 31;
   const int warp = thread_idx >> 5;
@@ -215,14 +232,14 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TB* B, TC* C, int thr
   auto load_step = [&](int buf, int ks) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
-      gemm_detail::load_a<KIND, TRANS_A, LDA, SWIZZLE_A>(a[buf][mt], A, m_base + mt * 16, ks * Tr::kK, lane);
+      gemm_detail::load_a<KIND, TRANS_A, TileA>(a[buf][mt], A, a_row0, a_col0, m_base + mt * 16, ks * Tr::kK, lane);
 #pragma unroll
     for (int nt = 0; nt + 1 < NT; nt += 2)
-      gemm_detail::load_b<KIND, TRANS_B, LDB, SWIZZLE_B, true>(b[buf][nt], b[buf][nt + 1], B, n_base + nt * 8,
-                                                               ks * Tr::kK, lane);
+      gemm_detail::load_b<KIND, TRANS_B, TileB, true>(b[buf][nt], b[buf][nt + 1], B, b_row0, b_col0, n_base + nt * 8,
+                                                      ks * Tr::kK, lane);
     if (NT % 2 == 1)
-      gemm_detail::load_b<KIND, TRANS_B, LDB, SWIZZLE_B, false>(b[buf][NT - 1], b[buf][NT - 1], B,
-                                                                n_base + (NT - 1) * 8, ks * Tr::kK, lane);
+      gemm_detail::load_b<KIND, TRANS_B, TileB, false>(b[buf][NT - 1], b[buf][NT - 1], B, b_row0, b_col0,
+                                                       n_base + (NT - 1) * 8, ks * Tr::kK, lane);
   };
 
   load_step(0, 0);
@@ -242,9 +259,10 @@ __device__ __forceinline__ void gemm_ss(const TA* A, const TB* B, TC* C, int thr
 
 // FMA fallback: C[M x N] (+)= op(A) * op(B) on CUDA cores, TM * TN threads, the fragment
 // of tl::layout::fma_frag_thread / fma_frag_index. Operands as in gemm_ss.
-template <int M, int N, int K, int TM, int TN, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, int LDA, int LDB,
-          bool SWIZZLE_A, bool SWIZZLE_B, typename TA, typename TB, typename TC>
-__device__ __forceinline__ void gemm_fma_ss(const TA* A, const TB* B, TC* C, int thread_idx) {
+template <int M, int N, int K, int TM, int TN, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA, class TileB,
+          typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_fma_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
+                                            TC* C, int thread_idx) {
   static_assert(M % TM == 0 && N % TN == 0, "gemm_fma_ss: the thread grid must divide the tile");
   constexpr int RM = M / TM, RN = N / TN;
   const int ti = thread_idx / TN, tj = thread_idx % TN;
@@ -258,14 +276,14 @@ __device__ __forceinline__ void gemm_fma_ss(const TA* A, const TB* B, TC* C, int
 #pragma unroll
     for (int i = 0; i < RM; ++i) {
       const int m = ti + TM * i;
-      av[i] = static_cast<TC>(A[TRANS_A ? layout::operand_offset(SWIZZLE_A, k, m, LDA, sizeof(TA))
-                                        : layout::operand_offset(SWIZZLE_A, m, k, LDA, sizeof(TA))]);
+      av[i] = static_cast<TC>(A[TRANS_A ? TileA::offset(a_row0 + k, a_col0 + m, sizeof(TA))
+                                        : TileA::offset(a_row0 + m, a_col0 + k, sizeof(TA))]);
     }
 #pragma unroll
     for (int j = 0; j < RN; ++j) {
       const int n = tj + TN * j;
-      bv[j] = static_cast<TC>(B[TRANS_B ? layout::operand_offset(SWIZZLE_B, n, k, LDB, sizeof(TB))
-                                        : layout::operand_offset(SWIZZLE_B, k, n, LDB, sizeof(TB))]);
+      bv[j] = static_cast<TC>(B[TRANS_B ? TileB::offset(b_row0 + n, b_col0 + k, sizeof(TB))
+                                        : TileB::offset(b_row0 + k, b_col0 + n, sizeof(TB))]);
     }
 #pragma unroll
     for (int i = 0; i < RM; ++i)

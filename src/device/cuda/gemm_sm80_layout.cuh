@@ -5,18 +5,17 @@
 // Everything here is plain constexpr integer arithmetic, no intrinsics, so the one
 // definition serves device code, NVRTC and host tests alike.
 //
-// 1. Shared-memory swizzle of a row-major operand tile.
-//    A tile of `ld` elements per row, `elem_bytes` per element, is cut into 16-byte
-//    chunks (V = 16 / elem_bytes elements). With L = ld / V chunks per row, the chunks of
-//    a row are XOR-permuted inside aligned groups of G chunks, G the largest of 8, 4, 2, 1
-//    dividing L, by a row-dependent key:
-//        key(row)  = (row / (8 / G)) % G
-//        chunk'    = chunk ^ key(row)
-//    For L % 8 == 0 this is "chunk ^ (row % 8)" inside every 128-byte segment; for 64-byte
-//    rows (L = 4) two rows share a 128-byte line and the key is (row / 2) % 4; and so on.
-//    Eight consecutive rows at one logical chunk then land in eight different 16-byte
-//    bank groups, which is the access of one ldmatrix phase, so ldmatrix is conflict-free.
-//    A 16-byte chunk stays contiguous, so cp.async / vector stores of 16 bytes fill it.
+// 1. Shared-memory swizzle of a row-major operand tile (the same formula as
+//    tilec::layout::swizzled_layout, include/tilec/layout/swizzle.h, so one swizzle serves
+//    copies, ldmatrix and, later, TMA and wgmma). For a tile of `rows` x `cols` elements
+//    of `elem_bytes` and a mode of B = 1, 2, 3 bits (32B, 64B, 128B; 0 = none):
+//      - a row wider than the span (16 << B bytes) is cut into column blocks of one span,
+//        stored one after another (block b at b * rows * span elements);
+//      - inside (the block or the whole tile), with x the row-major element offset, the
+//        B-bit field of 16-byte chunks of x is XORed with the B-bit field of 128-byte lines
+//        (CuTe's Swizzle<B, 4, 3> on byte offsets).
+//    Eight consecutive rows at one logical 16-byte chunk (one ldmatrix phase) then land in
+//    eight different bank groups, and every 16-byte chunk stays whole for cp.async.
 //
 // 2. Which shared-memory element each lane points ldmatrix at, per operand and
 //    orientation (see the comments on each function), and
@@ -37,31 +36,41 @@ namespace layout {
 
 // ---- 1. swizzle -------------------------------------------------------------------
 
-// Chunks per swizzle group for a row of `ld` elements; 0 when rows are not made of whole
-// 16-byte chunks (then the tile is plain row-major).
-TL_LAYOUT_FN int swizzle_group(int ld, int elem_bytes) {
-  return (ld * elem_bytes) % 16 != 0 ? 0
-         : ((ld * elem_bytes) / 16) % 8 == 0 ? 8
-         : ((ld * elem_bytes) / 16) % 4 == 0 ? 4
-         : ((ld * elem_bytes) / 16) % 2 == 0 ? 2
-                                              : 1;
+TL_LAYOUT_FN int swizzle_span_bytes(int bits) { return bits == 0 ? 0 : 16 << bits; }
+
+// Whether mode `bits` can lay out a rows x cols tile: rows a multiple of the span, or a
+// divisor of it with the whole tile a multiple of the span.
+TL_LAYOUT_FN bool swizzle_applicable(int rows, int cols, int elem_bytes, int bits) {
+  return bits == 0 || (cols * elem_bytes) % swizzle_span_bytes(bits) == 0 ||
+         (swizzle_span_bytes(bits) % (cols * elem_bytes) == 0 &&
+          (rows * cols * elem_bytes) % swizzle_span_bytes(bits) == 0);
 }
 
-TL_LAYOUT_FN int swizzle_key(int row, int group) { return group <= 1 ? 0 : (row / (8 / group)) % group; }
-
-// Element offset of logical (row, col) in a swizzled row-major tile with `ld` elements per row.
-TL_LAYOUT_FN int swizzled_offset(int row, int col, int ld, int elem_bytes) {
-  return swizzle_group(ld, elem_bytes) == 0
-             ? row * ld + col
-             : row * ld +
-                   (((col / (16 / elem_bytes)) ^ swizzle_key(row, swizzle_group(ld, elem_bytes))) *
-                    (16 / elem_bytes)) +
-                   col % (16 / elem_bytes);
+// The widest mode that applies to a tile whose rows are at least one 16-byte chunk.
+TL_LAYOUT_FN int widest_swizzle_bits(int rows, int cols, int elem_bytes) {
+  return cols * elem_bytes < 16                               ? 0
+         : swizzle_applicable(rows, cols, elem_bytes, 3) ? 3
+         : swizzle_applicable(rows, cols, elem_bytes, 2) ? 2
+         : swizzle_applicable(rows, cols, elem_bytes, 1) ? 1
+                                                          : 0;
 }
 
-// Offset in a tile that is either swizzled or plain row-major.
-TL_LAYOUT_FN int operand_offset(bool swizzled, int row, int col, int ld, int elem_bytes) {
-  return swizzled ? swizzled_offset(row, col, ld, elem_bytes) : row * ld + col;
+// Element offset x with its B-bit chunk field XORed with its B-bit 128-byte-line field.
+TL_LAYOUT_FN int swizzle_xor(int x, int elem_bytes, int bits) {
+  return bits == 0 ? x
+                   : x + ((((x / (16 / elem_bytes)) & ((1 << bits) - 1)) ^ ((x / (128 / elem_bytes)) & ((1 << bits) - 1))) -
+                          ((x / (16 / elem_bytes)) & ((1 << bits) - 1))) *
+                             (16 / elem_bytes);
+}
+
+// Element offset of logical (row, col) in a rows x cols tile stored with mode `bits`.
+TL_LAYOUT_FN int tile_offset(int row, int col, int rows, int cols, int elem_bytes, int bits) {
+  return bits == 0 ? row * cols + col
+         : cols * elem_bytes > swizzle_span_bytes(bits)
+             ? (col / (swizzle_span_bytes(bits) / elem_bytes)) * rows * (swizzle_span_bytes(bits) / elem_bytes) +
+                   swizzle_xor(row * (swizzle_span_bytes(bits) / elem_bytes) + col % (swizzle_span_bytes(bits) / elem_bytes),
+                               elem_bytes, bits)
+             : swizzle_xor(row * cols + col, elem_bytes, bits);
 }
 
 // ---- 2. ldmatrix lane addressing ------------------------------------------------------

@@ -213,6 +213,47 @@ std::optional<DigitForm> fit_digit_form(const Layout& frag) {
   return f;
 }
 
+DigitForm project_form(const DigitForm& f, const std::vector<int>& kept) {
+  DigitForm out;
+  std::vector<int> new_pos(f.shape.size(), -1);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    TILEC_ICHECK(kept[i] >= 0 && kept[i] < f.ndim()) << "project: bad dimension";
+    new_pos[kept[i]] = static_cast<int>(i);
+    out.shape.push_back(f.shape[kept[i]]);
+  }
+  std::vector<Digit> reps, locals;
+  for (const auto& d : f.digits) {
+    bool kept_dim = d.dim != kRepDim && new_pos[d.dim] >= 0;
+    if (kept_dim) {
+      Digit n = d;
+      n.dim = new_pos[d.dim];
+      if (n.on_thread) out.digits.push_back(n);
+      else locals.push_back(n);
+    } else if (d.on_thread) {
+      reps.push_back(d);
+    }
+  }
+  auto by_out = [](const Digit& a, const Digit& b) { return a.out_stride < b.out_stride; };
+  std::sort(reps.begin(), reps.end(), by_out);
+  std::sort(locals.begin(), locals.end(), by_out);
+  int64_t s = 1;
+  for (auto& d : reps) {
+    d.dim = kRepDim;
+    d.in_stride = s;
+    s *= d.extent;
+    out.digits.push_back(d);
+  }
+  out.replicate = s;
+  s = 1;
+  for (auto& d : locals) {
+    d.out_stride = s;
+    s *= d.extent;
+    out.digits.push_back(d);
+  }
+  TILEC_ICHECK(out.well_formed()) << "project produced a malformed layout";
+  return out;
+}
+
 namespace {
 Expr digit_expr(const Digit& d, const Expr& x, bool top) {
   Expr v = idx_div(x, d.in_stride);

@@ -48,6 +48,11 @@ struct DigitForm {
   bool well_formed() const;
 };
 
+// Keeps the dimensions `kept` (in that order): thread digits of dropped dimensions
+// become replica digits, their register digits disappear, registers are renumbered
+// densely (see layout::project).
+DigitForm project_form(const DigitForm& f, const std::vector<int>& kept);
+
 // Recovers the digit form of a constant-shaped fragment by probing and then verifying
 // every element. Nullopt when the fragment is not of this form.
 std::optional<DigitForm> fit_digit_form(const ir::Layout& frag);

@@ -52,7 +52,10 @@ class LayoutInferenceState {
 };
 
 // "Buffer `buffer` must have layout `layout`." Proposals for buffers that already have a
-// different layout are conflicts (a UserError naming both ops and the buffer).
+// different layout are conflicts (a UserError naming both ops and the buffer). So:
+// strict and common proposals state what the op needs even when the buffer already has
+// a layout (that is how conflicts are found); free proposals (defaults) are made only for
+// buffers that have none yet.
 struct LayoutProposal {
   ir::Buffer buffer;
   ir::Layout layout;

@@ -35,9 +35,11 @@ fi
 
 # ------------------------------------------------------------------ Python
 py_rc=0
-if [ "$CPP_ONLY" = 0 ]; then
+if [ "$CPP_ONLY" = 0 ] && [ ! -d "$ROOT/tests/python" ]; then
+  echo "[tests] Python: no tests/python folder"
+elif [ "$CPP_ONLY" = 0 ]; then
   echo "[tests] Python (pytest tests/python)"
-  PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" TILEC_CLI="$BUILD_DIR/tilec" \
+  PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
     "$PYTHON" -m pytest -q "$ROOT/tests/python" --junitxml="$RESULTS/pytest.xml" -p no:cacheprovider
   py_rc=$?
   if [ "$py_rc" = 5 ]; then

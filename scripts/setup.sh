@@ -9,7 +9,8 @@
 #   1. system tools (g++, cmake, ninja) and GoogleTest (Debian libgtest-dev), via apt only
 #      when missing;
 #   2. Python packages (nanobind, scikit-build-core, numpy, pytest), via pip only when
-#      missing or too old; pip never builds in isolation (no downloads of build deps);
+#      missing or too old; pip never builds in isolation (no downloads of build deps), and
+#      only nanobind (needed by the build) is fatal when it cannot be installed;
 #   3. one CMake/Ninja build in build/: libtilec, the tilec CLI, the C++ tests and the
 #      _tilec extension;
 #   4. the Python package is used in place: python/tilec/_tilec*.so links to the built
@@ -48,7 +49,7 @@ APT_UPDATED=0
 apt_install() {  # apt_install pkg... ; returns non-zero when apt is unusable
   command -v apt-get >/dev/null 2>&1 || return 1
   if [ "$APT_UPDATED" = 0 ]; then
-    $SUDO apt-get update -qq >/dev/null 2>&1 || return 1
+    $SUDO apt-get update -qq -o Acquire::Retries=0 -o Acquire::http::Timeout=20 >/dev/null 2>&1 || return 1
     APT_UPDATED=1
   fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1
@@ -79,18 +80,18 @@ if ! have_gtest; then
 fi
 
 # ---------------------------------------------------------------- 2. Python packages
-# name, import name, minimum accepted version, version installed when missing.
+# dist name, minimum accepted version, version installed when missing, what needs it.
+# Only what the build needs is fatal when it cannot be installed; a missing test package
+# is reported here and again by the test run.
 PY_REQS=(
-  "nanobind nanobind 2.0 3.1.0"
-  "scikit-build-core scikit_build_core 0.10 1.1.2"
-  "numpy numpy 1.24 2.4.6"
-  "pytest pytest 7.0 9.2.0"
+  "nanobind 2.0 3.1.0 the-Python-extension"
+  "scikit-build-core 0.10 1.1.2 pip-install-."
+  "numpy 1.24 2.4.6 the-Python-tests"
+  "pytest 7.0 9.2.0 the-Python-tests"
 )
 command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (set PYTHON=/path/to/python3)"
-missing=()
-for req in "${PY_REQS[@]}"; do
-  read -r dist module min pin <<<"$req"
-  if ! "$PYTHON" - "$dist" "$min" <<'EOF' >/dev/null 2>&1
+py_has() {  # py_has dist min_version
+  "$PYTHON" - "$1" "$2" <<'EOF' >/dev/null 2>&1
 import sys
 from importlib.metadata import version
 def key(v):
@@ -101,15 +102,27 @@ def key(v):
     return out
 sys.exit(0 if key(version(sys.argv[1])) >= key(sys.argv[2]) else 1)
 EOF
-  then
-    missing+=("$dist==$pin")
-  fi
+}
+missing=()
+for req in "${PY_REQS[@]}"; do
+  read -r dist min pin use <<<"$req"
+  [ "$WITH_PYTHON" = 0 ] && [ "$dist" = nanobind ] && continue
+  py_has "$dist" "$min" || missing+=("$dist==$pin")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]} (pip)"
-  "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation \
-      --retries 1 --timeout 20 "${missing[@]}" \
-    || die "pip could not install ${missing[*]} (no network?); install them and re-run"
+  if ! "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation \
+         --retries 1 --timeout 20 "${missing[@]}"; then
+    for req in "${PY_REQS[@]}"; do
+      read -r dist min pin use <<<"$req"
+      [ "$WITH_PYTHON" = 0 ] && [ "$dist" = nanobind ] && continue
+      py_has "$dist" "$min" && continue
+      if [ "$dist" = nanobind ]; then
+        die "pip could not install $dist>=$min (no network?); install it, or use --cpp-only"
+      fi
+      say "warning: $dist>=$min is missing and pip could not install it (needed by ${use//-/ })"
+    done
+  fi
 fi
 
 # ---------------------------------------------------------------- 3. build
@@ -139,4 +152,4 @@ if [ "$WITH_PYTHON" = 1 ]; then
   find "$ROOT/python/tilec" -maxdepth 1 -name '_tilec*.so' ! -name "$(basename "$ext")" -delete
   ln -sf "$ext" "$ROOT/python/tilec/$(basename "$ext")"
 fi
-say "done: build/tilec, build/tilec_tests$([ "$WITH_PYTHON" = 1 ] && echo ", python/tilec/_tilec (use PYTHONPATH=$ROOT/python)")"
+say "done: build/tilec$([ "$WITH_TESTS" = ON ] && echo ", build/tilec_tests")$([ "$WITH_PYTHON" = 1 ] && echo ", python/tilec/_tilec (use PYTHONPATH=$ROOT/python)")"

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tilec/ir/example_gemm.h"
+#include "tilec/ir/printer.h"
 #include "tilec/passes/pass.h"
 #include "tilec/pipeline/pipeline.h"
 #include "tilec/support/diag.h"
@@ -75,16 +77,27 @@ int print_pipeline(const Args& args) {
   return 0;
 }
 
+// example-gemm [--pipeline TARGET]: the builder GEMM as T-script, optionally after the
+// CUDA pipeline for TARGET (TILEC_DUMP_IR / TILEC_DUMP_DIR show the stages in between).
 int example_gemm(const Args& args) {
-  if (!args.empty()) return usage_error("example-gemm takes no arguments");
-  // The builder example (tilec::ir::build_example_gemm) is not on this branch yet.
-  std::cout << "# tilec example-gemm: the builder GEMM example is not available in this build yet\n";
+  std::string pipeline_target;
+  if (args.size() == 2 && args[0] == "--pipeline")
+    pipeline_target = args[1];
+  else if (!args.empty())
+    return usage_error("usage: tilec example-gemm [--pipeline TARGET]");
+  tilec::ir::PrimFunc f = tilec::ir::build_example_gemm();
+  if (!pipeline_target.empty()) {
+    tilec::passes::PassContext ctx(tilec::target::parse_target(pipeline_target));
+    f = tilec::passes::run_passes(tilec::pipeline::cuda_pipeline(ctx.target()), f, ctx);
+  }
+  std::cout << tilec::ir::script(f);
   return 0;
 }
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"example-gemm", "example-gemm", "Print the GEMM built with the C++ builder, as T-script.",
+      {"example-gemm", "example-gemm [--pipeline TARGET]",
+       "Print the GEMM built with the C++ builder as T-script (after the CUDA pipeline for TARGET).",
        example_gemm},
       {"pipeline", "pipeline [TARGET]", "List the passes of the CUDA pipeline (default sm_90a).",
        print_pipeline},

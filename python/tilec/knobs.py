@@ -78,7 +78,7 @@ def _expand(path: str) -> str:
 
 def dump_ir() -> str:
     value = raw("TILEC_DUMP_IR") or ""
-    return "" if value == "0" else value
+    return "" if value.lower() in ("0", "false", "off", "no") else value
 
 
 def dump_ir_matches(kernel: str, pass_name: str) -> bool:

@@ -175,7 +175,8 @@ std::optional<std::string> raw(const std::string& name) {
 
 std::string dump_ir() {
   std::string v = read_string("TILEC_DUMP_IR");
-  return v == "0" ? "" : v;
+  std::string l = lower(v);
+  return (l == "0" || l == "false" || l == "off" || l == "no") ? "" : v;
 }
 
 bool dump_ir_matches(const std::string& kernel, const std::string& pass) {

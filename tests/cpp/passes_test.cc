@@ -170,6 +170,8 @@ TEST_F(PassesTest, DumpIrFilter) {
   EXPECT_FALSE(knobs::dump_ir_matches("gemm", "simplify"));
   knobs::set_for_testing("TILEC_DUMP_IR", "0");
   EXPECT_FALSE(knobs::dump_ir_matches("gemm", "simplify"));
+  knobs::set_for_testing("TILEC_DUMP_IR", "off");
+  EXPECT_FALSE(knobs::dump_ir_matches("off", "off"));
   knobs::set_for_testing("TILEC_DUMP_IR", "1");
   EXPECT_TRUE(knobs::dump_ir_matches("gemm", "simplify"));
   knobs::set_for_testing("TILEC_DUMP_IR", "gemm");

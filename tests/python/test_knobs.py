@@ -83,6 +83,8 @@ def test_paths(monkeypatch, tmp_path):
 def test_dump_ir_filter(monkeypatch):
     monkeypatch.delenv("TILEC_DUMP_IR", raising=False)
     assert not knobs.dump_ir_matches("gemm", "simplify")
+    monkeypatch.setenv("TILEC_DUMP_IR", "off")
+    assert not knobs.dump_ir_matches("off", "off")
     monkeypatch.setenv("TILEC_DUMP_IR", "1")
     assert knobs.dump_ir_matches("gemm", "simplify")
     monkeypatch.setenv("TILEC_DUMP_IR", "lower_*,softmax")

@@ -51,9 +51,10 @@ struct LinearForm {
 Expr fold_binary(ir::NodeKind kind, const Expr& a, const Expr& b);
 Expr fold_cast(const ir::DataType& t, const Expr& v);
 Expr fold_not(const Expr& a);
-// Whether linear canonicalization applies to this type (scalar signed integers, where
-// overflow is undefined and the simplifier may assume it does not happen).
-inline bool is_linear_type(const ir::DataType& t) { return t.is_int() && t.is_scalar(); }
+// Whether linear canonicalization applies to this type: scalar signed integers of at
+// least 32 bits (index types), where overflow is undefined and the simplifier may assume
+// it does not happen. Narrow int8/int16 values wrap in practice, so they are only folded.
+inline bool is_linear_type(const ir::DataType& t) { return t.is_int() && t.is_scalar() && t.bits() >= 32; }
 
 }  // namespace detail
 

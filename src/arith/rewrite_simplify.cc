@@ -3,9 +3,9 @@
 // Contract: simplify_expr(e) returns an expression with the same value as e for every
 // assignment of its variables within their known ranges, of the same type, whose
 // subexpressions are simplified. An unchanged subtree is returned as the same object.
-// Input: bind_value facts already substituted (Impl::resolve). Signed integer overflow
-// is assumed not to happen (it is undefined in the generated code); unsigned and float
-// arithmetic is only constant-folded, never reassociated.
+// Input: bind_value facts already substituted (Impl::resolve). int32/int64 overflow is
+// assumed not to happen (it is undefined in the generated code); unsigned, narrow signed
+// and float arithmetic is only constant-folded, never reassociated.
 //
 // Algorithm: one bottom-up walk (an IRMutator).
 //  * Add / Sub / Mul of a signed integer type: the whole sum tree is rebuilt in the

@@ -63,7 +63,9 @@ struct Analyzer::Impl {
     Var var;                 // keeps the key alive
     ConstIntBound bound;
     Expr sym_min, sym_max;   // inclusive symbolic bounds, set when not constant
+    int64_t serial = 0;      // binding order: inner loops are bound after outer ones
   };
+  int64_t bind_counter = 0;
   std::unordered_map<const ir::VarNode*, VarInfo> vars;
   ir::VarMap values;         // bind_value facts, already substituted into each other
   std::vector<Var> value_vars;
@@ -139,6 +141,7 @@ struct Analyzer::Impl {
   static Expr rebuild(ir::NodeKind kind, const Expr& a, const Expr& b, const Expr& orig);
   // Depth guard for rules that simplify derived expressions.
   static constexpr int kMaxRewriteDepth = 48;
+  static constexpr int kMaxSymbolicSteps = 6;  // variables substituted per sign query
   // Decide the sign of a - b: returns the proven facts as a small bit set.
   enum SignFact : unsigned { kLtZero = 1, kLeZero = 2, kGtZero = 4, kGeZero = 8, kNeZero = 16, kEqZero = 32 };
   unsigned sign_facts(const detail::LinearForm& d);

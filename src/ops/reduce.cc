@@ -19,6 +19,7 @@
 
 #include "layout/digit_form.h"
 #include "ops/op_util.h"
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
@@ -154,6 +155,7 @@ Expr prepare(ReduceKind k, const Expr& x, DataType acc) {
 Expr digit_of(const Expr& src, int64_t stride, int64_t extent) { return idx_mod(idx_div(src, stride), extent); }
 
 Stmt unrolled(const Var& v, int64_t extent, const Stmt& body, const SourceLoc& loc) {
+  if (extent == 1) return substitute(body, {{v.get(), int_imm(0)}});
   return make_for(v, int_imm(0), int_imm(extent), ForKind::kUnrolled, body, loc);
 }
 

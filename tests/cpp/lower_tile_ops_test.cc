@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "layout_test_util.h"
+#include "lower_test_kernels.h"
 #include "lowered_interp.h"
 #include "tilec/ir/printer.h"
 #include "tilec/layout/layout.h"
@@ -37,31 +38,6 @@ int count_nodes(const PrimFunc& f, NodeKind k) {
   int n = 0;
   for_each_node(f->body, [&](const Node* x) { n += x->kind == k; });
   return n;
-}
-
-PrimFunc softmax_kernel(int64_t rows_per_block, int64_t n, int64_t threads) {
-  Builder b("softmax");
-  Var m = b.dynamic("m");
-  Buffer A = b.tensor("A", {m, ci(n)}, f32);
-  Buffer O = b.tensor("O", {m, ci(n)}, f32);
-  Var bx = b.begin_kernel({ceildiv(m, ci(rows_per_block))}, {threads})[0];
-  Buffer x = b.alloc_fragment("x", {ci(rows_per_block), ci(n)}, f32);
-  Buffer mx = b.alloc_fragment("mx", {ci(rows_per_block)}, f32);
-  Buffer sm = b.alloc_fragment("sm", {ci(rows_per_block)}, f32);
-  BufferRegion tile_a{A, {{bx * rows_per_block, ci(rows_per_block)}, {ci(0), ci(n)}}};
-  BufferRegion tile_o{O, {{bx * rows_per_block, ci(rows_per_block)}, {ci(0), ci(n)}}};
-  b.tile_op("copy", {tile_a, BufferRegion::full(x)});
-  b.tile_op("reduce_max", {BufferRegion::full(x), BufferRegion::full(mx)}, {{"dim", int64_t{1}}});
-  auto ij = b.begin_loop_nest({"i", "j"}, {ci(rows_per_block), ci(n)}, ForKind::kParallel);
-  b.store(x, {ij[0], ij[1]}, call(f32, "exp", {buffer_load(x, {ij[0], ij[1]}) - buffer_load(mx, {ij[0]})}));
-  b.end_frame();
-  b.tile_op("reduce_sum", {BufferRegion::full(x), BufferRegion::full(sm)}, {{"dim", int64_t{1}}});
-  auto ij2 = b.begin_loop_nest({"i", "j"}, {ci(rows_per_block), ci(n)}, ForKind::kParallel);
-  b.store(x, {ij2[0], ij2[1]}, binary(NodeKind::kDiv, buffer_load(x, {ij2[0], ij2[1]}), buffer_load(sm, {ij2[0]})));
-  b.end_frame();
-  b.tile_op("copy", {BufferRegion::full(x), tile_o});
-  b.end_frame();
-  return b.finish();
 }
 
 std::vector<double> softmax_ref(const HostTensor& a, int64_t rows, int64_t n) {
@@ -141,21 +117,7 @@ void run_reduce_case(const ReduceCase& c) {
                std::to_string(c.dim) + (c.clear ? "" : " accumulate") + " threads " + std::to_string(c.threads));
   int64_t R = c.shape[0], C = c.shape[1];
   int64_t out_n = c.dim == 1 ? R : C;
-  Builder b("reduce");
-  Buffer X = b.tensor("X", {ci(R), ci(C)}, f32);
-  Buffer Init = b.tensor("Init", {ci(out_n)}, f32);
-  Buffer Y = b.tensor("Y", {ci(out_n)}, f32);
-  b.begin_kernel({ci(1)}, {c.threads});
-  Buffer x = b.alloc_fragment("x", {ci(R), ci(C)}, f32);
-  Buffer y = b.alloc_fragment("y", {ci(out_n)}, f32);
-  if (c.annotated) b.begin_annotate("layout_map", LayoutMap{{x, c.annotated}});
-  b.tile_op("copy", {BufferRegion::full(X), BufferRegion::full(x)});
-  if (!c.clear) b.tile_op("copy", {BufferRegion::full(Init), BufferRegion::full(y)});
-  b.tile_op(c.op, {BufferRegion::full(x), BufferRegion::full(y)}, {{"dim", int64_t{c.dim}}, {"clear", c.clear}});
-  b.tile_op("copy", {BufferRegion::full(y), BufferRegion::full(Y)});
-  if (c.annotated) b.end_frame();
-  b.end_frame();
-  PrimFunc g = run_lowering(b.finish());
+  PrimFunc g = run_lowering(reduce_kernel(c.op, R, C, c.dim, c.clear, c.threads, c.annotated));
   HostTensor xt = random_tensor({R, C}, 11 + R * 7 + C), it = random_tensor({out_n}, 5), yt = poisoned({out_n});
   run_lowered(g, {{"X", &xt}, {"Init", &it}, {"Y", &yt}});
   std::vector<double> want(out_n);
@@ -167,8 +129,9 @@ void run_reduce_case(const ReduceCase& c) {
   expect_close(yt, want);
 }
 
-// The mma.sync accumulator of one warp repeated over tiles and a 2 x 2 warp grid.
-Layout mma_block_layout() {
+}  // namespace
+
+Layout tilec::testing::mma_block_layout() {
   Layout base = layout::make_fragment(
       {16, 8},
       [](const std::vector<Var>& v, const Var&) { return floormod(v[0], 8) * 4 + floordiv(floormod(v[1], 8), 2); },
@@ -176,8 +139,6 @@ Layout mma_block_layout() {
   return layout::repeat(layout::repeat(base, {2, 4}, layout::RepeatOn::kRegisters), {2, 2},
                         layout::RepeatOn::kThreads);
 }
-
-}  // namespace
 
 TEST(LowerTileOps, ReductionsMatchReference) {
   for (const char* op : {"reduce_max", "reduce_min", "reduce_sum", "reduce_abssum", "reduce_absmax"})
@@ -238,18 +199,7 @@ void run_cumsum_case(std::vector<int64_t> shape, int dim, bool reverse, int64_t 
   SCOPED_TRACE("cumsum dim " + std::to_string(dim) + (reverse ? " reverse" : "") + " threads " +
                std::to_string(threads) + (fragment ? " fragment" : " shared") + " shape " + std::to_string(shape[0]) +
                "x" + std::to_string(shape.size() > 1 ? shape[1] : 1));
-  Builder b("cumsum");
-  std::vector<Expr> s;
-  for (auto e : shape) s.push_back(ci(e));
-  Buffer X = b.tensor("X", s, f32);
-  Buffer Y = b.tensor("Y", s, f32);
-  b.begin_kernel({ci(1)}, {threads});
-  Buffer t = fragment ? b.alloc_fragment("t", s, f32) : b.alloc_shared("t", s, f32);
-  b.tile_op("copy", {BufferRegion::full(X), BufferRegion::full(t)});
-  b.tile_op("cumsum", {BufferRegion::full(t), BufferRegion::full(t)}, {{"dim", int64_t{dim}}, {"reverse", reverse}});
-  b.tile_op("copy", {BufferRegion::full(t), BufferRegion::full(Y)});
-  b.end_frame();
-  PrimFunc g = run_lowering(b.finish());
+  PrimFunc g = run_lowering(cumsum_kernel(shape, dim, reverse, threads, fragment));
   HostTensor xt = random_tensor(shape, 9), yt = poisoned(shape);
   run_lowered(g, {{"X", &xt}, {"Y", &yt}});
   int64_t R = shape.size() > 1 ? shape[0] : 1, C = shape.back();

@@ -405,8 +405,12 @@ class Parser:
             it = self.eval(node.iter)
         if isinstance(it, LoopFrame):
             names = self._target_names(node.target)
-            self.ctx.loc = self.loc(node)
-            loop_vars = it.begin_loops(self.ctx, names)
+            self.ctx.loc = self.loc(node.iter)
+            try:
+                loop_vars = it.begin_loops(self.ctx, names)
+            except CompileError as e:
+                self._stamp(e, node.iter)
+                raise
             self.ir_depth += 1
             self.scopes.append(_Scope(ir_frame=True))
             for n, v in zip(names, loop_vars):
@@ -442,7 +446,11 @@ class Parser:
                 raise self.error(item.context_expr, f"`with` cannot use {describe(frame)}",
                                  "use `with T.Kernel(...) as (bx, by):` or `with T.ws(i):`")
             self.ctx.loc = self.loc(item.context_expr)
-            result = frame.begin(self.ctx)
+            try:
+                result = frame.begin(self.ctx)
+            except CompileError as e:
+                self._stamp(e, item.context_expr)
+                raise
             frames.append(frame)
             self.scopes.append(_Scope(ir_frame=True))
             if item.optional_vars is not None:

@@ -42,8 +42,12 @@ def install() -> None:
     """Registers the alias finder (idempotent) and the two modules every program imports."""
     if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _AliasFinder())
-    sys.modules.setdefault(_PREFIX, tilec)
-    sys.modules.setdefault(_PREFIX + ".language", tilec.language)
+    # Modules already loaded are aliased directly: importing them again under the alias then
+    # finds them in sys.modules and does not rebind attributes of the package (`tilelang.jit`
+    # stays the decorator, not the module of the same name).
+    for name, module in list(sys.modules.items()):
+        if name == "tilec" or name.startswith("tilec."):
+            sys.modules.setdefault(_PREFIX + name[len("tilec"):], module)
 
 
 install()

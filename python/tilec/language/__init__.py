@@ -19,3 +19,8 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
 from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 
 globals().update(_DTYPES)
+
+# TileLang's capitalised aliases.
+Serial = serial
+Unroll = unroll
+Vectorized = vectorized

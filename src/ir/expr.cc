@@ -1,6 +1,9 @@
 // Expression constructors with type checking.
 #include "tilec/ir/expr.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "tilec/ir/buffer.h"
 
 namespace tilec::ir {
@@ -71,6 +74,25 @@ Expr coerce_imm(const Expr& e, DataType want) {
 }
 }  // namespace
 
+std::optional<DataType> promoted_type(DataType a, DataType b) {
+  if (a == b) return a;
+  if (a.lanes() != b.lanes() || a.is_handle() || b.is_handle() || a.is_void() || b.is_void()) return std::nullopt;
+  if (a.is_bool() || b.is_bool()) return std::nullopt;
+  if (a.is_float() && b.is_float()) {
+    // Mixed 16-bit formats (float16 with bfloat16) and 8-bit floats meet in float32.
+    if (a.code() == b.code()) return a.bits() > b.bits() ? a : b;
+    if (a.code() == TypeCode::kFloat && a.bits() > b.bits()) return a;
+    if (b.code() == TypeCode::kFloat && b.bits() > a.bits()) return b;
+    return DataType::Float(std::max(32, std::max(a.bits(), b.bits())), a.lanes());
+  }
+  if (a.is_float()) return a;
+  if (b.is_float()) return b;
+  // Two integer types: the wider; at equal width, signed wins (as C does not, but index
+  // arithmetic mixing uint32 and int32 is nearly always meant signed).
+  if (a.bits() != b.bits()) return a.bits() > b.bits() ? a : b;
+  return a.is_int() ? a : b;
+}
+
 bool is_compare_kind(NodeKind k) { return category_of(k) == Category::Compare; }
 bool is_logic_kind(NodeKind k) { return category_of(k) == Category::Logic; }
 
@@ -109,9 +131,14 @@ Expr binary(NodeKind kind, Expr a, Expr b, SourceLoc loc) {
     else if (b.as<IntImmNode>() || b.as<FloatImmNode>()) b = coerce_imm(b, a->dtype);
   }
   if (a->dtype != b->dtype) {
-    throw_user_error(std::string("operands of '") + binary_symbol(kind) + "' have different types: " +
-                         a->dtype.str() + " and " + b->dtype.str(),
-                     loc, "insert an explicit T.cast(...) on one side");
+    if (auto common = promoted_type(a->dtype, b->dtype)) {
+      a = cast(*common, a, loc);
+      b = cast(*common, b, loc);
+    } else {
+      throw_user_error(std::string("operands of '") + binary_symbol(kind) + "' have different types: " +
+                           a->dtype.str() + " and " + b->dtype.str(),
+                       loc, "insert an explicit T.cast(...) on one side");
+    }
   }
   Category cat = category_of(kind);
   if (cat == Category::Logic && !a->dtype.is_bool()) {

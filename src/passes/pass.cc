@@ -1,9 +1,245 @@
-// STUB: replaced by the pass manager.
+// The pass manager: PassContext config keys (validated against one registry) and
+// run_passes with its instruments.
+//
+// Instruments, all driven by knobs (support/knobs.h) read once per run_passes call:
+//   TILEC_DUMP_IR     after each pass that changed the function (same object: unchanged,
+//                     the fast path; else structural_equal decides), print its T-script
+//                     to stderr when the kernel or pass name matches the filter.
+//   TILEC_DUMP_DIR    write the input and the result of every pass that ran, changed or
+//                     not, to <dir>/<kernel>/<NN>_<pass>.py (NN: 00 = input, then the
+//                     pass's 1-based position in the list, so names are stable when a
+//                     pass is disabled).
+//   TILEC_TIME_PASSES print each pass's wall time to stderr when the list is done.
 #include "tilec/passes/pass.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "tilec/ir/printer.h"
+#include "tilec/ir/structural.h"
+#include "tilec/support/diag.h"
+#include "tilec/support/dump.h"
+#include "tilec/support/knobs.h"
+
 namespace tilec::passes {
-const std::vector<ConfigKey>& config_keys() { static std::vector<ConfigKey> k; return k; }
+
+namespace {
+
+// TileLang's "tl.*" names are accepted so that TileLang programs keep their pass_configs;
+// keys that tilec does not act on yet say so in their help.
+const std::vector<ConfigKey> kConfigKeys = {
+    {"tl.disable_tma_lower", false, "Never lower T.copy to TMA (use cp.async / SIMT copies)."},
+    {"tl.disable_warp_specialized", false,
+     "Do not warp-specialize pipelined loops on sm_90+ (no producer/consumer warpgroups)."},
+    {"tl.enable_fast_math", false, "Compile with fast math (approximate division, exp, ...)."},
+    {"tl.disable_vectorize", false, "Do not vectorize loops into wide loads/stores."},
+    {"tir.disable_vectorize", false, "Alias of tl.disable_vectorize (TileLang/TVM spelling)."},
+    {"tl.disable_vectorize_256", false, "Do not use 256-bit global loads/stores."},
+    {"tl.disable_wgmma", false, "Do not use wgmma for T.gemm on sm_90a (use mma.sync)."},
+    {"tl.disable_safe_memory_legalize", false,
+     "Do not insert bounds guards on global memory accesses (accepted; no effect yet)."},
+    {"tl.disable_dynamic_tail_split", false,
+     "Do not split loops with symbolic extents into main and tail parts (accepted; no effect yet)."},
+    {"tl.dynamic_alignment", int64_t{16},
+     "Alignment in elements assumed for symbolic dimensions (accepted; no effect yet)."},
+    {"tl.config_index_bitwidth", int64_t{32},
+     "Bit width of index arithmetic (accepted; no effect yet)."},
+    {"tl.disable_thread_storage_sync", false,
+     "Do not insert __syncthreads between shared memory accesses (unsafe; for debugging)."},
+    {"tl.enable_aggressive_shared_memory_merge", false,
+     "Let shared buffers with disjoint lifetimes share memory more aggressively."},
+    {"tl.enable_ptxas_verbose_output", false, "Print the ptxas report for every compile."},
+    {"tl.device_compile_flags", std::string(), "Extra flags for NVRTC/nvcc, separated by spaces."},
+    {"tilec.line_directives", false,
+     "Emit #line directives pointing back to the kernel source (also TILEC_LINE_DIRECTIVES)."},
+};
+
+const char* type_name(const ConfigValue& v) {
+  switch (v.index()) {
+    case 0: return "bool";
+    case 1: return "int";
+    case 2: return "float";
+    default: return "string";
+  }
+}
+
+std::string value_text(const ConfigValue& v) {
+  std::ostringstream os;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>)
+          os << (x ? "True" : "False");
+        else if constexpr (std::is_same_v<T, std::string>)
+          os << '"' << x << '"';
+        else
+          os << x;
+      },
+      v);
+  return os.str();
+}
+
+const ConfigKey* find_key(const std::string& name) {
+  for (const auto& k : kConfigKeys)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string valid_keys_hint(const std::string& unknown) {
+  std::ostringstream os;
+  const ConfigKey* closest = nullptr;
+  size_t best = 0;
+  for (const auto& k : kConfigKeys) {
+    size_t d = edit_distance(unknown, k.name);
+    if (closest == nullptr || d < best) closest = &k, best = d;
+  }
+  if (closest != nullptr && best <= std::max<size_t>(3, unknown.size() / 4))
+    os << "did you mean '" << closest->name << "'? ";
+  os << "valid keys:";
+  for (const auto& k : kConfigKeys)
+    os << "\n    " << k.name << " (" << type_name(k.default_value)
+       << ", default " << value_text(k.default_value) << ")";
+  return os.str();
+}
+
+// Kernel and pass names become file names.
+std::string file_safe(const std::string& name) {
+  std::string out = name.empty() ? "unnamed" : name;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return out;
+}
+
+std::string stage_file_name(size_t position, const std::string& pass_name) {
+  std::ostringstream os;
+  os << std::setw(2) << std::setfill('0') << position << "_" << file_safe(pass_name) << ".py";
+  return os.str();
+}
+
+bool changed_by_pass(const ir::PrimFunc& before, const ir::PrimFunc& after) {
+  if (after.same_as(before)) return false;
+  return !ir::structural_equal(before, after);
+}
+
+struct PassTiming {
+  std::string name;
+  double ms = 0;
+  bool disabled = false;
+};
+
+void print_timings(const std::string& kernel, const std::vector<PassTiming>& timings) {
+  double total = 0;
+  size_t width = 4;
+  for (const auto& t : timings) total += t.ms, width = std::max(width, t.name.size());
+  std::ostringstream os;
+  os << "tilec: pass times for kernel '" << kernel << "'\n";
+  for (const auto& t : timings) {
+    os << "  " << std::left << std::setw(static_cast<int>(width)) << t.name << "  ";
+    if (t.disabled)
+      os << "  (disabled)\n";
+    else
+      os << std::right << std::fixed << std::setprecision(3) << std::setw(10) << t.ms << " ms\n";
+  }
+  os << "  " << std::left << std::setw(static_cast<int>(width)) << "total" << "  " << std::right
+     << std::fixed << std::setprecision(3) << std::setw(10) << total << " ms\n";
+  std::cerr << os.str();
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() { return kConfigKeys; }
+
+void PassContext::set(const std::string& key, ConfigValue value) {
+  const ConfigKey* spec = find_key(key);
+  if (spec == nullptr)
+    throw_user_error("unknown pass config key '" + key + "'", {}, valid_keys_hint(key));
+  // An integer is a fine value for a float key; every other mismatch is an error.
+  if (spec->default_value.index() == 2 && value.index() == 1)
+    value = static_cast<double>(std::get<int64_t>(value));
+  if (value.index() != spec->default_value.index()) {
+    throw_user_error("pass config '" + key + "' expects a " + type_name(spec->default_value) +
+                         " value, got a " + type_name(value) + " (" + value_text(value) + ")",
+                     {},
+                     key + ": " + spec->help + " Default: " + value_text(spec->default_value) + ".");
+  }
+  values_[key] = std::move(value);
+}
+
+const ConfigValue& PassContext::get(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it != values_.end()) return it->second;
+  const ConfigKey* spec = find_key(key);
+  TILEC_ICHECK(spec != nullptr) << "pass config key '" << key
+                                << "' is read but not registered in src/passes/pass.cc";
+  return spec->default_value;
+}
+
+bool PassContext::get_bool(const std::string& key) const {
+  const ConfigValue& v = get(key);
+  TILEC_ICHECK(std::holds_alternative<bool>(v)) << "pass config '" << key << "' is not a bool";
+  return std::get<bool>(v);
+}
+
+int64_t PassContext::get_int(const std::string& key) const {
+  const ConfigValue& v = get(key);
+  TILEC_ICHECK(std::holds_alternative<int64_t>(v)) << "pass config '" << key << "' is not an int";
+  return std::get<int64_t>(v);
+}
+
+std::string PassContext::get_string(const std::string& key) const {
+  const ConfigValue& v = get(key);
+  TILEC_ICHECK(std::holds_alternative<std::string>(v)) << "pass config '" << key << "' is not a string";
+  return std::get<std::string>(v);
+}
+
 ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassContext& ctx) {
-  for (const auto& p : passes) f = p.run(f, ctx);
+  TILEC_ICHECK(f.defined()) << "run_passes on a null function";
+  const std::string kernel = f->name;
+  const bool dump_ir = !knobs::dump_ir().empty();
+  const bool dump_dir = !knobs::dump_dir().empty();
+  const bool time_passes = knobs::time_passes();
+
+  if (dump_dir) dump::write_file(kernel, stage_file_name(0, "input"), ir::script(f));
+  std::vector<PassTiming> timings;
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const Pass& pass = passes[i];
+    if (ctx.is_disabled(pass.name)) {
+      if (time_passes) timings.push_back({pass.name, 0, true});
+      continue;
+    }
+    auto start = std::chrono::steady_clock::now();
+    ir::PrimFunc out = pass.run(f, ctx);
+    auto stop = std::chrono::steady_clock::now();
+    TILEC_ICHECK(out.defined()) << "pass '" << pass.name << "' returned no function";
+    if (time_passes)
+      timings.push_back({pass.name, std::chrono::duration<double, std::milli>(stop - start).count()});
+    if (dump_ir && knobs::dump_ir_matches(kernel, pass.name) && changed_by_pass(f, out))
+      std::cerr << "# ---- tilec: IR of '" << kernel << "' after pass '" << pass.name << "' ----\n"
+                << ir::script(out) << std::flush;
+    if (dump_dir) dump::write_file(kernel, stage_file_name(i + 1, pass.name), ir::script(out));
+    f = std::move(out);
+  }
+  if (time_passes) print_timings(kernel, timings);
   return f;
 }
+
 }  // namespace tilec::passes

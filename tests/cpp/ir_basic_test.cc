@@ -17,3 +17,31 @@ TEST(IrBasic, BuildsAKernel) {
   ASSERT_TRUE(f->body.as<KernelLaunchNode>());
   EXPECT_EQ(vars.size(), 1u);
 }
+
+TEST(IrBasic, BinaryPromotesMixedTypes) {
+  Var h = make_var("h", DataType::Float(16));
+  Var f = make_var("f", DataType::Float(32));
+  Var b = make_var("b", DataType::BFloat16());
+  Var i = make_var("i", DataType::Int(32));
+  Var l = make_var("l", DataType::Int(64));
+  EXPECT_EQ((h * f)->dtype, DataType::Float(32));
+  EXPECT_EQ((h * b)->dtype, DataType::Float(32));
+  EXPECT_EQ((i * h)->dtype, DataType::Float(16));
+  EXPECT_EQ((i + l)->dtype, DataType::Int(64));
+  Expr product = h * f;
+  auto* mul = product.as<BinaryNode>();
+  ASSERT_TRUE(mul);
+  EXPECT_TRUE(mul->a.as<CastNode>());  // the float16 side is cast up
+  EXPECT_TRUE(mul->b.same_as(f));
+}
+
+TEST(IrBasic, BinaryRejectsBoolArithmetic) {
+  Var p = make_var("p", DataType::Bool());
+  Var i = make_var("i", DataType::Int(32));
+  try {
+    (void)(p + i);
+    FAIL() << "expected a UserError";
+  } catch (const tilec::UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("have different types: bool and int32"), std::string::npos) << e.what();
+  }
+}

@@ -6,6 +6,7 @@
 // Index arithmetic produced by the front end uses FloorDiv / FloorMod.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,14 @@ Expr bool_imm(bool v, SourceLoc loc = {});
 Expr string_imm(std::string v, SourceLoc loc = {});
 Var make_var(std::string name, DataType t = DataType::Int(32), SourceLoc loc = {});
 
-// Binary operation of the given kind. Integer immediates on one side take the other
-// side's type; otherwise the operand types must match exactly.
+// The type two operands of different types meet in (TileLang/TVM promotion rules): floats
+// widen to the wider float (float16 with bfloat16 -> float32), an integer meets a float in
+// the float, two integers in the wider one. nullopt for bool/handle or different lanes.
+std::optional<DataType> promoted_type(DataType a, DataType b);
+
+// Binary operation of the given kind. Integer and float immediates on one side take the
+// other side's type; other mismatched operands are cast to promoted_type (or raise a
+// UserError when there is none).
 Expr binary(NodeKind kind, Expr a, Expr b, SourceLoc loc = {});
 Expr logical_not(Expr a, SourceLoc loc = {});
 Expr select(Expr cond, Expr t, Expr f, SourceLoc loc = {});

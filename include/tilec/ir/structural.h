@@ -1,6 +1,8 @@
 // Structural equality and hashing of IR: two functions are equal when they have the
 // same shape up to a consistent renaming of variables and buffers (by definition
-// site). Source locations and variable/buffer names are ignored.
+// site). Source locations and the names of variables, buffers and the function are ignored.
+// In a PrimFunc, the free variables of the parameters' shapes and strides (symbolic sizes)
+// count as defined by the signature; elsewhere free variables compare by identity.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,13 @@
 // Compilation targets. Parsed from the spellings users write:
-//   "auto"                      -> the GPU of this machine (error when there is none)
-//   "cuda"                      -> auto when a GPU is present, else sm_80
-//   "sm_90a", "sm_80", "sm_100a"
+//   "auto"                      -> the GPU of this machine (UserError when there is none)
+//   "cuda"                      -> the GPU of this machine when there is one, else sm_80
+//                                  (so code can be generated on a machine without a GPU)
+//   "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"
 //   "cuda -arch=sm_90a"
 //   "cuda:sm_90" (also accepted)
+// Surrounding whitespace is ignored; anything else is a UserError listing these forms.
+// A detected sm_90 / sm_100 GPU is reported as sm_90a / sm_100a (a real H100/H200/B200 has
+// the arch-specific features); a detected GPU older than sm_80 is a UserError.
 #pragma once
 
 #include <optional>
@@ -29,8 +33,10 @@ struct Target {
   }
 };
 
-// Raises UserError on an unknown spelling. `detect` is used for "auto"/"cuda".
+// Raises UserError on an unknown spelling. detect_target() is used for "auto"/"cuda".
 Target parse_target(const std::string& spec);
+// The same with `detected` standing for this machine's GPU (nullopt: none); for tests.
+Target parse_target(const std::string& spec, const std::optional<Target>& detected);
 // The compute capability of device 0 via the driver API (dlopen), or nullopt.
 std::optional<Target> detect_target();
 

@@ -1,0 +1,93 @@
+"""Shared driver for the examples: run-and-check on a GPU, compile-only without one.
+
+Every example defines `build(**sizes)` returning a prim_func (or jit object) and a
+`reference(*inputs)` in torch, and calls `main(...)` from this module. With a GPU, the
+example runs at several sizes (including sizes that are not multiples of the block) on
+fresh random inputs, with the outputs poisoned before the call, and compares against the
+reference computed in float64. Without a GPU it compiles for sm_80 and sm_90a with NVRTC
+and prints what it made.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import tilec  # noqa: E402
+
+COMPILE_TARGETS = ("sm_80", "sm_90a")
+
+# Relative-error bounds by output dtype (vs a float64 reference).
+TOLERANCE = {
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+
+
+def cases(items):
+    """All test cases, or only the first when TILEC_EXAMPLE_QUICK=1 (used under
+    compute-sanitizer, where every launch is slow). An example-only setting, not a tilec knob."""
+    items = list(items)
+    return items[:1] if os.environ.get("TILEC_EXAMPLE_QUICK") == "1" else items
+
+
+def have_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def compile_only(func, out_idx, targets=COMPILE_TARGETS, show_source=False):
+    """Compiles `func` for each target; returns {target: kernel}."""
+    kernels = {}
+    for target in targets:
+        t0 = time.perf_counter()
+        kernel = tilec.compile(func, out_idx=out_idx, target=target)
+        dt = time.perf_counter() - t0
+        info = kernel.ptxas_info() if hasattr(kernel, "ptxas_info") else {}
+        print(f"  compiled for {target} in {dt * 1e3:.0f} ms  {info}")
+        if show_source:
+            print(kernel.get_kernel_source())
+        kernels[target] = kernel
+    return kernels
+
+
+def poisoned(shape, dtype):
+    """An output buffer filled with NaN (or a sentinel for integers) so a kernel that
+    skips an element cannot pass by accident."""
+    import torch
+
+    if dtype.is_floating_point:
+        return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+    return torch.full(shape, -12345, dtype=dtype, device="cuda")
+
+
+def check(kernel, inputs, outputs, reference, out_dtype, label):
+    """Runs `kernel(*inputs, *outputs)` (outputs poisoned by the caller) and compares the
+    outputs with `reference(*inputs)` computed in float64."""
+    import torch
+
+    kernel(*inputs, *outputs)
+    torch.cuda.synchronize()
+    outs = list(outputs)
+    refs = reference(*[x.double() if x.is_floating_point() else x for x in inputs])
+    refs = refs if isinstance(refs, (list, tuple)) else [refs]
+    rtol, atol = TOLERANCE.get(out_dtype, (1e-2, 1e-2))
+    for o, r in zip(outs, refs):
+        if not torch.isfinite(o).all():
+            raise AssertionError(f"{label}: output has non-finite values (poison not overwritten?)")
+        torch.testing.assert_close(o.double(), r.double(), rtol=rtol, atol=atol)
+    print(f"  {label}: ok")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--compile-only", action="store_true", help="compile for sm_80 and sm_90a, do not run")
+    p.add_argument("--show-source", action="store_true")
+    return p.parse_args(argv)

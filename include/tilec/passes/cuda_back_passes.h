@@ -1,0 +1,37 @@
+// Shared pieces of the second half of the CUDA pipeline (lowered IR, docs/LOWERED_IR.md ->
+// IR ready for CUDA codegen, plus the LaunchPlan).
+#pragma once
+
+#include "tilec/ir/stmt.h"
+#include "tilec/passes/pass.h"
+#include "tilec/runtime/launch_plan.h"
+
+namespace tilec::passes {
+
+// The passes themselves are declared in tilec/passes/passes.h (legalize_bounds_pass,
+// vectorize_pass, flatten_buffers_pass, plan_shared_memory_pass, insert_syncs_pass,
+// split_host_device_pass). This header holds what they share with other code.
+
+// The LaunchPlan of a function that went through the CUDA pipeline (split_host_device.cc).
+runtime::LaunchPlan build_launch_plan(const ir::PrimFunc& lowered);
+
+// ---- attribute and annotation keys shared with the first half and codegen ----
+
+// PrimFunc attr (LayoutMap): the global parameters as they were before flattening, in the
+// order of the buffer parameters, each with the layout (logical index -> flat offset).
+inline constexpr const char* kUnflattenedParamsAttr = "tilec.unflattened_params";
+// PrimFunc attr (int64): bytes of the dynamic shared memory arena.
+inline constexpr const char* kDynamicSharedBytesAttr = "tilec.dynamic_shared_bytes";
+// Annotate(kSmemOffsetKey, Expr byte_offset) directly around the Allocate of a shared.dyn
+// buffer: the buffer lives at tilec_smem + byte_offset.
+inline constexpr const char* kSmemOffsetKey = "tilec.smem_offset";
+// Annotate(kSwizzle128BKey, Buffer) anywhere in the kernel: that shared buffer holds
+// 128-byte-swizzled atoms and is placed at a 1024-byte aligned offset.
+inline constexpr const char* kSwizzle128BKey = "tilec.swizzle_128b";
+// Annotate(kAssumeAlignedPrefix + "16", Buffer) anywhere in the kernel: the kernel accesses
+// that global parameter in units needing 16-byte aligned addresses (e.g. cp.async of 16
+// bytes); the LaunchPlan makes the runtime check the tensor's base pointer accordingly.
+// (Vector loads/stores are found by the plan builder itself.)
+inline constexpr const char* kAssumeAlignedPrefix = "tilec.assume_aligned:";
+
+}  // namespace tilec::passes

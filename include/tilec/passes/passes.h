@@ -1,0 +1,82 @@
+// Every pass of tilec: one declaration and its contract each, in pipeline order.
+// A pass lives in its own file under src/passes/ whose header comment holds the full
+// contract; the lines here are the summary a pipeline author needs. The pipelines
+// (src/pipeline/<target>_pipeline.cc) are plain lists of these.
+//
+// To add a pass: declare `Pass <name>_pass();` here with its contract, implement it in
+// src/passes/<name>.cc, and put it in the pipeline list where its "runs after" holds.
+#pragma once
+
+#include "tilec/passes/pass.h"
+
+namespace tilec::passes {
+
+// verify (src/passes/verify.cc)
+//   in:  any PrimFunc.   out: the same function, unchanged.
+//   Raises the verifier's UserError (ir::verify) on the first malformed construct.
+//   Runs first, and may run again after any pass as a check.
+Pass verify_pass();
+
+// simplify (src/passes/simplify.cc)
+//   in:  a verified PrimFunc.   out: an equivalent function whose expressions are
+//   simplified by arith::Analyzer, knowing loop, block and thread index ranges.
+//   Structure (statements, buffers, tile ops) is untouched. Runs after verify.
+Pass simplify_pass();
+
+// ---- passes of the other areas are declared below, in pipeline order ----
+
+// rasterize_blocks (src/passes/rasterize_blocks.cc)
+//   in:  kernels that may contain Annotate{"use_swizzle", panel}.   out: the annotation
+//   consumed; the 2-D kernel's (bx, by) become Lets of fresh hardware block indices in a
+//   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
+Pass rasterize_blocks_pass();
+
+// ---- the second half of the CUDA pipeline (lowered IR -> CUDA C), in this order. ----
+// Attribute keys they share with the first half and with codegen, and the LaunchPlan
+// builder, are in tilec/passes/cuda_back_passes.h.
+
+// legalize_bounds (src/passes/legalize_bounds.cc)
+//   in:  lowered IR (docs/LOWERED_IR.md).   out: every global load/store that
+//   arith::Analyzer cannot prove in bounds is guarded: stores by an If, loads by a Select
+//   (0 out of bounds). An unrolled/vectorized loop nest whose accesses are affine in its
+//   loop variables gets one hoisted check: if (all in bounds) {unguarded nest} else
+//   {guarded nest, unrolled}. Config tl.disable_safe_memory_legalize turns it off.
+Pass legalize_bounds_pass();
+
+// vectorize (src/passes/vectorize.cc)
+//   in:  lowered IR after legalize_bounds.   out: no For of kind Vectorized: a loop of
+//   constant extent V whose body is stores of lane-wise expressions with contiguous (stride
+//   1) indices at provably aligned starts, with V * element bytes of 4, 8 or 16, becomes
+//   the same statements on V-lane vectors (Ramp indices); global accesses whose alignment
+//   depends on symbolic strides get a runtime check (aligned: vector code, else unrolled).
+//   Any other vectorized loop becomes Unrolled. Config tl.disable_vectorize.
+Pass vectorize_pass();
+
+// flatten_buffers (src/passes/flatten_buffers.cc)
+//   in:  vectorized lowered IR.   out: every access of a global parameter is 1-D through
+//   the parameter's strides (row-major when none; symbolic allowed); the buffer parameters
+//   are replaced by 1-D buffers and the originals kept in attr kUnflattenedParamsAttr.
+Pass flatten_buffers_pass();
+
+// plan_shared_memory (src/passes/plan_shared_memory.cc)
+//   in:  flattened lowered IR.   out: every shared.dyn Allocate moved to the top of the
+//   kernel body, wrapped in Annotate(kSmemOffsetKey, byte offset) into one dynamic arena;
+//   buffers whose live ranges do not overlap share bytes; 128-byte alignment (1024 for
+//   buffers annotated kSwizzle128BKey); attr kDynamicSharedBytesAttr = arena size.
+//   UserError naming the buffers when the target's shared memory is exceeded.
+Pass plan_shared_memory_pass();
+
+// insert_syncs (src/passes/insert_syncs.cc)
+//   in:  planned lowered IR.   out: tl.syncthreads() wherever two accesses to the same
+//   shared bytes by different threads (one a write) are not separated by a barrier on
+//   every path, loop back edges included, placed as late as possible; cp.async writes
+//   count from their issue to the next cp_async_wait. Config tl.disable_thread_storage_sync.
+Pass insert_syncs_pass();
+
+// split_host_device (src/passes/split_host_device.cc)
+//   in:  the function after insert_syncs.   out: unchanged; checks that the LaunchPlan can
+//   be built (every variable the kernel uses is a parameter or a symbolic dimension), so
+//   errors name this pass. passes::build_launch_plan then gives the plan.
+Pass split_host_device_pass();
+
+}  // namespace tilec::passes

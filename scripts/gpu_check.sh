@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The one GPU job (run on the H200 through the device tool, from the repo root):
+# builds tilec, runs the C++ tests, the GPU tests, every example against torch,
+# compute-sanitizer on the GEMM and softmax examples, the benchmarks, and prints a table.
+#   scripts/gpu_check.sh [all|build|test|examples|sanitize|bench]...   (default: all)
+# Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/.tilec-out}
+mkdir -p "$OUT"
+steps=${*:-all}
+want() { [[ " $steps " == *" all "* || " $steps " == *" $1 "* ]]; }
+declare -a SUMMARY
+record() { SUMMARY+=("$(printf '%-34s %s' "$1" "$2")"); }
+run_step() {  # run_step NAME LOGFILE CMD...
+  local name=$1 log=$2; shift 2
+  local t0=$SECONDS
+  if "$@" >"$OUT/$log" 2>&1; then record "$name" "ok ($((SECONDS - t0)) s)"
+  else record "$name" "FAILED ($((SECONDS - t0)) s, see $log)"; tail -n 40 "$OUT/$log"; fi
+}
+
+PY=$(command -v python3)
+export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+export TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-$OUT/cache}
+
+if want build; then
+  build() {
+    cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_PYTHON=ON \
+      -DPython_EXECUTABLE="$PY" && ninja -C build-gpu && cp build-gpu/_tilec*.so python/tilec/
+  }
+  run_step "build (cmake+ninja)" build.log build
+fi
+if want test; then
+  run_step "C++ tests (ctest)" ctest.log ctest --test-dir build-gpu -j16 --output-on-failure
+  run_step "GPU tests (pytest -m gpu)" pytest_gpu.log "$PY" -m pytest -q -m gpu tests/gpu
+fi
+if want examples; then
+  for ex in examples/[a-z]*.py; do
+    run_step "example $(basename "$ex" .py)" "ex_$(basename "$ex" .py).log" "$PY" "$ex"
+  done
+fi
+if want sanitize; then
+  for ex in gemm softmax; do
+    for tool in memcheck racecheck; do
+      run_step "sanitizer $tool $ex" "san_${tool}_$ex.log" env TILEC_EXAMPLE_QUICK=1 \
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" "examples/$ex.py"
+    done
+  done
+fi
+if want bench; then
+  run_step "benchmarks" bench.log "$PY" bench/run_all.py "$OUT"
+fi
+
+echo
+echo "==== summary ===="
+printf '%s\n' "${SUMMARY[@]}"
+[ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"
+exit 0

@@ -1,0 +1,105 @@
+// tilec device library: atomics on global or shared memory. Each returns the old value.
+//
+//   tl::atomic_add(T* address, T value)   int32, uint32, int64, uint64, float, double,
+//                                         half, bfloat16, half2, bfloat162 (sm_80+)
+//   tl::atomic_max / tl::atomic_min       the same scalar types; float, double, half and
+//                                         bfloat16 by a compare-and-swap loop (NaN values are
+//                                         ignored, like fmaxf)
+#pragma once
+
+#include "tilec/common.cuh"
+
+namespace tl {
+
+// ---- add ----
+TL_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
+TL_DEVICE unsigned int atomic_add(unsigned int* address, unsigned int value) { return atomicAdd(address, value); }
+TL_DEVICE unsigned long long atomic_add(unsigned long long* address, unsigned long long value) {
+  return atomicAdd(address, value);
+}
+TL_DEVICE long long atomic_add(long long* address, long long value) {
+  // Two's complement addition is the same operation on unsigned bits.
+  return static_cast<long long>(atomicAdd(reinterpret_cast<unsigned long long*>(address),
+                                          static_cast<unsigned long long>(value)));
+}
+TL_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
+TL_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
+TL_DEVICE __half atomic_add(__half* address, __half value) { return atomicAdd(address, value); }
+TL_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) { return atomicAdd(address, value); }
+TL_DEVICE __half2 atomic_add(__half2* address, __half2 value) { return atomicAdd(address, value); }
+TL_DEVICE __nv_bfloat162 atomic_add(__nv_bfloat162* address, __nv_bfloat162 value) {
+  return atomicAdd(address, value);
+}
+
+// ---- max / min on integers: native ----
+#define TL_INT_ATOMIC_MINMAX(T)                                                       \
+  TL_DEVICE T atomic_max(T* address, T value) { return atomicMax(address, value); }  \
+  TL_DEVICE T atomic_min(T* address, T value) { return atomicMin(address, value); }
+TL_INT_ATOMIC_MINMAX(int)
+TL_INT_ATOMIC_MINMAX(unsigned int)
+TL_INT_ATOMIC_MINMAX(long long)
+TL_INT_ATOMIC_MINMAX(unsigned long long)
+#undef TL_INT_ATOMIC_MINMAX
+
+namespace detail {
+// Replaces *address by value while `better(value, current)`; returns the old value.
+// Bits is the unsigned type of T's width, as atomicCAS takes it.
+template <typename T, typename Bits, typename Better>
+TL_DEVICE T atomic_update_if(T* address, T value, Better better) {
+  static_assert(sizeof(T) == sizeof(Bits), "tl::atomic: value and CAS word must have the same width");
+  Bits* word = reinterpret_cast<Bits*>(address);
+  Bits old = *word;
+  while (true) {
+    T current = *reinterpret_cast<T*>(&old);
+    if (!better(value, current)) return current;
+    Bits assumed = old;
+    old = atomicCAS(word, assumed, *reinterpret_cast<Bits*>(&value));
+    if (old == assumed) return current;
+  }
+}
+struct Greater {
+  template <typename T>
+  TL_DEVICE bool operator()(const T& a, const T& b) const {
+    return cast<float>(a) > cast<float>(b) || (cast<float>(b) != cast<float>(b) && cast<float>(a) == cast<float>(a));
+  }
+};
+struct Less {
+  template <typename T>
+  TL_DEVICE bool operator()(const T& a, const T& b) const {
+    return cast<float>(a) < cast<float>(b) || (cast<float>(b) != cast<float>(b) && cast<float>(a) == cast<float>(a));
+  }
+};
+struct GreaterD {
+  TL_DEVICE bool operator()(double a, double b) const { return a > b || (b != b && a == a); }
+};
+struct LessD {
+  TL_DEVICE bool operator()(double a, double b) const { return a < b || (b != b && a == a); }
+};
+}  // namespace detail
+
+TL_DEVICE float atomic_max(float* address, float value) {
+  return detail::atomic_update_if<float, unsigned int>(address, value, detail::Greater());
+}
+TL_DEVICE float atomic_min(float* address, float value) {
+  return detail::atomic_update_if<float, unsigned int>(address, value, detail::Less());
+}
+TL_DEVICE double atomic_max(double* address, double value) {
+  return detail::atomic_update_if<double, unsigned long long>(address, value, detail::GreaterD());
+}
+TL_DEVICE double atomic_min(double* address, double value) {
+  return detail::atomic_update_if<double, unsigned long long>(address, value, detail::LessD());
+}
+TL_DEVICE __half atomic_max(__half* address, __half value) {
+  return detail::atomic_update_if<__half, unsigned short>(address, value, detail::Greater());
+}
+TL_DEVICE __half atomic_min(__half* address, __half value) {
+  return detail::atomic_update_if<__half, unsigned short>(address, value, detail::Less());
+}
+TL_DEVICE __nv_bfloat16 atomic_max(__nv_bfloat16* address, __nv_bfloat16 value) {
+  return detail::atomic_update_if<__nv_bfloat16, unsigned short>(address, value, detail::Greater());
+}
+TL_DEVICE __nv_bfloat16 atomic_min(__nv_bfloat16* address, __nv_bfloat16 value) {
+  return detail::atomic_update_if<__nv_bfloat16, unsigned short>(address, value, detail::Less());
+}
+
+}  // namespace tl

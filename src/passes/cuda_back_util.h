@@ -1,0 +1,85 @@
+// Small index-analysis helpers shared by the second half of the CUDA pipeline (bounds
+// legalization, vectorization, flattening, shared-memory planning, sync insertion, codegen).
+//
+// They are deliberately local and syntactic: they work without the arithmetic analyzer and
+// only ever answer "proved" or "don't know", so every caller stays correct when they fail.
+// Where the analyzer (arith::Analyzer) can prove more, callers ask it first.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tilec/arith/analyzer.h"
+#include "tilec/ir/stmt.h"
+#include "tilec/passes/pass.h"
+
+namespace tilec::passes::back {
+
+using ir::Expr;
+using ir::Var;
+
+// e == coeff * v + rest, with `rest` free of v. nullopt when e is not affine in v
+// (v under a division, a product of two v-dependent terms, a load index, ...).
+struct AffineInVar {
+  int64_t coeff = 0;
+  Expr rest;
+};
+std::optional<AffineInVar> affine_in(const Expr& e, const ir::VarNode* v);
+
+// Whether `e` mentions the variable / any of the variables.
+bool uses_var(const Expr& e, const ir::VarNode* v);
+bool uses_any_var(const Expr& e, const std::unordered_set<const ir::VarNode*>& vars);
+// Whether `e` reads memory (contains a BufferLoad or a non-pure call).
+bool reads_memory(const Expr& e);
+// Every variable `e` mentions, in order of first use.
+std::vector<Var> free_vars(const Expr& e);
+// The variables `s` uses but does not bind itself (For, Let, KernelLaunch), in order of
+// first use: parameters and symbolic dimensions, for a kernel body.
+std::vector<Var> free_vars_of_stmt(const ir::Stmt& s);
+
+// Deep structural equality of expressions; variables and buffers compare by identity.
+bool same_expr(const Expr& a, const Expr& b);
+
+// Constant folding builders: a + b, a * b, a - b with integer immediates folded and
+// x + 0, x * 1, x * 0 removed. Types follow ir::binary.
+Expr add(const Expr& a, const Expr& b);
+Expr sub(const Expr& a, const Expr& b);
+Expr mul(const Expr& a, const Expr& b);
+// a && b where either side may be null (= true).
+Expr conj(const Expr& a, const Expr& b);
+// The conjuncts of a (nested) And.
+std::vector<Expr> split_conjuncts(const Expr& cond);
+
+// True when `e` is provably a multiple of `factor`: by the analyzer, or because it is a sum
+// of terms each carrying a constant factor that is a multiple of `factor`.
+bool provably_divisible(arith::Analyzer& az, const Expr& e, int64_t factor);
+// The part of `e` (a sum) whose divisibility by `factor` is not evident: the terms whose
+// constant factor is not a multiple of `factor`. Null when every term is evidently divisible.
+Expr non_divisible_part(const Expr& e, int64_t factor);
+
+// True when `e` is provably >= 0: analyzer bounds, or built from non-negative leaves with
+// + * and floor division / modulo by positive constants. `nonneg_vars` are known >= 0.
+bool provably_nonneg(arith::Analyzer* az, const Expr& e,
+                     const std::unordered_set<const ir::VarNode*>& nonneg_vars);
+
+// A zero of the given (scalar) type.
+Expr zero_of(ir::DataType t);
+
+// Bytes of one element of a buffer (sub-byte types round up).
+int64_t element_bytes(ir::DataType t);
+
+// Reads a boolean config value, `fallback` when the key is unset or unknown to this build.
+bool config_flag(const PassContext& ctx, const std::string& key, bool fallback = false);
+
+// The KernelLaunch of a lowered function (under Let/Annotate wrappers); null if none.
+const ir::KernelLaunchNode* find_kernel(const ir::Stmt& body);
+// Rebuilds `body` with the KernelLaunch replaced by `kernel`.
+ir::Stmt replace_kernel(const ir::Stmt& body, const ir::Stmt& kernel);
+
+// Binds the ranges of a kernel's block and thread variables in the analyzer.
+void bind_kernel_vars(arith::Analyzer& az, const ir::KernelLaunchNode* k);
+
+}  // namespace tilec::passes::back

@@ -1,0 +1,222 @@
+// Pass split_host_device and build_launch_plan: the host side of a kernel, as data.
+//
+// Input: a PrimFunc at the end of the CUDA pipeline (after flatten_buffers and
+//   plan_shared_memory): one KernelLaunch, possibly under Let/Annotate wrappers; global
+//   parameters possibly flattened (originals in attr kUnflattenedParamsAttr).
+// Output: the function unchanged (the pass only checks), and, from build_launch_plan, the
+//   runtime::LaunchPlan:
+//   - tensors: one TensorParam per buffer parameter, in parameter order: dtype, shape as
+//     DimSpecs (a constant, or a T.dynamic variable by name), strides likewise when the
+//     parameter has explicit strides (empty = contiguous row-major), alignment_bytes = the
+//     widest access the kernel makes through that tensor (vector loads/stores found in the
+//     body, kAssumeAlignedPrefix annotations), at least one element;
+//   - scalars, param_order, symbols (every variable in a tensor's shape or strides, in order
+//     of first appearance);
+//   - kernel_args: every tensor's data pointer, then every scalar, then the symbols the
+//     kernel body uses (codegen prints the kernel's parameter list from this);
+//   - grid (expressions over symbol_vars, wrapper Lets substituted), block, cluster,
+//     dynamic_shared_bytes (attr kDynamicSharedBytesAttr).
+// Errors (UserError): a tensor dimension that is neither a constant nor a variable; two
+//   different symbolic variables with one name; a variable the kernel uses that is neither
+//   a parameter nor a symbolic dimension; a grid extent that depends on a scalar parameter.
+// Must run after: flatten_buffers, plan_shared_memory (it reads their attributes).
+#include <map>
+
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
+#include "tilec/target/cuda/codegen.h"
+
+namespace tilec::passes {
+
+using namespace ir;
+
+namespace {
+
+class SymbolTable {
+ public:
+  runtime::DimSpec spec(const Expr& e, const Buffer& tensor, int dim, const char* what) {
+    runtime::DimSpec d;
+    if (auto* c = as_const_int(e)) {
+      d.value = *c;
+      return d;
+    }
+    auto* v = e.as<VarNode>();
+    TILEC_USER_CHECK(v != nullptr, tensor->loc,
+                     "declare the dimension as its own T.dynamic variable and compute derived sizes in the kernel")
+        << "tensor '" << tensor->name << "' " << what << " " << dim
+        << " is an expression; only constants and T.dynamic variables are supported";
+    auto it = by_name_.find(v->name);
+    if (it == by_name_.end()) {
+      by_name_[v->name] = v;
+      names.push_back(v->name);
+      vars.push_back(Var(std::static_pointer_cast<const VarNode>(e.shared())));
+    } else {
+      TILEC_USER_CHECK(it->second == v, tensor->loc, "give every T.dynamic variable its own name")
+          << "two different symbolic dimensions are named '" << v->name << "'";
+    }
+    d.symbol = v->name;
+    return d;
+  }
+  bool contains(const VarNode* v) const {
+    auto it = by_name_.find(v->name);
+    return it != by_name_.end() && it->second == v;
+  }
+  std::vector<std::string> names;
+  std::vector<Var> vars;
+
+ private:
+  std::map<std::string, const VarNode*> by_name_;
+};
+
+// Widest access (bytes) per buffer: vector loads/stores and assume-aligned annotations.
+class AccessWidths : public IRVisitor {
+ public:
+  std::unordered_map<const BufferNode*, int64_t> bytes;
+
+ protected:
+  void note(const Buffer& b, const std::vector<Expr>& indices) {
+    int lanes = 1;
+    for (const auto& i : indices) lanes = std::max(lanes, i->dtype.lanes());
+    int64_t w = lanes * back::element_bytes(b->dtype);
+    int64_t& cur = bytes[b.get()];
+    cur = std::max(cur, w);
+  }
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    note(op->buffer, op->indices);
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    note(op->buffer, op->indices);
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_Annotate(const AnnotateNode* op) override {
+    const std::string prefix = kAssumeAlignedPrefix;
+    if (op->key.rfind(prefix, 0) == 0) {
+      auto* b = std::get_if<Buffer>(&op->value);
+      int64_t w = std::stoll(op->key.substr(prefix.size()));
+      TILEC_ICHECK(b && w > 0) << op->key << " needs a Buffer value";
+      int64_t& cur = bytes[b->get()];
+      cur = std::max(cur, w);
+    }
+    IRVisitor::visit_Annotate(op);
+  }
+};
+
+}  // namespace
+
+runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
+  runtime::LaunchPlan plan;
+  plan.kernel_name = cuda::cuda_identifier(f->name);
+  const KernelLaunchNode* kernel = back::find_kernel(f->body);
+  TILEC_USER_CHECK(kernel != nullptr, f->loc, "write the body as `with T.Kernel(...)`")
+      << "function '" << f->name << "' has no kernel launch";
+
+  // The buffer parameters as the user declared them (before flattening).
+  std::vector<Buffer> originals;
+  if (auto* a = find_attr(f->attrs, kUnflattenedParamsAttr)) {
+    for (const auto& [b, layout] : std::get<LayoutMap>(*a)) originals.push_back(b);
+  }
+  std::unordered_map<const BufferNode*, int> tensor_index;
+  std::unordered_map<const VarNode*, int> scalar_index;
+  SymbolTable symbols;
+  int buffer_param = 0;
+  for (const auto& p : f->params) {
+    if (p.is_buffer()) {
+      TILEC_ICHECK(originals.empty() || buffer_param < static_cast<int>(originals.size()))
+          << "unflattened params attr does not match the parameters";
+      const Buffer& orig = originals.empty() ? p.buffer : originals[buffer_param];
+      runtime::TensorParam t;
+      t.name = orig->name;
+      t.dtype = orig->dtype;
+      for (int d = 0; d < orig->ndim(); ++d) t.shape.push_back(symbols.spec(orig->shape[d], orig, d, "dimension"));
+      for (size_t d = 0; d < orig->strides.size(); ++d)
+        t.strides.push_back(symbols.spec(orig->strides[d], orig, static_cast<int>(d), "stride"));
+      t.alignment_bytes = static_cast<int>(back::element_bytes(orig->dtype));
+      tensor_index[p.buffer.get()] = static_cast<int>(plan.tensors.size());
+      tensor_index[orig.get()] = static_cast<int>(plan.tensors.size());
+      plan.param_order.push_back({true, static_cast<int>(plan.tensors.size())});
+      plan.tensors.push_back(std::move(t));
+      ++buffer_param;
+    } else {
+      scalar_index[p.var.get()] = static_cast<int>(plan.scalars.size());
+      plan.param_order.push_back({false, static_cast<int>(plan.scalars.size())});
+      plan.scalars.push_back(runtime::ScalarParam{p.var->name, p.var->dtype});
+    }
+  }
+  plan.symbols = symbols.names;
+  plan.symbol_vars = symbols.vars;
+
+  // Alignment the kernel relies on.
+  AccessWidths widths;
+  widths.visit(f->body);
+  for (const auto& [buf, bytes] : widths.bytes) {
+    auto it = tensor_index.find(buf);
+    if (it == tensor_index.end()) continue;
+    auto& t = plan.tensors[it->second];
+    t.alignment_bytes = std::max<int>(t.alignment_bytes, static_cast<int>(bytes));
+  }
+
+  // Wrapper lets (evaluated on the device too) and the variables the device code uses.
+  VarMap wrapper_lets;
+  std::vector<Var> device_uses = back::free_vars_of_stmt(kernel->body);
+  std::unordered_set<const VarNode*> wrapper_bound;
+  for (const auto& v : kernel->block_vars) wrapper_bound.insert(v.get());
+  for (const auto& v : kernel->thread_vars) wrapper_bound.insert(v.get());
+  for (Stmt s = f->body; s && !s.as<KernelLaunchNode>();) {
+    if (auto* l = s.as<LetNode>()) {
+      for (auto& v : back::free_vars(l->value)) device_uses.push_back(v);
+      wrapper_lets[l->var.get()] = substitute(l->value, wrapper_lets);
+      wrapper_bound.insert(l->var.get());
+      s = l->body;
+    } else if (auto* a = s.as<AnnotateNode>()) {
+      s = a->body;
+    } else if (auto* q = s.as<SeqNode>(); q && q->stmts.size() == 1) {
+      s = q->stmts[0];
+    } else {
+      break;
+    }
+  }
+  std::unordered_set<const VarNode*> used_symbols;
+  for (const auto& v : device_uses) {
+    if (wrapper_bound.count(v.get()) || scalar_index.count(v.get())) continue;
+    TILEC_USER_CHECK(symbols.contains(v.get()), v->loc,
+                     "pass the value as a scalar parameter, or use it as a dimension of a tensor parameter")
+        << "the kernel uses '" << v->name << "', which is neither a parameter nor a symbolic dimension";
+    used_symbols.insert(v.get());
+  }
+
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    plan.kernel_args.push_back({runtime::KernelArg::kTensorData, static_cast<int>(i), "", DataType::Handle()});
+  for (size_t i = 0; i < plan.scalars.size(); ++i)
+    plan.kernel_args.push_back({runtime::KernelArg::kScalar, static_cast<int>(i), "", plan.scalars[i].dtype});
+  for (const auto& v : symbols.vars)
+    if (used_symbols.count(v.get())) plan.kernel_args.push_back({runtime::KernelArg::kSymbol, 0, v->name, v->dtype});
+
+  for (const auto& g : kernel->grid) {
+    Expr e = substitute(g, wrapper_lets);
+    for (const auto& v : back::free_vars(e)) {
+      TILEC_USER_CHECK(!scalar_index.count(v.get()), g->loc,
+                       "derive the grid from tensor dimensions (T.dynamic) instead of a scalar parameter")
+          << "the grid extent depends on the scalar parameter '" << v->name << "'";
+      TILEC_USER_CHECK(symbols.contains(v.get()), g->loc, "grid extents may use constants and tensor dimensions")
+          << "the grid extent uses '" << v->name << "', which is not a symbolic dimension of a tensor parameter";
+    }
+    plan.grid.push_back(e);
+  }
+  for (size_t i = 0; i < kernel->threads.size() && i < 3; ++i) plan.block[i] = kernel->threads[i];
+  for (size_t i = 0; i < kernel->cluster.size() && i < 3; ++i) plan.cluster[i] = kernel->cluster[i];
+  if (auto* a = find_attr(f->attrs, kDynamicSharedBytesAttr)) plan.dynamic_shared_bytes = std::get<int64_t>(*a);
+  return plan;
+}
+
+Pass split_host_device_pass() {
+  return {"split_host_device", [](const PrimFunc& f, PassContext&) {
+            (void)build_launch_plan(f);  // raises the user errors here, with this pass named in dumps
+            return f;
+          }};
+}
+
+}  // namespace tilec::passes

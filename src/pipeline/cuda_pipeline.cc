@@ -1,0 +1,32 @@
+// The CUDA pipeline: from the Tile IR a front end builds to the lowered IR that CUDA
+// codegen prints (docs/LOWERED_IR.md). DESIGN.md section 1 gives the intended order:
+//   verify -> simplify -> plan pipeline -> warp-specialize (sm90+) -> inject pipeline
+//   -> infer layouts -> lower tile ops -> bounds legalize -> vectorize -> flatten
+//   -> plan shared memory -> insert syncs -> split host/device
+#include "tilec/passes/passes.h"
+#include "tilec/pipeline/pipeline.h"
+
+namespace tilec::pipeline {
+
+std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
+  using namespace tilec::passes;
+  std::vector<Pass> list = {
+      verify_pass(),
+      simplify_pass(),
+      rasterize_blocks_pass(),
+  };
+  // Back-end passes go here, in the order above: append them to `list`, guarding
+  // target-specific ones with the target's feature queries, e.g.
+  //   if (target.has_tma()) list.push_back(warp_specialize_pass());
+  // ---- second half: lowered IR -> IR ready for CUDA codegen ----
+  list.push_back(legalize_bounds_pass());
+  list.push_back(vectorize_pass());
+  list.push_back(flatten_buffers_pass());
+  list.push_back(plan_shared_memory_pass());
+  list.push_back(insert_syncs_pass());
+  list.push_back(split_host_device_pass());
+  (void)target;
+  return list;
+}
+
+}  // namespace tilec::pipeline

@@ -1,0 +1,342 @@
+// CUDA C printing of expressions, types and intrinsic calls.
+//
+// Expressions print with the fewest parentheses C precedence allows. Vector values (dtype
+// lanes > 1) print with the same operators: tl::vec<T, N> (tilec/common.cuh) defines them
+// lane-wise; memory accesses with a Ramp index print as tl::load<N>(&A[base]) and
+// tl::store(&A[base], v), single 4/8/16-byte instructions.
+//
+// Python-style floor division and modulo print as C / and % when the dividend is provably
+// non-negative and the divisor a positive constant, as >> and & for power-of-two divisors
+// (exact for negative dividends too), and as tl::floordiv / tl::floormod otherwise.
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "passes/cuda_back_util.h"
+#include "target/cuda/codegen_internal.h"
+
+namespace tilec::cuda::detail {
+
+using namespace ir;
+
+namespace {
+
+IntrinStyle parse_style(const char* s) {
+  std::string v = s;
+  if (v == "call") return IntrinStyle::kCall;
+  if (v == "address_of") return IntrinStyle::kAddressOf;
+  if (v == "infix") return IntrinStyle::kInfix;
+  if (v == "template_dtype") return IntrinStyle::kTemplateDType;
+  if (v == "template_arg0") return IntrinStyle::kTemplateArg0;
+  TILEC_UNREACHABLE() << "unknown TILEC_INTRIN_CUDA style '" << v << "' in intrinsics.def";
+}
+
+const std::unordered_map<std::string, IntrinInfo>& intrinsic_table() {
+  static const std::unordered_map<std::string, IntrinInfo> table = [] {
+    std::unordered_map<std::string, IntrinInfo> t;
+#define TILEC_INTRIN(name_, arity_, pure_, cuda_) \
+  t[name_] = IntrinInfo{name_, arity_, pure_, cuda_, IntrinStyle::kCall, ""};
+#include "tilec/ir/intrinsics.def"
+#define TILEC_INTRIN_CUDA(name_, style_, header_)                                        \
+  {                                                                                      \
+    auto it = t.find(name_);                                                             \
+    TILEC_ICHECK(it != t.end()) << "TILEC_INTRIN_CUDA row for undeclared intrinsic " << name_; \
+    it->second.style = parse_style(#style_);                                             \
+    it->second.header = header_;                                                         \
+  }
+#include "tilec/ir/intrinsics.def"
+    return t;
+  }();
+  return table;
+}
+
+int infix_prec(const std::string& op) {
+  if (op == "&") return kPrecBitAnd;
+  if (op == "|") return kPrecBitOr;
+  if (op == "^") return kPrecBitXor;
+  if (op == "<<" || op == ">>") return kPrecShift;
+  if (op == "+" || op == "-") return kPrecAdd;
+  if (op == "*" || op == "/" || op == "%") return kPrecMul;
+  if (op == "&&") return kPrecLogAnd;
+  if (op == "||") return kPrecLogOr;
+  if (op == "==" || op == "!=") return kPrecEq;
+  return kPrecRel;  // < <= > >=
+}
+
+bool is_narrow_float(DataType t) {
+  return t.code() == TypeCode::kBFloat || t.code() == TypeCode::kFloat8E4M3 ||
+         t.code() == TypeCode::kFloat8E5M2 || (t.code() == TypeCode::kFloat && t.bits() == 16);
+}
+
+std::string format_float(double v, bool single) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), single ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return single ? s + "f" : s;
+}
+
+}  // namespace
+
+const IntrinInfo* find_intrinsic(const std::string& name) {
+  const auto& t = intrinsic_table();
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : &it->second;
+}
+
+std::string c_type(DataType t, const SourceLoc& loc) {
+  if (t.is_vector()) return "tl::vec<" + c_type(t.element_of(), loc) + ", " + std::to_string(t.lanes()) + ">";
+  switch (t.code()) {
+    case TypeCode::kInt:
+      switch (t.bits()) {
+        case 8: return "signed char";
+        case 16: return "short";
+        case 32: return "int";
+        case 64: return "long long";
+      }
+      break;
+    case TypeCode::kUInt:
+      switch (t.bits()) {
+        case 8: return "unsigned char";
+        case 16: return "unsigned short";
+        case 32: return "unsigned int";
+        case 64: return "unsigned long long";
+      }
+      break;
+    case TypeCode::kFloat:
+      switch (t.bits()) {
+        case 16: return "half";
+        case 32: return "float";
+        case 64: return "double";
+      }
+      break;
+    case TypeCode::kBFloat: return "nv_bfloat16";
+    case TypeCode::kFloat8E4M3: return "__nv_fp8_e4m3";
+    case TypeCode::kFloat8E5M2: return "__nv_fp8_e5m2";
+    case TypeCode::kBool: return "bool";
+    case TypeCode::kHandle: return "void*";
+    case TypeCode::kVoid: return "void";
+    case TypeCode::kFloat4E2M1: break;
+  }
+  throw_user_error("the CUDA back end does not support the type " + t.str() + " yet", loc,
+                   "use float8_e4m3 / float8_e5m2 / float16 / bfloat16 instead");
+}
+
+std::string CudaPrinter::operand(const Expr& e, int min_prec) {
+  Printed p = print(e);
+  return p.prec >= min_prec ? p.text : "(" + p.text + ")";
+}
+
+Printed CudaPrinter::print_imm(const Expr& e) {
+  DataType t = e->dtype;
+  if (auto* i = e.as<IntImmNode>()) {
+    int64_t v = i->value;
+    if (t.is_bool()) return {v ? "true" : "false"};
+    std::string digits = std::to_string(v);
+    Printed p{digits, v < 0 ? int(kPrecUnary) : int(kPrecPrimary)};
+    if (t.is_int() && t.bits() == 32) {
+      if (v == INT32_MIN) return {"(-2147483647 - 1)"};
+      return p;
+    }
+    if (t.is_int() && t.bits() == 64) {
+      if (v == INT64_MIN) return {"(-9223372036854775807ll - 1)"};
+      return {digits + "ll", p.prec};
+    }
+    if (t.is_uint() && t.bits() == 32) return {std::to_string(static_cast<uint32_t>(v)) + "u"};
+    if (t.is_uint() && t.bits() == 64) return {std::to_string(static_cast<uint64_t>(v)) + "ull"};
+    return {"(" + c_type(t) + ")" + digits, kPrecUnary};
+  }
+  auto* f = e.as<FloatImmNode>();
+  double v = f->value;
+  std::string scalar = c_type(t, e->loc);
+  std::string special;
+  if (std::isnan(v)) special = "tl::nan<" + scalar + ">()";
+  else if (std::isinf(v)) special = std::string(v > 0 ? "tl::pos_inf<" : "tl::neg_inf<") + scalar + ">()";
+  if (!special.empty()) return {special};
+  if (t.bits() == 64) return {format_float(v, false), v < 0 ? int(kPrecUnary) : int(kPrecPrimary)};
+  std::string lit = format_float(v, true);
+  if (t.bits() == 32 && t.code() == TypeCode::kFloat) return {lit, v < 0 ? int(kPrecUnary) : int(kPrecPrimary)};
+  return {scalar + "(" + lit + ")"};
+}
+
+Printed CudaPrinter::print(const Expr& e) {
+  TILEC_ICHECK(e.defined()) << "null expression in codegen";
+  switch (e->kind) {
+    case NodeKind::kIntImm:
+    case NodeKind::kFloatImm:
+      return print_imm(e);
+    case NodeKind::kStringImm: {
+      std::string s = "\"";
+      for (char c : e.as<StringImmNode>()->value) {
+        if (c == '"' || c == '\\') s += '\\';
+        if (c == '\n') {
+          s += "\\n";
+          continue;
+        }
+        s += c;
+      }
+      return {s + "\""};
+    }
+    case NodeKind::kVar:
+      return {name_of(e.as<VarNode>())};
+    case NodeKind::kNot:
+      return {"!" + operand(e.as<NotNode>()->a, kPrecUnary), kPrecUnary};
+    case NodeKind::kSelect: {
+      auto* s = e.as<SelectNode>();
+      if (e->dtype.is_vector()) {
+        std::string c = expr(s->cond);
+      std::string t = expr(s->true_value);
+      return {"tl::select(" + c + ", " + t + ", " + expr(s->false_value) + ")"};
+      }
+      std::string c = operand(s->cond, kPrecLogOr);
+      std::string t = operand(s->true_value, kPrecCond + 1);
+      return {c + " ? " + t + " : " + operand(s->false_value, kPrecCond), kPrecCond};
+    }
+    case NodeKind::kCast:
+      return print_cast(e.as<CastNode>());
+    case NodeKind::kRamp: {
+      auto* r = e.as<RampNode>();
+      std::string base = expr(r->base);
+      return {"tl::ramp<" + std::to_string(r->lanes) + ">(" + base + ", " + expr(r->stride) + ")"};
+    }
+    case NodeKind::kBroadcast: {
+      auto* b = e.as<BroadcastNode>();
+      return {"tl::broadcast<" + std::to_string(b->lanes) + ">(" + expr(b->value) + ")"};
+    }
+    case NodeKind::kBufferLoad:
+      return print_load(e.as<BufferLoadNode>());
+    case NodeKind::kCall:
+      return print_call(e.as<CallNode>());
+    default:
+      if (is_binary_kind(e->kind)) return print_binary(e.as<BinaryNode>());
+      TILEC_UNREACHABLE() << "statement node in expression position";
+  }
+}
+
+Printed CudaPrinter::print_binary(const BinaryNode* op) {
+  NodeKind k = op->kind;
+  if (k == NodeKind::kMin || k == NodeKind::kMax) {
+    need_header("tilec/math.cuh");
+    std::string a = expr(op->a);
+    return {std::string(k == NodeKind::kMin ? "tl::min(" : "tl::max(") + a + ", " + expr(op->b) + ")"};
+  }
+  if (k == NodeKind::kFloorDiv || k == NodeKind::kFloorMod) return print_floor_div_mod(op);
+  std::string sym;
+  switch (k) {
+    case NodeKind::kAdd: sym = "+"; break;
+    case NodeKind::kSub: sym = "-"; break;
+    case NodeKind::kMul: sym = "*"; break;
+    case NodeKind::kDiv: sym = "/"; break;
+    case NodeKind::kMod: sym = "%"; break;
+    case NodeKind::kEQ: sym = "=="; break;
+    case NodeKind::kNE: sym = "!="; break;
+    case NodeKind::kLT: sym = "<"; break;
+    case NodeKind::kLE: sym = "<="; break;
+    case NodeKind::kGT: sym = ">"; break;
+    case NodeKind::kGE: sym = ">="; break;
+    case NodeKind::kAnd: sym = "&&"; break;
+    case NodeKind::kOr: sym = "||"; break;
+    default: TILEC_UNREACHABLE() << "binary kind " << node_kind_name(k);
+  }
+  int p = infix_prec(sym);
+  // Left-associative: the right operand needs strictly higher precedence.
+  std::string a = operand(op->a, p);
+  return {a + " " + sym + " " + operand(op->b, p + 1), p};
+}
+
+Printed CudaPrinter::print_floor_div_mod(const BinaryNode* op) {
+  bool is_div = op->kind == NodeKind::kFloorDiv;
+  DataType t = op->dtype;
+  const int64_t* divisor = as_const_int(op->b);
+  if (t.is_scalar() && (t.is_uint() || (divisor && *divisor > 0 && passes::back::provably_nonneg(&analyzer_, op->a, nonneg_vars_)))) {
+    std::string sym = is_div ? "/" : "%";
+    std::string a = operand(op->a, kPrecMul);
+    return {a + " " + sym + " " + operand(op->b, kPrecMul + 1), kPrecMul};
+  }
+  if (t.is_scalar() && divisor && *divisor > 0 && (*divisor & (*divisor - 1)) == 0) {
+    int shift = 0;
+    while ((int64_t{1} << shift) < *divisor) ++shift;
+    // Operands of bit operators are parenthesised unless primary/unary: C's precedence of
+    // >> and & below + and == surprises readers.
+    if (is_div) return {operand(op->a, kPrecUnary) + " >> " + std::to_string(shift), kPrecShift};
+    Expr mask = int_imm(*divisor - 1, t);
+    return {operand(op->a, kPrecUnary) + " & " + operand(mask, kPrecUnary), kPrecBitAnd};
+  }
+  std::string a = expr(op->a);
+  return {std::string(is_div ? "tl::floordiv(" : "tl::floormod(") + a + ", " + expr(op->b) + ")"};
+}
+
+Printed CudaPrinter::print_cast(const CastNode* op) {
+  DataType to = op->dtype, from = op->value->dtype;
+  if (to.is_vector() || is_narrow_float(to.element_of()) || is_narrow_float(from.element_of())) {
+    return {"tl::cast<" + c_type(to.element_of(), op->loc) + ">(" + expr(op->value) + ")"};
+  }
+  return {"(" + c_type(to, op->loc) + ")" + operand(op->value, kPrecUnary), kPrecUnary};
+}
+
+Printed CudaPrinter::print_load(const BufferLoadNode* op) {
+  TILEC_ICHECK(op->indices.size() == 1)
+      << "buffer '" << op->buffer->name << "' reached codegen with " << op->indices.size()
+      << " indices; flatten_buffers must make every access 1-D";
+  const std::string& buf = name_of(op->buffer.get());
+  const Expr& idx = op->indices[0];
+  if (idx->dtype.is_vector()) {
+    auto* r = idx.as<RampNode>();
+    TILEC_ICHECK(r && is_one(r->stride)) << "vector access of '" << op->buffer->name
+                                         << "' with a non-contiguous index reached codegen";
+    vector_accessed.insert(op->buffer.get());
+    std::string base = expr(r->base);
+    return {"tl::load<" + std::to_string(r->lanes) + ">(&" + buf + "[" + base + "])"};
+  }
+  return {buf + "[" + expr(idx) + "]"};
+}
+
+Printed CudaPrinter::print_call(const CallNode* op) {
+  const IntrinInfo* info = find_intrinsic(op->op);
+  if (!info) {
+    throw_user_error("unknown intrinsic '" + op->op + "'", op->loc,
+                     "intrinsics are the rows of include/tilec/ir/intrinsics.def");
+  }
+  TILEC_USER_CHECK(info->arity < 0 || static_cast<int>(op->args.size()) == info->arity, op->loc, "")
+      << "intrinsic '" << op->op << "' takes " << info->arity << " argument(s), got " << op->args.size();
+  need_header(info->header);
+  auto join = [&](size_t from) {
+    std::string s;
+    for (size_t i = from; i < op->args.size(); ++i) {
+      if (i > from) s += ", ";
+      s += expr(op->args[i]);
+    }
+    return s;
+  };
+  switch (info->style) {
+    case IntrinStyle::kCall:
+      return {info->cuda + "(" + join(0) + ")"};
+    case IntrinStyle::kAddressOf: {
+      auto* load = op->args[0].as<BufferLoadNode>();
+      TILEC_USER_CHECK(load != nullptr, op->loc, "write tl.address_of(A[i])")
+          << "tl.address_of takes a buffer element, got " << node_kind_name(op->args[0]->kind);
+      TILEC_ICHECK(load->indices.size() == 1) << "tl.address_of of a multi-dimensional access reached codegen";
+      Expr idx = load->indices[0];
+      if (auto* r = idx.as<RampNode>()) idx = r->base;
+      std::string buf = name_of(load->buffer.get());
+      return {"&" + buf + "[" + expr(idx) + "]", kPrecUnary};
+    }
+    case IntrinStyle::kInfix: {
+      if (op->args.size() == 1) return {info->cuda + operand(op->args[0], kPrecUnary), kPrecUnary};
+      int p = infix_prec(info->cuda);
+      int need = (p <= kPrecShift && p >= kPrecBitOr) ? int(kPrecUnary) : p;  // see print_floor_div_mod
+      std::string a = operand(op->args[0], need);
+      return {a + " " + info->cuda + " " + operand(op->args[1], std::max(need, p + 1)), p};
+    }
+    case IntrinStyle::kTemplateDType:
+      return {info->cuda + "<" + c_type(op->dtype, op->loc) + ">(" + join(0) + ")"};
+    case IntrinStyle::kTemplateArg0: {
+      TILEC_USER_CHECK(!op->args.empty() && as_const_int(op->args[0]), op->loc, "")
+          << "the first argument of '" << op->op << "' must be an integer constant";
+      return {info->cuda + "<" + std::to_string(*as_const_int(op->args[0])) + ">(" + join(1) + ")"};
+    }
+  }
+  TILEC_UNREACHABLE() << "intrinsic style";
+}
+
+}  // namespace tilec::cuda::detail

@@ -1,0 +1,115 @@
+// Internal interface of the CUDA C printer, shared by codegen.cc (statements, the kernel)
+// and codegen_expr.cc (expressions, types, the intrinsic table).
+#pragma once
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tilec/arith/analyzer.h"
+#include "tilec/ir/stmt.h"
+#include "tilec/target/cuda/codegen.h"
+
+namespace tilec::cuda::detail {
+
+// ---- the intrinsic table (include/tilec/ir/intrinsics.def) ----
+enum class IntrinStyle { kCall, kAddressOf, kInfix, kTemplateDType, kTemplateArg0 };
+struct IntrinInfo {
+  std::string name;
+  int arity = -1;
+  bool pure = false;
+  std::string cuda;
+  IntrinStyle style = IntrinStyle::kCall;
+  std::string header;  // "" = tilec/common.cuh
+};
+const IntrinInfo* find_intrinsic(const std::string& name);
+
+// The C type of a dtype: "float", "half", "tl::vec<float, 4>", ...; UserError for types
+// the CUDA back end cannot represent.
+std::string c_type(ir::DataType t, const SourceLoc& loc = {});
+
+// C operator precedence, higher binds tighter.
+enum Prec : int {
+  kPrecCond = 3,
+  kPrecLogOr = 4,
+  kPrecLogAnd = 5,
+  kPrecBitOr = 6,
+  kPrecBitXor = 7,
+  kPrecBitAnd = 8,
+  kPrecEq = 9,
+  kPrecRel = 10,
+  kPrecShift = 11,
+  kPrecAdd = 12,
+  kPrecMul = 13,
+  kPrecUnary = 15,
+  kPrecPrimary = 17,
+};
+
+struct Printed {
+  std::string text;
+  int prec = kPrecPrimary;
+};
+
+class CudaPrinter {
+ public:
+  explicit CudaPrinter(CodegenOptions opts, int indent = 1) : opts_(opts), indent_(indent) {}
+
+  // ---- names ----
+  // Gives a node (VarNode / BufferNode) a unique C identifier derived from `hint`.
+  const std::string& define_name(const void* node, const std::string& hint);
+  // The identifier of a node; a node seen for the first time is defined on the spot.
+  const std::string& name_of(const ir::VarNode* v);
+  const std::string& name_of(const ir::BufferNode* b);
+  void reserve_name(const std::string& name) { used_names_.insert(name); }
+
+  // ---- expressions (codegen_expr.cc) ----
+  std::string expr(const ir::Expr& e) { return print(e).text; }
+  Printed print(const ir::Expr& e);
+  // `e` as an operand that needs at least precedence `min_prec`.
+  std::string operand(const ir::Expr& e, int min_prec);
+
+  // ---- statements (codegen.cc) ----
+  void stmt(const ir::Stmt& s);
+  std::string take_body() { return body_.str(); }
+
+  // ---- facts for index printing ----
+  void add_nonneg_var(const ir::VarNode* v) { nonneg_vars_.insert(v); }
+  arith::Analyzer& analyzer() { return analyzer_; }
+  // Buffers that hold a vector access somewhere (local arrays get aligned).
+  std::unordered_set<const ir::BufferNode*> vector_accessed;
+
+  const std::set<std::string>& headers() const { return headers_; }
+  void need_header(const std::string& h) {
+    if (!h.empty()) headers_.insert(h);
+  }
+
+ private:
+  Printed print_binary(const ir::BinaryNode* op);
+  Printed print_floor_div_mod(const ir::BinaryNode* op);
+  Printed print_call(const ir::CallNode* op);
+  Printed print_load(const ir::BufferLoadNode* op);
+  Printed print_cast(const ir::CastNode* op);
+  Printed print_imm(const ir::Expr& e);
+
+  void line(const std::string& text);  // one indented line of the body
+  void line_directive(const SourceLoc& loc);
+  void print_for(const ir::ForNode* op);
+  void print_if(const ir::IfNode* op, bool as_else_if);
+  void print_store(const ir::BufferStoreNode* op);
+  void print_allocate(const ir::AllocateNode* op, const ir::Expr* smem_offset);
+
+  CodegenOptions opts_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  std::unordered_map<const void*, std::string> names_;
+  std::unordered_set<std::string> used_names_;
+  std::unordered_set<const ir::VarNode*> nonneg_vars_;
+  arith::Analyzer analyzer_;
+  std::set<std::string> headers_;
+  std::string last_line_file_;
+  int last_line_ = -1;
+};
+
+}  // namespace tilec::cuda::detail

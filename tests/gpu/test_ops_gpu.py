@@ -1,0 +1,148 @@
+"""Tile ops one at a time on the GPU against torch, float64 references, poisoned outputs."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import tilec  # noqa: E402
+import tilec.language as T  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def poisoned(shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+
+def run(func, *args):
+    kernel = tilec.compile(func, target="auto")
+    kernel(*args)
+    torch.cuda.synchronize()
+    return kernel
+
+
+@pytest.mark.parametrize("src_dtype,dst_dtype", [("float32", "float16"), ("float16", "float32"),
+                                                 ("bfloat16", "float32"), ("float32", "bfloat16")])
+def test_copy_converts_dtype_through_shared(src_dtype, dst_dtype):
+    M, N, bm, bn = 200, 72, 64, 32   # partial tiles in both dims
+
+    @T.prim_func
+    def copy_convert(A: T.Tensor((M, N), src_dtype), B: T.Tensor((M, N), dst_dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), src_dtype)
+            F = T.alloc_fragment((bm, bn), dst_dtype)
+            T.copy(A[by * bm, bx * bn], S)
+            T.copy(S, F)
+            T.copy(F, B[by * bm, bx * bn])
+
+    a = torch.randn(M, N, device="cuda", dtype=getattr(torch, src_dtype))
+    b = poisoned((M, N), getattr(torch, dst_dtype))
+    run(copy_convert, a, b)
+    torch.testing.assert_close(b.double(), a.to(getattr(torch, dst_dtype)).double())
+
+
+def test_fill_and_parallel_store():
+    M, N = 96, 40
+
+    @T.prim_func
+    def fill(B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            F = T.alloc_fragment((M, N), "float32")
+            T.fill(F, 3.5)
+            for i, j in T.Parallel(M, N):
+                F[i, j] = F[i, j] + i * N + j
+            T.copy(F, B)
+
+    b = poisoned((M, N), torch.float32)
+    run(fill, b)
+    ref = 3.5 + torch.arange(M * N, device="cuda", dtype=torch.float32).reshape(M, N)
+    torch.testing.assert_close(b, ref)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "abssum", "absmax"])
+@pytest.mark.parametrize("M,N,threads", [(8, 128, 128), (3, 100, 96), (16, 64, 256)])
+def test_reduce_rows(op, M, N, threads):
+    @T.prim_func
+    def reduce_rows(A: T.Tensor((M, N), "float32"), R: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=threads) as bx:
+            F = T.alloc_fragment((M, N), "float32")
+            O = T.alloc_fragment((M,), "float32")
+            T.copy(A, F)
+            getattr(T, "reduce_" + op)(F, O, dim=1)
+            T.copy(O, R)
+
+    a = torch.randn(M, N, device="cuda")
+    r = poisoned((M,), torch.float32)
+    run(reduce_rows, a, r)
+    ref = {"sum": a.double().sum(1), "max": a.double().amax(1), "min": a.double().amin(1),
+           "abssum": a.double().abs().sum(1), "absmax": a.double().abs().amax(1)}[op]
+    torch.testing.assert_close(r.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_columns_and_accumulate():
+    M, N = 64, 48
+
+    @T.prim_func
+    def reduce_cols(A: T.Tensor((M, N), "float32"), R: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            F = T.alloc_fragment((M, N), "float32")
+            O = T.alloc_fragment((N,), "float32")
+            T.copy(A, F)
+            T.fill(O, 1.0)
+            T.reduce_sum(F, O, dim=0, clear=False)   # accumulates into the existing 1.0
+            T.copy(O, R)
+
+    a = torch.randn(M, N, device="cuda")
+    r = poisoned((N,), torch.float32)
+    run(reduce_cols, a, r)
+    torch.testing.assert_close(r.double(), a.double().sum(0) + 1.0, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_shared(reverse):
+    M, N = 4, 256
+
+    @T.prim_func
+    def cumsum(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((M, N), "float32")
+            T.copy(A, S)
+            T.cumsum(S, dim=1, reverse=reverse)
+            T.copy(S, B)
+
+    a = torch.randn(M, N, device="cuda")
+    b = poisoned((M, N), torch.float32)
+    run(cumsum, a, b)
+    ad = a.double()
+    ref = ad.flip(1).cumsum(1).flip(1) if reverse else ad.cumsum(1)
+    torch.testing.assert_close(b.double(), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_atomic_add_scalar_and_region():
+    N, block = 4096, 256
+
+    @T.prim_func
+    def atomic(A: T.Tensor((N,), "float32"), S: T.Tensor((1,), "float32"), H: T.Tensor((block,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            F = T.alloc_fragment((block,), "float32")
+            T.copy(A[bx * block], F)
+            for i in T.Parallel(block):
+                T.atomic_add(S[0], F[i])
+            T.atomic_add(H, F)
+
+    a = torch.randn(N, device="cuda")
+    s = torch.zeros(1, device="cuda")
+    h = torch.zeros(block, device="cuda")
+    run(atomic, a, s, h)
+    torch.testing.assert_close(s.double(), a.double().sum().reshape(1), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(h.double(), a.double().reshape(-1, block).sum(0), rtol=1e-4, atol=1e-4)
+
+
+def test_wrong_shape_is_a_clear_error():
+    @T.prim_func
+    def k(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = A[i] + 1.0
+
+    kernel = tilec.compile(k, target="auto")
+    with pytest.raises(Exception, match="128"):
+        kernel(torch.zeros(64, device="cuda"))

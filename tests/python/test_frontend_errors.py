@@ -322,3 +322,20 @@ def test_errors_from_cpp_carry_message_and_hint():
     assert (e.message, e.file, e.line, e.col, e.hint) == ("bad thing", "kernel.py", 7, 3, "do this")
     with pytest.raises(tilec.InternalError, match="please report"):
         tilec._tilec._raise_internal_error("broken invariant")
+
+
+def test_fragment_used_outside_a_parallel_loop():
+    def make():
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                F = T.alloc_fragment((128,), "float32")
+                T.copy(A, F)
+                for i in T.serial(128):
+                    A[i] = F[i] + 1.0  # fragment-outside
+        return main
+
+    err = compile_error(make)
+    assert err.message == "fragment 'F' is indexed outside a T.Parallel loop"
+    assert "T.Parallel" in err.hint
+    check_location(err, "fragment-outside", "F[i]")

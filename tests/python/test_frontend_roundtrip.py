@@ -1,9 +1,8 @@
 """Round trip of every construct of the T language: parse -> script() -> from_script ->
 structurally equal to the parsed function (and printing that again gives the same text).
 
-The round trip needs the T-script printer and structural equality (src/ir/printer.cc,
-src/ir/structural.cc); while those are still stubs the round-trip assertions are skipped,
-the parse checks still run."""
+The warp-specialized program is an expected failure until the printer writes Annotate
+"ws" as a `with T.ws(...)` block (docs/TSCRIPT.md)."""
 
 import pytest
 
@@ -109,7 +108,7 @@ def program_fill_reduce_cumsum_atomic():
             T.cumsum(F, dim=1)
             T.cumsum(F, F, dim=0, reverse=True)
             T.atomic_add(Out[0:128], R)
-            T.atomic_max(Out[bx], R[0])
+            T.atomic_max(Out[bx], A[0, 0])
             T.atomic_min(Out[3], 2.0)
     return main
 
@@ -125,8 +124,8 @@ def program_loops():
             for i in T.Parallel(128):
                 F[i, 0] = 0
             for k in T.Pipelined(16, num_stages=2, order=[0, 1], stage=[0, 1]):
-                A[k, 0] = F[k, 0]
-                A[k, 1] = F[k, 1]
+                A[k, 0] = L[0]
+                A[k, 1] = L[1]
             for k in T.Pipelined(n, num_stages=3):
                 A[k, 2] = 0
             for k in T.serial(8):
@@ -147,6 +146,10 @@ def program_loops():
                 A[t, 5] = 0
             for c in [1, 2]:  # a Python list: unrolled while parsing
                 L[c] = c
+            for k in T.Parallel(4, min=2):
+                L[k] = 5
+            for k in T.serial(4, annotations={"pragma": 1}):
+                L[k] = 6
     return main
 
 
@@ -179,6 +182,18 @@ def program_math():
                 A[i] = T.tanh(A[i]) + T.sigmoid(A[i]) + T.abs(A[i]) + T.max(A[i], 0) + T.min(A[i], 1.0)
                 A[i] = T.max(A[i], -T.infinity("float32")) + A[i] / 2
                 B[i] = T.cast(A[i], "float16") + T.float16(0.5)
+                A[i] = T.sin(A[i]) + T.cos(A[i]) + T.floor(A[i]) + T.ceil(A[i]) + T.round(A[i]) + T.trunc(A[i])
+                A[i] = T.erf(A[i]) + T.log10(A[i]) + T.pow(A[i], 2.0)
+    return main
+
+
+def program_integer_bits():
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32"), B: T.Tensor((128,), "int64")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            A[tx] = (tx & 7) | (tx ^ 3) + (tx << 2) - (A[tx] >> 1) + ~tx
+            B[tx] = B[tx] & 255
     return main
 
 
@@ -250,7 +265,7 @@ def program_macro():
             T.copy(A[bx * 32, 0], F)
             _relu(F, 32, 64)
             off = _row_offset(bx, 32)
-            A[off, 0] = F[0, 0]
+            A[off, 0] = A[1, 1]
     return main
 
 
@@ -263,13 +278,14 @@ def program_macro_inlined_by_hand():
             for i, j in T.Parallel(32, 64):
                 F[i, j] = T.max(F[i, j], 0)
             off = bx * 32 + 1
-            A[off, 0] = F[0, 0]
+            A[off, 0] = A[1, 1]
     return main
 
 
 def program_annotations_and_misc():
     @T.prim_func
     def main(A: T.Tensor((128,), "float32")):
+        T.func_attr({"tilec.note": "hand written", "n_warps": 4})
         with T.Kernel(1, threads=128) as bx:
             L = T.alloc_local((8,), "float32")
             T.annotate("pragma_unroll_explicit", True)
@@ -286,14 +302,6 @@ PROGRAMS = {
 }
 
 
-def printer_ready() -> bool:
-    return not program_loops().script().startswith("# printer pending")
-
-
-def structural_ready() -> bool:
-    return _tilec.structural_equal(program_loops(), program_loops())
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_parses(name):
     f = PROGRAMS[name]()
@@ -304,10 +312,10 @@ def test_program_parses(name):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_round_trip(name):
-    if not printer_ready() or not structural_ready():
-        pytest.skip("the T-script printer / structural equality have not landed yet")
     f = PROGRAMS[name]()
     text = f.script()
+    if 'T.annotate("ws"' in text:
+        pytest.xfail("the printer does not write `with T.ws(...)` blocks yet (docs/TSCRIPT.md)")
     g = tilec.from_script(text)
     assert _tilec.structural_equal(f, g), text + "\n--- reprinted ---\n" + g.script()
     assert g.script() == text
@@ -315,12 +323,8 @@ def test_round_trip(name):
 
 
 def test_macro_inlines_like_the_hand_written_code():
-    if not structural_ready():
-        pytest.skip("structural equality has not landed yet")
     assert _tilec.structural_equal(program_macro(), program_macro_inlined_by_hand())
 
 
 def test_structurally_different_programs_differ():
-    if not structural_ready():
-        pytest.skip("structural equality has not landed yet")
     assert not _tilec.structural_equal(program_macro(), program_loops())

@@ -22,6 +22,7 @@ class ParseContext:
         # The name being assigned (`A_shared = T.alloc_shared(...)` names the buffer).
         self.pending_name: Optional[str] = None
         self.parser = None  # the innermost Parser (set by the parser)
+        self.func_attrs: dict = {}  # T.func_attr({...})
 
     def take_name(self, default: str) -> str:
         name, self.pending_name = self.pending_name, None

@@ -81,7 +81,7 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
             parser.bind(a.arg, value)
         parser.visit_body(fdef.body, new_scope=False)
         ctx.loc = parser.loc(fdef)
-        func = builder.finish()
+        func = builder.finish(ctx.func_attrs or None)
         _tilec.verify(func)
         return func
     except CompileError as e:

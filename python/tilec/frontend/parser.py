@@ -602,10 +602,16 @@ class Parser:
                 ea, eb = to_expr(a), to_expr(b)
                 if ea.dtype.is_bool() and eb.dtype.is_bool():
                     return _tilec.binary("And" if isinstance(op, ast.BitAnd) else "Or", ea, eb, self.loc(node))
-            sym = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
-                   ast.BitXor: "^", ast.MatMult: "@"}.get(type(op), type(op).__name__)
-            raise self.error(node, f"the operator '{sym}' on kernel values is not supported yet",
-                             "use * and // / % on indices; for powers use T.exp2 / T.exp")
+            bit = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "shl",
+                   ast.RShift: "shr"}.get(type(op))
+            if bit is not None:
+                from ..language.ops import bitwise
+
+                self.ctx.loc = self.loc(node)
+                return bitwise(bit, a, b)
+            sym = {ast.Pow: "**", ast.MatMult: "@"}.get(type(op), type(op).__name__)
+            raise self.error(node, f"the operator '{sym}' on kernel values is not supported",
+                             "for powers use T.pow(x, y), T.exp2 or T.exp")
         return _tilec.binary(kind, to_expr(a), to_expr(b), self.loc(node))
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
@@ -624,7 +630,10 @@ class Parser:
             return _tilec.binary("Sub", 0, e, self.loc(node))
         if isinstance(node.op, ast.Not) or e.dtype.is_bool():
             return _tilec.logical_not(e, self.loc(node))
-        raise self.error(node, "the operator '~' on kernel integers is not supported yet")
+        from ..language.ops import bitwise_not
+
+        self.ctx.loc = self.loc(node)
+        return bitwise_not(e)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         is_and = isinstance(node.op, ast.And)

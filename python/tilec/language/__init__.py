@@ -8,7 +8,7 @@ from .frames import Frame
 from .layout import Fragment, Layout
 from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     Broadcast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_barrier, alloc_buffer,
-    alloc_fragment, alloc_local, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, atomic_add,
+    alloc_fragment, alloc_local, ceil, cos, erf, floor, func_attr, log10, pow, round, sin, trunc, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, atomic_add,
     atomic_max, atomic_min, barrier_arrive, barrier_init, barrier_wait, call_intrin, cast, ceildiv, clear, copy,
     cumsum, evaluate, exp, exp2, fill, floordiv, floormod, gemm, gemm_v1, gemm_v2, get_block_binding,
     get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity, log, log2, max,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-import math
 import numbers
 from typing import Any, Optional, Sequence
 
@@ -52,19 +51,27 @@ def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = N
 
 
 @primitive
-def Parallel(*extents, coalesced_width: Any = None, loop_layout: Any = None):
-    """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads."""
+def Parallel(*extents, min: Any = None, annotations: Optional[dict] = None,  # noqa: A002 - printed form
+             coalesced_width: Any = None, loop_layout: Any = None):
+    """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads.
+    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form)."""
     if coalesced_width is not None or loop_layout is not None:
         raise CompileError("T.Parallel(coalesced_width=..., loop_layout=...) is not supported yet",
                            hint="remove the keyword; tilec picks the loop layout by layout inference")
     if not extents:
         raise CompileError("T.Parallel needs at least one extent")
-    return LoopFrame("Parallel", extents, what="T.Parallel", loc=_loc())
+    if min is None and not annotations:
+        return LoopFrame("Parallel", extents, what="T.Parallel", loc=_loc())
+    if len(extents) != 1:
+        raise CompileError("T.Parallel(min=..., annotations=...) takes a single extent")
+    return LoopFrame("parallel", extents, [0 if min is None else min], annotations=annotations,
+                     what="T.Parallel", loc=_loc())
 
 
 @primitive
 def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Optional[Sequence[int]] = None,
-              stage: Optional[Sequence[int]] = None, sync: Any = None, group: Any = None):
+              stage: Optional[Sequence[int]] = None, sync: Any = None, group: Any = None, *,
+              annotations: Optional[dict] = None):
     """`for k in T.Pipelined(n, num_stages=3):` — a software-pipelined serial loop."""
     if sync is not None or group is not None:
         raise CompileError("T.Pipelined(sync=..., group=...) is not supported yet",
@@ -76,7 +83,7 @@ def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Optional
     order = [const_int(x, "order") for x in order] if order is not None else None
     stage = [const_int(x, "stage") for x in stage] if stage is not None else None
     return LoopFrame("Pipelined", [extent], [lo], num_stages=stages, order=order, stage=stage,
-                     what="T.Pipelined", loc=_loc())
+                     annotations=annotations, what="T.Pipelined", loc=_loc())
 
 
 @primitive
@@ -399,6 +406,14 @@ def _math(name: str):
 
 
 exp = _math("exp")
+log10 = _math("log10")
+sin = _math("sin")
+cos = _math("cos")
+floor = _math("floor")
+ceil = _math("ceil")
+round = _math("round")  # noqa: A001
+trunc = _math("trunc")
+erf = _math("erf")
 exp2 = _math("exp2")
 log = _math("log")
 log2 = _math("log2")
@@ -406,6 +421,39 @@ sqrt = _math("sqrt")
 rsqrt = _math("rsqrt")
 tanh = _math("tanh")
 sigmoid = _math("sigmoid")
+
+
+@primitive
+def pow(x: Any, y: Any):  # noqa: A001 - the T name
+    ex = to_expr(x)
+    ey = _tilec.cast(ex.dtype, to_expr(y), _loc()) if not isinstance(y, Expr) else y
+    return _tilec.call(ex.dtype, "pow", [ex, ey], _loc())
+
+
+_BITWISE = {"and": "tl.bitwise_and", "or": "tl.bitwise_or", "xor": "tl.bitwise_xor",
+            "shl": "tl.shift_left", "shr": "tl.shift_right"}
+
+
+def bitwise(kind: str, a: Any, b: Any):
+    """Integer bit operations on kernel values (`&`, `|`, `^`, `<<`, `>>`)."""
+    ea = a if isinstance(a, Expr) else None
+    eb = b if isinstance(b, Expr) else None
+    # A Python int takes the other operand's integer type.
+    if ea is None:
+        ea = _tilec.int_imm(int(a), eb.dtype, _loc()) if isinstance(a, numbers.Integral) else to_expr(a)
+    if eb is None:
+        eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
+    if not ea.dtype.is_integer() or ea.dtype != eb.dtype:
+        raise CompileError(f"bit operations need two integers of one type, got {ea.dtype} and {eb.dtype}",
+                           hint="cast one side with T.cast(x, \"int32\")")
+    return _tilec.call(ea.dtype, _BITWISE[kind], [ea, eb], _loc())
+
+
+def bitwise_not(a: Any):
+    ea = to_expr(a)
+    if not ea.dtype.is_integer():
+        raise CompileError(f"'~' needs an integer, got {ea.dtype}")
+    return _tilec.call(ea.dtype, "tl.bitwise_not", [ea], _loc())
 
 
 @primitive
@@ -453,7 +501,7 @@ Select = if_then_else
 
 @primitive
 def infinity(dtype: Any):
-    return _tilec.float_imm(math.inf, dtype_str(dtype), _loc())
+    return _tilec.call(dtype_str(dtype), "infinity", [], _loc())
 
 
 @primitive
@@ -521,7 +569,7 @@ def print(*values, msg: str = ""):  # noqa: A001 - the T name
     args = [to_expr(v) for v in values]
     if msg:
         args.append(_tilec.string_imm(msg, ctx.loc))
-    ctx.builder.evaluate(_tilec.call("int32", "print", args, ctx.loc), ctx.loc)
+    ctx.builder.evaluate(_tilec.call("void", "print", args, ctx.loc), ctx.loc)
 
 
 # ---------------------------------------------------------------------------------- barriers
@@ -536,7 +584,7 @@ def _barrier(v: Any) -> Expr:
 
 def _barrier_call(op: str, *args):
     ctx = context.require(f"T.{op}")
-    ctx.builder.evaluate(_tilec.call("int32", op, list(args), ctx.loc), ctx.loc)
+    ctx.builder.evaluate(_tilec.call("void", op, list(args), ctx.loc), ctx.loc)
 
 
 @primitive
@@ -557,6 +605,15 @@ def mbarrier_wait_parity(mbarrier: Any, parity: Any):
 @primitive
 def mbarrier_arrive(mbarrier: Any):
     _barrier_call("mbarrier_arrive", _barrier(mbarrier))
+
+
+@primitive
+def func_attr(attrs: dict):
+    """Function attributes (the printer's first body line)."""
+    ctx = context.require("T.func_attr")
+    if not isinstance(attrs, dict):
+        raise CompileError("T.func_attr takes a dict {name: value}")
+    ctx.func_attrs.update({k: _marshal_attr(v) for k, v in attrs.items()})
 
 
 # ------------------------------------------------------------------------------ annotations

@@ -194,6 +194,7 @@ def program_integer_bits():
             tx = T.get_thread_binding()
             A[tx] = (tx & 7) | (tx ^ 3) + (tx << 2) - (A[tx] >> 1) + ~tx
             B[tx] = B[tx] & 255
+            A[tx] = T.bitwise_xor(tx, 5) + T.bitwise_and(3, tx) + T.shift_left(tx, 1) + T.shift_right(tx, 1)
     return main
 
 

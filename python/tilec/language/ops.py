@@ -449,6 +449,26 @@ def bitwise(kind: str, a: Any, b: Any):
     return _tilec.call(ea.dtype, _BITWISE[kind], [ea, eb], _loc())
 
 
+def _bit_intrinsic(name: str):
+    def fn(a: Any, b: Any):
+        ea = to_expr(a) if not isinstance(a, numbers.Integral) or isinstance(b, numbers.Integral) else None
+        eb = to_expr(b) if ea is None or not isinstance(b, numbers.Integral) else _tilec.int_imm(int(b), ea.dtype, _loc())
+        if ea is None:
+            ea = _tilec.int_imm(int(a), eb.dtype, _loc())
+        return _tilec.call(ea.dtype, name, [ea, eb], _loc())
+
+    fn.__name__ = name
+    fn.__doc__ = f"T.{name}(a, b) on integers"
+    return primitive(fn)
+
+
+bitwise_and = _bit_intrinsic("bitwise_and")
+bitwise_or = _bit_intrinsic("bitwise_or")
+bitwise_xor = _bit_intrinsic("bitwise_xor")
+shift_left = _bit_intrinsic("shift_left")
+shift_right = _bit_intrinsic("shift_right")
+
+
 def bitwise_not(a: Any):
     ea = to_expr(a)
     if not ea.dtype.is_integer():

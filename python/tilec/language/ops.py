@@ -455,7 +455,7 @@ def _bit_intrinsic(name: str):
         eb = to_expr(b) if ea is None or not isinstance(b, numbers.Integral) else _tilec.int_imm(int(b), ea.dtype, _loc())
         if ea is None:
             ea = _tilec.int_imm(int(a), eb.dtype, _loc())
-        return _tilec.call(ea.dtype, name, [ea, eb], _loc())
+        return _tilec.call(ea.dtype, "tl." + name, [ea, eb], _loc())
 
     fn.__name__ = name
     fn.__doc__ = f"T.{name}(a, b) on integers"

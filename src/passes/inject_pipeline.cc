@@ -19,10 +19,14 @@
 //         order) and starts with tl.cp_async_wait(w), w = min over (reader j, async
 //         producer q) of s_j - s_q - 1: the groups of the iterations this step's readers
 //         need have landed. tl.cp_async_wait(0) follows the loop.
+//         Each of those waits is followed by one tl.syncthreads: it publishes the data
+//         that just landed to every thread and orders the previous step's reads before
+//         this step's copies overwrite their version. This pass places it because only
+//         it knows that a step's copies and reads use different versions; insert_syncs
+//         (buffer granular) keeps it and then needs no other barrier in the loop, whereas
+//         on its own it would also put one inside the guard of the copies.
 // Before: pipeline_planning; layout inference and tile-op lowering come after (the
-//         copies are still tile ops). Barriers are inserted by insert_syncs (with the
-//         wait at the top of a step, one barrier after it serves both the data that just
-//         landed and the version the step's copies overwrite).
+//         copies are still tile ops).
 // Errors: a versioned buffer used outside its loop, a non-shared buffer crossing stages.
 #include <algorithm>
 #include <functional>
@@ -371,7 +375,10 @@ class Injector : public IRMutator {
               p.acc[r].reads.count(std::get<BufferRegion>(p.body.stmts[q].as<TileOpNode>()->args[1]).buffer.get()))
             wait = wait < 0 ? stage[r] - stage[q] - 1 : std::min(wait, stage[r] - stage[q] - 1);
       }
-      if (wait >= 0) stmts.push_back(call_stmt("tl.cp_async_wait", {int_imm(wait)}, op->loc));
+      if (wait >= 0) {
+        stmts.push_back(call_stmt("tl.cp_async_wait", {int_imm(wait)}, op->loc));
+        stmts.push_back(call_stmt("tl.syncthreads", {}, op->loc));
+      }
       for (size_t pos = 0; pos < n; ++pos) {
         const size_t j = by_order[pos];
         if (stage[j] <= step) {
@@ -386,7 +393,10 @@ class Injector : public IRMutator {
     // Steady loop.
     Var i = make_var(op->loop_var->name, op->loop_var->dtype, op->loop_var->loc);
     std::vector<Stmt> step;
-    if (has_async && p.wait_main >= 0) step.push_back(call_stmt("tl.cp_async_wait", {int_imm(p.wait_main)}, op->loc));
+    if (has_async && p.wait_main >= 0) {
+      step.push_back(call_stmt("tl.cp_async_wait", {int_imm(p.wait_main)}, op->loc));
+      step.push_back(call_stmt("tl.syncthreads", {}, op->loc));
+    }
     for (size_t pos = 0; pos < n; ++pos) {
       const size_t j = by_order[pos];
       const int ahead = S - stage[j];

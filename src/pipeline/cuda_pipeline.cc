@@ -14,6 +14,9 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       verify_pass(),
       simplify_pass(),
       rasterize_blocks_pass(),
+      pipeline_planning_pass(),
+      // (sm_90+: warp_specialize goes here, between planning and injection)
+      inject_pipeline_pass(),
   };
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.

@@ -94,6 +94,7 @@ TEST(InjectPipeline, ThreeStageGemmMainloop) {
         T.call_intrin("void", "tl.cp_async_commit")
         for ko in T.serial(T.ceildiv(1024, 32)):
             T.call_intrin("void", "tl.cp_async_wait", 1)
+            T.call_intrin("void", "tl.syncthreads")
             if ko + 2 < T.ceildiv(1024, 32):
                 T.async_copy(A[by * 128:by * 128 + 128, (ko + 2) * 32:(ko + 2) * 32 + 32], A_shared[(ko + 2) % 3, 0:128, 0:32], no_implicit_commit_wait=True)
             if ko + 2 < T.ceildiv(1024, 32):
@@ -124,6 +125,7 @@ TEST(InjectPipeline, ExplicitOrderAndStageIssueTheCopiesAfterTheGemm) {
   std::string s = kernel_text(f);
   const std::string expected_loop = R"(        for ko in T.serial(T.ceildiv(64, 32)):
             T.call_intrin("void", "tl.cp_async_wait", 0)
+            T.call_intrin("void", "tl.syncthreads")
             T.gemm(A_shared[ko % 2, 0:128, 0:32], B_shared[ko % 2, 0:32, 0:128], C_local)
             if ko + 1 < T.ceildiv(64, 32):
                 T.async_copy(A[0:128, (ko + 1) * 32:(ko + 1) * 32 + 32], A_shared[(ko + 1) % 2, 0:128, 0:32], no_implicit_commit_wait=True)
@@ -254,6 +256,7 @@ TEST(InjectPipeline, IntermediateStagesWaitInThePrologueToo) {
   // Prologue step 1 runs the stage-1 copy of iteration 0: it waits for step 0's group.
   const std::string step1 = R"(        T.call_intrin("void", "tl.cp_async_commit")
         T.call_intrin("void", "tl.cp_async_wait", 0)
+        T.call_intrin("void", "tl.syncthreads")
         T.async_copy(A[0:64, 16:32], A_shared[1, 0:64, 0:16], no_implicit_commit_wait=True)
         T.call_intrin("void", "tl.cp_async_commit")
         T.copy(A_shared[0, 0:64, 0:16], B_shared[0, 0:64, 0:16])

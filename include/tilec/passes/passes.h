@@ -48,8 +48,9 @@ Pass pipeline_planning_pass();
 //   dimension, slot = iteration % num_stages; layout_map annotations follow); copies
 //   global -> shared whose readers are all at later stages become T.async_copy
 //   (cp.async) on sm_80+, each step commits one group and waits (tl.cp_async_wait) until
-//   the data its readers need has landed; a final wait drains the groups. Barriers are
-//   left to insert_syncs. Runs before layout inference.
+//   the data its readers need has landed, then tl.syncthreads (the one barrier a step
+//   needs: only this pass knows a step's copies and reads touch different versions); a
+//   final wait drains the groups. Runs before layout inference.
 Pass inject_pipeline_pass();
 
 // ---- the second half of the CUDA pipeline (lowered IR -> CUDA C), in this order. ----

@@ -224,6 +224,7 @@ TEST(LowerTileOps, CumsumOnSharedMatchesReference) {
   run_cumsum_case({16, 64}, 1, false, 128, false); // 16 lines, 8 threads each
   run_cumsum_case({16, 64}, 0, true, 128, false);
   run_cumsum_case({256, 8}, 1, true, 128, false);  // more lines than threads
+  run_cumsum_case({3, 64}, 1, false, 128, false);   // 3 lines x 32 threads: 32 threads idle
 }
 
 TEST(LowerTileOps, CumsumOnFragmentsMatchesReference) {

@@ -500,6 +500,7 @@ void bind_buffers(nb::module_& m) {
 }  // namespace
 
 void bind_ir_builder(nb::module_& m);  // bind_ir_builder.cc
+void bind_ir_layout(nb::module_& m);   // bind_ir_layout.cc
 
 void bind_ir(nb::module_& m) {
   nb::register_exception_translator(&translate_errors);
@@ -520,4 +521,5 @@ void bind_ir(nb::module_& m) {
   bind_exprs(m);
   bind_buffers(m);
   bind_ir_builder(m);
+  bind_ir_layout(m);
 }

@@ -79,6 +79,12 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
     backend = getattr(_tilec, "compile", None)
     if backend is None:
         raise NotImplementedError("this build of tilec has no runtime: the _tilec.compile binding is missing")
+    try:  # the runtime's Python side (torch hooks, CUDA search paths), when present
+        from . import kernel as _kernel_module
+
+        backend = getattr(_kernel_module, "compile_prim_func", backend)
+    except ImportError:
+        pass
     options = dict(target=normalize_target(target), out_idx=normalize_out_idx(out_idx),
                    pass_configs=dict(pass_configs or {}))
     if compile_flags:

@@ -214,6 +214,20 @@ def program_layouts():
     return main
 
 
+def program_swizzled_layouts():
+    from tilec.layout import make_swizzled_layout, make_half_bank_swizzled_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((128, 64), "float16")
+            S2 = T.alloc_shared((64, 32), "float16")
+            T.annotate_layout({S: make_swizzled_layout(S), S2: make_half_bank_swizzled_layout(S2)})
+            T.copy(A, S)
+            T.copy(A[0:64, 0:32], S2)
+    return main
+
+
 def program_fragment_replicated():
     @T.prim_func
     def main(A: T.Tensor((128,), "float32")):

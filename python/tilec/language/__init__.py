@@ -16,7 +16,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     reduce_min, reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
     truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
 )
-from .ops import bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
+from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
 from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 
 globals().update(_DTYPES)

@@ -510,6 +510,12 @@ def cast(value: Any, dtype: Any):
 
 
 @primitive
+def Cast(dtype: Any, value: Any):
+    """TVMScript's argument order: T.Cast(dtype, value)."""
+    return cast(value, dtype)
+
+
+@primitive
 def if_then_else(cond: Any, true_value: Any, false_value: Any):
     if not is_ir(cond):
         return true_value if cond else false_value

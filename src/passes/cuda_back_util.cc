@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <numeric>
+#include <unordered_map>
 
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
@@ -45,7 +46,11 @@ bool any_node(const Expr& e, const std::function<bool(const ExprNode*)>& fn) {
   }
 }
 
-bool is_pure_call(const CallNode* c) {
+bool is_pure_call(const CallNode* c);
+
+}  // namespace
+
+bool is_pure_intrinsic(const std::string& op) {
   static const std::unordered_set<std::string> kPure = [] {
     std::unordered_set<std::string> s;
 #define TILEC_INTRIN(name, arity, pure, cuda) \
@@ -53,8 +58,12 @@ bool is_pure_call(const CallNode* c) {
 #include "tilec/ir/intrinsics.def"
     return s;
   }();
-  return kPure.count(c->op) > 0 && c->op != "tl.address_of";
+  return kPure.count(op) > 0;
 }
+
+namespace {
+
+bool is_pure_call(const CallNode* c) { return is_pure_intrinsic(c->op) && c->op != "tl.address_of"; }
 
 int64_t gcd64(int64_t a, int64_t b) { return std::gcd(a < 0 ? -a : a, b < 0 ? -b : b); }
 
@@ -334,6 +343,43 @@ bool provably_nonneg(arith::Analyzer* az, const Expr& e, const std::unordered_se
   }
   if (az && e->dtype.is_integer()) return az->const_int_bound(e).min_value >= 0;
   return false;
+}
+
+const std::string& intrinsic_effect(const std::string& op) {
+  static const std::unordered_map<std::string, std::string> table = [] {
+    std::unordered_map<std::string, std::string> t;
+#define TILEC_INTRIN_EFFECT(name, spec) t[name] = spec;
+#include "tilec/ir/intrinsics.def"
+    return t;
+  }();
+  static const std::string none;
+  auto it = table.find(op);
+  return it == table.end() ? none : it->second;
+}
+
+char effect_of_arg(const std::string& spec, size_t i) {
+  if (spec.empty() || spec == "barrier" || spec == "async_wait") return '?';
+  if (spec == "none") return '.';
+  return i < spec.size() ? spec[i] : spec.back();
+}
+
+std::vector<Expr> strides_of(const Buffer& b) {
+  if (!b->strides.empty()) return b->strides;
+  std::vector<Expr> out(b->shape.size());
+  Expr acc = int_imm(1, b->shape.empty() ? DataType::Int(32) : b->shape.back()->dtype);
+  for (int d = b->ndim() - 1; d >= 0; --d) {
+    out[d] = acc;
+    if (d > 0) {
+      Expr ext = b->shape[d];
+      if (ext->dtype != acc->dtype) {
+        DataType t = ext->dtype.bits() > acc->dtype.bits() ? ext->dtype : acc->dtype;
+        ext = ext->dtype == t ? ext : cast(t, ext);
+        acc = acc->dtype == t ? acc : (as_const_int(acc) ? int_imm(*as_const_int(acc), t) : cast(t, acc));
+      }
+      acc = mul(acc, ext);
+    }
+  }
+  return out;
 }
 
 Expr zero_of(DataType t) {

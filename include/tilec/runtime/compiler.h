@@ -21,6 +21,8 @@ struct CompileOptions {
   std::map<std::string, passes::ConfigValue> pass_configs;
   std::string compiler = "nvrtc";                         // or "nvcc"
   bool line_directives = false;                           // #line back to the Python source
+  bool use_cache = true;                                  // memory + disk caches
+  std::string cache_dir;                                  // "": TILEC_CACHE_DIR / ~/.cache/tilec
 };
 
 struct PtxasInfo {
@@ -44,6 +46,16 @@ struct CompiledArtifact {
 };
 
 // Lowers and compiles. Raises UserError for bad programs; internal errors otherwise.
+// On a cache hit (key = sha256 of the IR text, target, options, compiler and tilec
+// build) the lowering is skipped too; from_cache says so.
 CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts);
+
+// Compiles hand-written CUDA C with a given plan (tests, tools, inline kernels), through
+// the same caches. opts.out_idx, when not empty, marks those parameters as outputs.
+CompiledArtifact compile_source(const std::string& cuda_source, const LaunchPlan& plan,
+                                const CompileOptions& opts);
+
+// The cache key compile() uses for `f` (tests and tools).
+std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts);
 
 }  // namespace tilec::runtime

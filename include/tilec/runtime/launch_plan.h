@@ -59,5 +59,8 @@ struct LaunchPlan {
 
 // Evaluates an integer expression over symbol values (used for grid extents).
 int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars, const std::vector<int64_t>& values);
+// The same without allocation (the launch hot path): values[i] is the value of vars[i],
+// values holds vars.size() entries.
+int64_t eval_int_unchecked(const ir::Expr& e, const std::vector<ir::Var>& vars, const int64_t* values);
 
 }  // namespace tilec::runtime

@@ -1,0 +1,66 @@
+// The CUDA driver API, opened with dlopen("libcuda.so.1") on first use so that tilec
+// loads and its CPU tests run on machines without a GPU. Entry points come from
+// cuGetProcAddress (ABI of CUDA 12.0, legacy default stream). Every CUresult is checked;
+// a failure is a UserError that names the call, the error name and its description.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilec::runtime {
+
+using CuStream = void*;    // CUstream
+using CuFunction = void*;  // CUfunction
+using CuModule = void*;    // CUmodule
+
+struct LaunchDims {
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t cluster[3] = {1, 1, 1};
+  uint32_t dynamic_shared_bytes = 0;
+};
+
+class CudaDriver {
+ public:
+  // The process-wide driver; raises UserError when libcuda cannot be loaded.
+  static CudaDriver& get();
+  // Whether a driver can be loaded (never raises); `why` says what failed.
+  static bool available(std::string* why = nullptr);
+
+  int device_count();
+  int compute_capability(int device);      // major * 10 + minor
+  int max_shared_memory_optin(int device); // bytes per block with the opt-in attribute
+  std::string device_name(int device);
+
+  // Makes `device`'s primary context current on this thread; returns the previous
+  // context (to hand to restore_context) or nullptr when nothing changed.
+  void* make_current(int device);
+  void restore_context(void* previous);
+
+  // Loads a cubin into `device`'s primary context.
+  CuModule load_module(int device, const std::vector<char>& cubin);
+  void unload_module(int device, CuModule module);
+  CuFunction get_function(CuModule module, const std::string& name);
+  void set_max_dynamic_shared_memory(CuFunction f, int bytes);
+
+  // cuLaunchKernelEx when a cluster is set, cuLaunchKernel otherwise.
+  void launch(CuFunction f, const LaunchDims& dims, CuStream stream, void** params);
+
+  void synchronize_stream(CuStream stream);
+  void synchronize_device(int device);
+  // Device memory helpers for C++ tests and tools (Python uses torch).
+  uint64_t mem_alloc(int device, size_t bytes);
+  void mem_free(int device, uint64_t ptr);
+  void copy_to_device(int device, uint64_t dst, const void* src, size_t bytes);
+  void copy_to_host(int device, void* dst, uint64_t src, size_t bytes);
+
+  struct Api;  // function pointers, defined in driver.cc
+
+ private:
+  CudaDriver() = default;
+  void* primary_context(int device);
+  Api* api_ = nullptr;
+};
+
+}  // namespace tilec::runtime

@@ -1,0 +1,224 @@
+// In-memory and disk kernel caches (format and guarantees in include/tilec/runtime/cache.h).
+//
+// Entry file: "tilec-cache-entry 1\n", then fields "<name> <size>\n<bytes>\n", then
+// "checksum <sha256 hex of all preceding bytes>\n". Fields are read by name, so adding
+// one later does not break older readers as long as the version line stays.
+#include "tilec/runtime/cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "tilec/runtime/plan_text.h"
+#include "tilec/runtime/sha256.h"
+#include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
+
+namespace tilec::runtime {
+namespace {
+
+constexpr char kMagic[] = "tilec-cache-entry 1\n";
+constexpr size_t kChecksumLine = 9 + 64 + 1;  // "checksum " + hex + "\n"
+
+void put_field(std::string& out, const char* name, std::string_view bytes) {
+  out += name;
+  out += ' ';
+  out += std::to_string(bytes.size());
+  out += '\n';
+  out.append(bytes.data(), bytes.size());
+  out += '\n';
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+struct MemoryCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledArtifact>> entries;
+};
+
+MemoryCache& memory_cache() {
+  static MemoryCache* cache = new MemoryCache();  // never destroyed: safe at exit
+  return *cache;
+}
+
+}  // namespace
+
+std::string default_cache_dir() { return knobs::cache_dir(); }
+
+bool disk_cache_enabled() { return !knobs::disable_cache(); }
+
+std::string serialize_artifact(const CompiledArtifact& a) {
+  std::string out = kMagic;
+  put_field(out, "key", a.cache_key);
+  put_field(out, "target", a.target);
+  put_field(out, "plan", launch_plan_to_text(a.plan));
+  put_field(out, "source", a.cuda_source);
+  put_field(out, "ptx", a.ptx);
+  put_field(out, "cubin", std::string_view(a.cubin.data(), a.cubin.size()));
+  put_field(out, "ptxas_log", a.ptxas.log);
+  std::ostringstream nums;
+  nums << a.ptxas.registers << ' ' << a.ptxas.spill_stores_bytes << ' ' << a.ptxas.spill_loads_bytes << ' '
+       << a.ptxas.static_shared_bytes << ' ' << a.ptxas.stack_frame_bytes;
+  put_field(out, "ptxas", nums.str());
+  out += "checksum " + sha256_hex(out) + "\n";
+  return out;
+}
+
+std::optional<CompiledArtifact> deserialize_artifact(const std::string& bytes, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<CompiledArtifact> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  const size_t magic_len = sizeof(kMagic) - 1;
+  if (bytes.size() < magic_len + kChecksumLine || bytes.compare(0, magic_len, kMagic) != 0) {
+    return fail("not a tilec cache entry (bad header or truncated)");
+  }
+  size_t body_end = bytes.size() - kChecksumLine;
+  if (bytes.compare(body_end, 9, "checksum ") != 0 || bytes.back() != '\n') return fail("missing checksum");
+  std::string_view body(bytes.data(), body_end);
+  if (sha256_hex(body) != bytes.substr(body_end + 9, 64)) return fail("checksum mismatch");
+
+  std::map<std::string, std::string> fields;
+  size_t pos = magic_len;
+  while (pos < body_end) {
+    size_t space = bytes.find(' ', pos), newline = bytes.find('\n', pos);
+    if (space == std::string::npos || newline == std::string::npos || space > newline) return fail("bad field header");
+    std::string name = bytes.substr(pos, space - pos);
+    size_t size = 0;
+    try {
+      size = std::stoull(bytes.substr(space + 1, newline - space - 1));
+    } catch (...) {
+      return fail("bad field size");
+    }
+    size_t start = newline + 1;
+    if (start + size + 1 > body_end || bytes[start + size] != '\n') return fail("field '" + name + "' overruns the entry");
+    fields[name] = bytes.substr(start, size);
+    pos = start + size + 1;
+  }
+  for (const char* required : {"key", "target", "plan", "source", "ptx", "cubin", "ptxas_log", "ptxas"}) {
+    if (!fields.count(required)) return fail(std::string("missing field '") + required + "'");
+  }
+  CompiledArtifact a;
+  a.cache_key = fields["key"];
+  a.target = fields["target"];
+  try {
+    a.plan = launch_plan_from_text(fields["plan"]);
+  } catch (const UserError& e) {
+    return fail(std::string("bad launch plan: ") + e.what());
+  }
+  a.cuda_source = std::move(fields["source"]);
+  a.ptx = std::move(fields["ptx"]);
+  const std::string& cubin = fields["cubin"];
+  a.cubin.assign(cubin.begin(), cubin.end());
+  a.ptxas.log = std::move(fields["ptxas_log"]);
+  std::istringstream nums(fields["ptxas"]);
+  if (!(nums >> a.ptxas.registers >> a.ptxas.spill_stores_bytes >> a.ptxas.spill_loads_bytes >>
+        a.ptxas.static_shared_bytes >> a.ptxas.stack_frame_bytes)) {
+    return fail("bad ptxas numbers");
+  }
+  return a;
+}
+
+std::string DiskCache::entry_path(const std::string& key) const {
+  TILEC_ICHECK(key.size() >= 2) << "cache key '" << key << "' too short";
+  return dir_ + "/" + key.substr(0, 2) + "/" + key + ".tkc";
+}
+
+std::optional<CompiledArtifact> DiskCache::load(const std::string& key, std::string* why) const {
+  std::string bytes;
+  if (!read_file(entry_path(key), bytes)) {
+    if (why) *why = "no entry";
+    return std::nullopt;
+  }
+  auto a = deserialize_artifact(bytes, why);
+  if (!a) return std::nullopt;
+  if (a->cache_key != key) {
+    if (why) *why = "entry holds another key";
+    return std::nullopt;
+  }
+  a->from_cache = true;
+  return a;
+}
+
+bool DiskCache::store(const std::string& key, const CompiledArtifact& a, std::string* why) const {
+  std::string path = entry_path(key);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) {
+    if (why) *why = "cannot create " + std::filesystem::path(path).parent_path().string() + ": " + ec.message();
+    return false;
+  }
+  CompiledArtifact copy = a;
+  copy.cache_key = key;
+  std::string data = serialize_artifact(copy);
+  // A name unique across processes and threads, in the entry's directory so that rename
+  // stays within one file system.
+  static std::atomic<uint64_t> counter{0};
+  std::ostringstream tmp;
+  tmp << path << ".tmp." << ::getpid() << '.' << std::hash<std::thread::id>()(std::this_thread::get_id()) << '.'
+      << counter.fetch_add(1);
+  std::string tmp_path = tmp.str();
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (why) *why = "cannot create " + tmp_path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool ok = write_all(fd, data);
+  ok = (::close(fd) == 0) && ok;
+  if (ok && ::rename(tmp_path.c_str(), path.c_str()) == 0) return true;
+  if (why) *why = "cannot write " + path + ": " + std::strerror(errno);
+  ::unlink(tmp_path.c_str());
+  return false;
+}
+
+std::shared_ptr<const CompiledArtifact> memory_cache_get(const std::string& key) {
+  MemoryCache& c = memory_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.entries.find(key);
+  return it == c.entries.end() ? nullptr : it->second;
+}
+
+void memory_cache_put(const std::string& key, std::shared_ptr<const CompiledArtifact> a) {
+  MemoryCache& c = memory_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.entries[key] = std::move(a);
+}
+
+void memory_cache_clear() {
+  MemoryCache& c = memory_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.entries.clear();
+}
+
+}  // namespace tilec::runtime

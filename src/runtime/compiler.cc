@@ -1,0 +1,202 @@
+// compile(): PrimFunc -> CompiledArtifact through the caches.
+//
+//   key = sha256(canonical IR text, target, out_idx, pass configs, compiler identity,
+//                line directives, tilec version + build stamp, device library hash)
+//   memory cache -> disk cache -> lower_to_cuda -> NVRTC / nvcc -> store in both.
+//
+// A hit skips the lowering as well, since the entry holds the source and the plan. The
+// build stamp (size and mtime of the binary tilec is linked into) makes a rebuilt tilec
+// miss the entries of the previous build, so developers never run stale code.
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "tilec/ir/printer.h"
+#include "tilec/runtime/cache.h"
+#include "tilec/runtime/device_headers.h"
+#include "tilec/runtime/nvrtc.h"
+#include "tilec/runtime/plan_text.h"
+#include "tilec/runtime/sha256.h"
+#include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
+#include "tilec/target/cuda/lower.h"
+#include "tilec/target/target.h"
+
+namespace tilec::runtime {
+namespace {
+
+std::string build_stamp() {
+  static const std::string stamp = [] {
+    std::string s = std::string("tilec ") + TILEC_VERSION;
+    Dl_info info;
+    if (::dladdr(reinterpret_cast<void*>(&build_stamp), &info) && info.dli_fname) {
+      struct stat st;
+      if (::stat(info.dli_fname, &st) == 0) {
+        s += " " + std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+      }
+    }
+    Sha256 h;
+    for (const auto& [name, text] : embedded_device_headers()) {
+      h.update(name);
+      h.update("\n", 1);
+      h.update(text);
+      h.update("\n", 1);
+    }
+    return s + " device-lib " + h.hex_digest();
+  }();
+  return stamp;
+}
+
+std::string config_value_text(const passes::ConfigValue& v) {
+  std::ostringstream os;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) os << "bool:" << (x ? "true" : "false");
+        else if constexpr (std::is_same_v<T, int64_t>) os << "int:" << x;
+        else if constexpr (std::is_same_v<T, double>) os << "float:" << x;
+        else os << "str:" << x.size() << ":" << x;
+      },
+      v);
+  return os.str();
+}
+
+// The options part of every key: everything but the program itself.
+std::string options_text(const std::string& arch, const std::string& compiler, const CompileOptions& opts) {
+  std::ostringstream os;
+  os << "target " << arch << "\nout_idx";
+  for (int i : opts.out_idx) os << ' ' << i;
+  os << "\npass_configs";
+  for (const auto& [k, v] : opts.pass_configs) os << ' ' << k << '=' << config_value_text(v);  // std::map: sorted
+  os << "\ncompiler " << compiler << ' ' << compiler_identity(compiler) << "\nline_directives "
+     << (opts.line_directives || knobs::line_directives()) << "\n" << build_stamp() << "\n";
+  return os.str();
+}
+
+void mark_outputs(LaunchPlan& plan, const std::vector<int>& out_idx, const std::string& func_name) {
+  const int n = static_cast<int>(plan.param_order.size());
+  for (int idx : out_idx) {
+    int pos = idx < 0 ? n + idx : idx;
+    TILEC_USER_CHECK(pos >= 0 && pos < n, SourceLoc{}, "out_idx counts the function's parameters from 0 (or from -1 at the end)")
+        << "out_idx " << idx << " is out of range for '" << func_name << "', which has " << n << " parameters";
+    auto [is_tensor, index] = plan.param_order[pos];
+    TILEC_USER_CHECK(is_tensor, SourceLoc{}, "only tensor parameters can be outputs")
+        << "out_idx " << idx << " refers to the scalar parameter '" << plan.scalars[index].name << "' of '" << func_name << "'";
+    plan.tensors[index].is_output = true;
+  }
+}
+
+struct Resolved {
+  std::string arch;
+  std::string compiler;
+};
+
+Resolved resolve(const CompileOptions& opts) {
+  return {target::parse_target(opts.target).str(), resolve_compiler(opts.compiler)};
+}
+
+// Looks the key up in memory then on disk; stores disk hits in memory.
+std::optional<CompiledArtifact> lookup(const std::string& key, const CompileOptions& opts) {
+  if (!opts.use_cache) return std::nullopt;
+  if (auto hit = memory_cache_get(key)) {
+    CompiledArtifact a = *hit;
+    a.from_cache = true;
+    return a;
+  }
+  if (!disk_cache_enabled()) return std::nullopt;
+  DiskCache disk(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
+  auto a = disk.load(key);  // a broken entry is a miss; store() overwrites it
+  if (a) memory_cache_put(key, std::make_shared<const CompiledArtifact>(*a));
+  return a;
+}
+
+void store(const std::string& key, const CompiledArtifact& a, const CompileOptions& opts) {
+  if (!opts.use_cache) return;
+  memory_cache_put(key, std::make_shared<const CompiledArtifact>(a));
+  if (!disk_cache_enabled()) return;
+  DiskCache disk(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
+  std::string why;
+  if (!disk.store(key, a, &why)) {
+    static bool warned = false;
+    if (!warned) {
+      warned = true;
+      std::fprintf(stderr, "tilec: warning: kernel disk cache not written (%s); set TILEC_CACHE_DIR to a writable directory\n",
+                   why.c_str());
+    }
+  }
+}
+
+CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, const std::string& key) {
+  CudaCompileRequest req;
+  req.source = source;
+  req.kernel_name = plan.kernel_name;
+  req.arch = r.arch;
+  req.compiler = r.compiler;
+  CudaBinary bin = compile_cuda(req);
+  CompiledArtifact a;
+  a.cuda_source = std::move(source);
+  a.ptx = std::move(bin.ptx);
+  a.cubin = std::move(bin.cubin);
+  a.ptxas = std::move(bin.ptxas);
+  a.plan = std::move(plan);
+  a.target = r.arch;
+  a.cache_key = key;
+  a.from_cache = false;
+  return a;
+}
+
+}  // namespace
+
+std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) {
+  Resolved r = resolve(opts);
+  std::string ir_text = ir::script(f);
+  Sha256 h;
+  h.update("tilec-kernel-key 1\nir\n");
+  h.update(ir_text);
+  h.update("\n");
+  h.update(options_text(r.arch, r.compiler, opts));
+  return h.hex_digest();
+}
+
+CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
+  TILEC_ICHECK(f.defined()) << "compile() of a null function";
+  Resolved r = resolve(opts);
+  std::string ir_text = ir::script(f);
+  Sha256 h;
+  h.update("tilec-kernel-key 1\nir\n");
+  h.update(ir_text);
+  h.update("\n");
+  h.update(options_text(r.arch, r.compiler, opts));
+  std::string key = h.hex_digest();
+  if (auto hit = lookup(key, opts)) return std::move(*hit);
+
+  passes::PassContext ctx(target::parse_target(opts.target));
+  for (const auto& [k, v] : opts.pass_configs) ctx.set(k, v);
+  cuda::DeviceModule m = cuda::lower_to_cuda(f, ctx);
+  mark_outputs(m.plan, opts.out_idx, f->name);
+  check_launch_plan(m.plan);
+  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), r, key);
+  store(key, a, opts);
+  return a;
+}
+
+CompiledArtifact compile_source(const std::string& cuda_source, const LaunchPlan& plan, const CompileOptions& opts) {
+  Resolved r = resolve(opts);
+  LaunchPlan marked = plan;
+  mark_outputs(marked, opts.out_idx, plan.kernel_name);
+  Sha256 h;
+  h.update("tilec-source-key 1\nsource\n");
+  h.update(cuda_source);
+  h.update("\nplan\n");
+  h.update(launch_plan_to_text(marked));  // also checks the plan
+  h.update(options_text(r.arch, r.compiler, opts));
+  std::string key = h.hex_digest();
+  if (auto hit = lookup(key, opts)) return std::move(*hit);
+  CompiledArtifact a = build(cuda_source, std::move(marked), r, key);
+  store(key, a, opts);
+  return a;
+}
+
+}  // namespace tilec::runtime

@@ -52,7 +52,8 @@ struct Checker {
       }
       case NodeKind::kCall: {
         auto* c = e.as<CallNode>();
-        static const char* kOk[] = {"bitwise_xor", "bitwise_and", "bitwise_or", "shift_left", "shift_right"};
+        static const char* kOk[] = {"tl.bitwise_xor", "tl.bitwise_and", "tl.bitwise_or", "tl.shift_left",
+                                    "tl.shift_right"};
         if (std::none_of(std::begin(kOk), std::end(kOk), [&](const char* n) { return c->op == n; }) ||
             c->args.size() != 2) {
           ok = false;
@@ -127,11 +128,11 @@ void IntProgram::emit(const Expr& e, const std::vector<Var>& slots) {
       auto* c = e.as<CallNode>();
       emit(c->args[0], slots);
       emit(c->args[1], slots);
-      Code code = c->op == "bitwise_xor"   ? Code::kXor
-                  : c->op == "bitwise_and" ? Code::kBitAnd
-                  : c->op == "bitwise_or"  ? Code::kBitOr
-                  : c->op == "shift_left"  ? Code::kShl
-                                           : Code::kShr;
+      Code code = c->op == "tl.bitwise_xor"   ? Code::kXor
+                  : c->op == "tl.bitwise_and" ? Code::kBitAnd
+                  : c->op == "tl.bitwise_or"  ? Code::kBitOr
+                  : c->op == "tl.shift_left"  ? Code::kShl
+                                              : Code::kShr;
       ops_.push_back({code, 0});
       return;
     }

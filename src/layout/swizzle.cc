@@ -110,7 +110,7 @@ Layout swizzled_layout(const std::vector<int64_t>& shape, DataType dtype, Swizzl
     }
     Expr chunk = idx_mod(idx_div(x, chunk_elems), mask + 1);
     Expr line = idx_mod(idx_div(x, line_elems), mask + 1);
-    Expr swapped = call(DataType::Int(32), "bitwise_xor", {chunk, line});
+    Expr swapped = call(DataType::Int(32), "tl.bitwise_xor", {chunk, line});
     // x with its chunk field replaced: (x // (chunk_elems * 2^b)) * ... + swapped * chunk_elems + x % chunk_elems
     Expr hi = idx_mul(idx_div(x, chunk_elems * (mask + 1)), chunk_elems * (mask + 1));
     Expr off = idx_add(idx_add(hi, idx_mul(swapped, chunk_elems)), idx_mod(x, chunk_elems));

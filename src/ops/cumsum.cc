@@ -67,8 +67,10 @@ LayoutProposals scan_infer(const TileOpNode& op, const LayoutInferenceState& sta
     if (ls) out.push_back({a.dst.buffer, ls});
     if (ld) out.push_back({a.src.buffer, ld});
   }
-  if (level == InferLevel::kFree && !ls && !ld) {
-    // Keep the scanned dimension inside each thread: spread only the other dimensions.
+  if (level == InferLevel::kStrict && !ls && !ld) {
+    // The scan runs in registers: the scanned dimension must stay inside each thread
+    // (strict: a copy's default would spread it over threads). Only the other
+    // dimensions are spread.
     std::vector<int64_t> rest;
     for (int d = 0; d < static_cast<int>(a.shape.size()); ++d)
       if (d != a.dim) rest.push_back(a.shape[d]);

@@ -19,6 +19,7 @@
 
 #include "layout/digit_form.h"
 #include "ops/op_util.h"
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
@@ -154,6 +155,7 @@ Expr prepare(ReduceKind k, const Expr& x, DataType acc) {
 Expr digit_of(const Expr& src, int64_t stride, int64_t extent) { return idx_mod(idx_div(src, stride), extent); }
 
 Stmt unrolled(const Var& v, int64_t extent, const Stmt& body, const SourceLoc& loc) {
+  if (extent == 1) return substitute(body, {{v.get(), int_imm(0)}});
   return make_for(v, int_imm(0), int_imm(extent), ForKind::kUnrolled, body, loc);
 }
 
@@ -231,24 +233,25 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
            unrolled(m, MR, buffer_store(red, {kb}, combine(kind, red_kb, elem), loc), loc)}),
       loc));
 
-  // 2. lanes, 3. warps
+  // 2. lanes, 3. warps. Warp shuffles need every thread digit to be a bit field (so the
+  // xor partner differs in one digit only and digits never straddle a warp unevenly);
+  // other layouts combine all threads through shared memory.
+  bool bit_fields = true;
+  for (const auto& g : in->digits)
+    if (g.on_thread) bit_fields &= is_pow2(g.extent) && is_pow2(g.out_stride);
   std::vector<Digit> lanes, warps;
   for (const auto& g : red_thread) {
     int64_t lo = g.out_stride, hi = g.out_stride * g.extent;
-    if (hi <= 32) {
-      lanes.push_back(g);
-    } else if (lo >= 32) {
+    if (!bit_fields || lo >= 32) {
       warps.push_back(g);
+    } else if (hi <= 32) {
+      lanes.push_back(g);
     } else {
-      int64_t lane_part = 32 / lo;
-      TILEC_USER_CHECK(32 % lo == 0 && g.extent % lane_part == 0, loc,
-                       "use power-of-two thread counts along the reduced dimension")
-          << "T." << op.op << ": the threads along the reduced dimension straddle warps unevenly";
       Digit l = g, w = g;
-      l.extent = lane_part;
-      w.extent = g.extent / lane_part;
+      l.extent = 32 / lo;
+      w.extent = g.extent / l.extent;
       w.out_stride = 32;
-      w.in_stride = g.in_stride * lane_part;
+      w.in_stride = g.in_stride * l.extent;
       lanes.push_back(l);
       warps.push_back(w);
     }
@@ -257,28 +260,10 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
     TILEC_USER_CHECK(T % 32 == 0, loc, "use a multiple of 32 threads")
         << "T." << op.op << " reduces across lanes, which needs whole warps, but the kernel has " << T << " threads";
   }
-  Expr lane = idx_mod(t, 32);
-  // Xor partners flip exactly one digit only when every thread digit is a bit field.
-  bool bit_fields = true;
-  for (const auto& g : in->digits)
-    if (g.on_thread) bit_fields &= is_pow2(g.extent) && is_pow2(g.out_stride);
   for (const auto& g : lanes) {
-    if (bit_fields) {
-      for (int64_t off = g.out_stride; off < g.out_stride * g.extent; off *= 2) {
-        Expr other = call(acc_t, "tl.shfl_xor", {red_kb, int_imm(off)}, loc);
-        stmts.push_back(unrolled(kb, KB, buffer_store(red, {kb}, combine(kind, red_kb, other), loc), loc));
-      }
-    } else {
-      // Indexed shuffles around the digit's ring of lanes.
-      Var mine = make_var("partial", acc_t, loc);
-      Expr my_digit = digit_of(lane, g.out_stride, g.extent);
-      Expr total = mine;
-      for (int64_t u = 1; u < g.extent; ++u) {
-        Expr other_digit = idx_mod(my_digit + int_imm(u), g.extent);
-        Expr src_lane = lane + (other_digit - my_digit) * int_imm(g.out_stride);
-        total = combine(kind, total, call(acc_t, "tl.shfl_idx", {mine, src_lane}, loc));
-      }
-      stmts.push_back(unrolled(kb, KB, let(mine, red_kb, buffer_store(red, {kb}, total, loc), loc), loc));
+    for (int64_t off = g.out_stride; off < g.out_stride * g.extent; off *= 2) {
+      Expr other = call(acc_t, "tl.shfl_xor", {red_kb, int_imm(off)}, loc);
+      stmts.push_back(unrolled(kb, KB, buffer_store(red, {kb}, combine(kind, red_kb, other), loc), loc));
     }
   }
   if (!warps.empty()) {

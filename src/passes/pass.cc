@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
+#include <cctype>
 #include <iomanip>
 #include <iostream>
 #include <sstream>

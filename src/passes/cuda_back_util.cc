@@ -250,6 +250,9 @@ Expr add(const Expr& a, const Expr& b) {
   if (x && y) return int_imm(*x + *y, a->dtype.is_integer() ? a->dtype : b->dtype);
   if (x && *x == 0) return b;
   if (y && *y == 0) return a;
+  if (y && a->kind == NodeKind::kAdd) {  // (e + c1) + c2 -> e + (c1 + c2)
+    if (auto* c1 = as_const_int(a.as<BinaryNode>()->b)) return add(a.as<BinaryNode>()->a, int_imm(*c1 + *y, a->dtype));
+  }
   if (y && *y < 0) return binary(NodeKind::kSub, a, int_imm(-*y, a->dtype));
   return binary(NodeKind::kAdd, a, b);
 }
@@ -274,6 +277,24 @@ Expr mul(const Expr& a, const Expr& b) {
       return mul(a.as<BinaryNode>()->a, int_imm(*c1 * *y, a->dtype));
   }
   return binary(NodeKind::kMul, a, b);
+}
+
+Expr fold_constants(const Expr& e) {
+  class Folder : public IRMutator {
+   protected:
+    Expr mutate_binary(const Expr& e, const BinaryNode* op) override {
+      Expr x = IRMutator::mutate_binary(e, op);
+      auto* b = x.as<BinaryNode>();
+      if (!b || !x->dtype.is_integer() || x->dtype.is_vector()) return x;
+      switch (x->kind) {
+        case NodeKind::kAdd: return add(b->a, b->b);
+        case NodeKind::kSub: return sub(b->a, b->b);
+        case NodeKind::kMul: return mul(b->a, b->b);
+        default: return x;
+      }
+    }
+  };
+  return Folder().mutate(e);
 }
 
 Expr conj(const Expr& a, const Expr& b) {

@@ -50,6 +50,8 @@ bool same_expr(const Expr& a, const Expr& b);
 Expr add(const Expr& a, const Expr& b);
 Expr sub(const Expr& a, const Expr& b);
 Expr mul(const Expr& a, const Expr& b);
+// `e` with + - * of integer constants folded bottom-up (x * 1, 1 * 512, 3 + 0, ...).
+Expr fold_constants(const Expr& e);
 // a && b where either side may be null (= true).
 Expr conj(const Expr& a, const Expr& b);
 // The conjuncts of a (nested) And.

@@ -35,13 +35,15 @@
 //     grows, then once more to place its barriers. Conflicts between what was pending before
 //     the loop and what the body does before its first barrier get one barrier before the
 //     loop (not one per iteration).
-//   - Divergent code (an If on the thread index or on memory, a loop with such bounds):
-//     __syncthreads inside it would hang or be undefined, because not every thread reaches
-//     it. Barriers are therefore placed at the enclosing uniform point: before the region.
-//     When statements inside an If on the thread index conflict with each other, the If
-//     is split at that point (if c {A; B} -> if c {A}; barrier; if c {B}), which is exact
-//     because the condition reads no memory; an else branch becomes if (!c). Conflicts
-//     that cannot be split this way raise a UserError.
+//   - Divergent code (an If on the thread index or on memory): __syncthreads inside it
+//     would hang or be undefined, because not every thread reaches it. Its branches are
+//     planned as if every thread ran them, then every barrier that landed inside is moved
+//     to the enclosing uniform point by splitting the branch around it
+//     (if c {A; sync; B} -> if c {A}; sync; if c {B}; loops with uniform bounds move
+//     outside the condition; see hoist_barriers). A condition that reads memory is first
+//     evaluated once into a variable. A loop whose bounds differ between threads cannot be
+//     split: a barrier needed inside one is a UserError. A condition the analyzer proves
+//     true (e.g. tx // 128 < 1 with 128 threads) is not divergent.
 #include <functional>
 
 #include "passes/cuda_back_util.h"
@@ -88,6 +90,7 @@ class SyncPlanner {
  public:
   SyncPlanner(const KernelLaunchNode* kernel, std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges)
       : ranges_(std::move(ranges)) {
+    back::bind_kernel_vars(az_, kernel);
     for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
       divergent_.insert(kernel->thread_vars[i].get());
       if (kernel->threads[i] > 1) active_threads_.push_back(kernel->thread_vars[i].get());
@@ -107,6 +110,8 @@ class SyncPlanner {
   bool divergent_expr(const Expr& e) const {
     return back::uses_any_var(e, divergent_) || back::reads_memory(e);
   }
+  // A branch condition some threads may see false and others true.
+  bool divergent_cond(const Expr& c) { return divergent_expr(c) && !az_.can_prove(c); }
 
   bool same_memory(const BufferNode* a, const BufferNode* b) const {
     if (a == b) return true;
@@ -120,7 +125,7 @@ class SyncPlanner {
     if (earlier.buffer != later.buffer || !earlier.index || !later.index) return false;
     if (!back::same_expr(earlier.index, later.index)) return false;
     if (active_threads_.size() != 1) return false;
-    Expr idx = earlier.index;
+    Expr idx = az_.simplify(earlier.index);  // e.g. tx % 128 * 8 + x -> tx * 8 + x
     int64_t span = 1;
     if (auto* r = idx.as<RampNode>()) {
       auto* s = as_const_int(r->stride);
@@ -351,7 +356,7 @@ class SyncPlanner {
   }
 
   Stmt visit_if(const Stmt& s, const IfNode* op, Pending& pending) {
-    if (divergent_expr(op->cond)) return visit_divergent_if(s, op, pending);
+    if (divergent_cond(op->cond)) return visit_divergent_if(s, op, pending);
     Effects fx;
     expr_effects(op->cond, &fx);
     bool need = apply(fx, pending);
@@ -365,79 +370,126 @@ class SyncPlanner {
     return need ? with_barrier_before(out) : out;
   }
 
-  static int count_barriers(const Stmt& s) {
-    int n = 0;
+  static bool contains_barrier(const Stmt& s) {
+    bool found = false;
     for_each_node(s, [&](const Node* node) {
       if (node->kind != NodeKind::kEvaluate) return;
       auto* c = static_cast<const EvaluateNode*>(node)->value.as<CallNode>();
-      n += c && back::intrinsic_effect(c->op) == "barrier";
+      found |= c && back::intrinsic_effect(c->op) == "barrier";
     });
-    return n;
+    return found;
   }
 
-  // Statements in a divergent region must not need a barrier among themselves.
-  void check_no_inner_conflict(const Stmt& piece, const SourceLoc& loc) {
-    if (!piece) return;
-    Pending inner;
-    VarSet saved = divergent_;
-    Stmt probe = visit(piece, inner);
-    divergent_ = saved;
-    TILEC_USER_CHECK(count_barriers(probe) == count_barriers(piece), loc,
-                     "move the conflicting shared-memory accesses out of the branch, or split the branch so that "
-                     "all threads reach a barrier between them")
-        << "shared memory accesses inside a branch that depends on the thread index (or on memory) conflict "
-           "with each other and would need __syncthreads inside the branch, which not every thread reaches";
-  }
-
+  // A branch on the thread index (or on memory): its statements are placed as if every
+  // thread ran them; barriers that lands inside are then moved out by hoist_barriers.
   Stmt visit_divergent_if(const Stmt& s, const IfNode* op, Pending& pending) {
-    bool pure_cond = !back::reads_memory(op->cond);
-    if (!pure_cond || (op->else_case && !needs_split(op->then_case) && !needs_split(op->else_case))) {
-      // One unit: no barrier inside (different threads in the two arms are unordered anyway).
-      check_no_inner_conflict(op->then_case, s->loc);
-      check_no_inner_conflict(op->else_case, s->loc);
-      return apply(deep_effects(s), pending) ? with_barrier_before(s) : s;
-    }
-    if (op->else_case) {
-      // if c {T} else {E}  ==  if c {T}; if !c {E}   (c reads no memory: T cannot change it)
-      Stmt first = visit(if_then_else(op->cond, op->then_case, nullptr, s->loc), pending);
-      Stmt second = visit(if_then_else(logical_not(op->cond), op->else_case, nullptr, s->loc), pending);
-      return seq({first, second}, s->loc);
-    }
-    // Split the branch into groups, with a barrier (outside) where its statements conflict.
-    std::vector<Stmt> pieces;
-    if (auto* q = op->then_case.as<SeqNode>()) pieces = q->stmts;
-    else pieces = {op->then_case};
-    std::vector<Stmt> out, group;
-    bool split = false;
-    auto close_group = [&]() {
-      if (group.empty()) return;
-      out.push_back(if_then_else(op->cond, seq(group, s->loc), nullptr, s->loc));
-      group.clear();
-    };
-    for (const auto& piece : pieces) {
-      check_no_inner_conflict(piece, piece->loc);
-      if (apply(deep_effects(piece), pending)) {
-        split |= !group.empty();
-        close_group();
-        out.push_back(make_barrier());
+    Effects fx;
+    expr_effects(op->cond, &fx);
+    bool need = apply(fx, pending);
+    Pending else_pending = pending;
+    Stmt then_case = visit(op->then_case, pending);
+    Stmt else_case = visit(op->else_case, else_pending);
+    for (const auto& a : else_pending) add(pending, a);
+    Stmt out;
+    if (!contains_barrier(then_case) && !contains_barrier(else_case)) {
+      out = then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+                ? s
+                : if_then_else(op->cond, then_case, else_case, s->loc);
+    } else {
+      // The condition is evaluated once into a variable when it reads memory (the split
+      // branches must all see the same value).
+      Var cv;
+      Expr cond = op->cond;
+      if (back::reads_memory(cond)) {
+        cv = make_var("cond", DataType::Bool(), s->loc);
+        cond = cv;
       }
-      group.push_back(piece);
+      std::vector<Stmt> parts = {hoist_barriers(cond, then_case, s->loc)};
+      if (else_case) parts.push_back(hoist_barriers(logical_not(cond), else_case, s->loc));
+      out = seq(parts, s->loc);
+      if (cv) out = let(cv, op->cond, out, s->loc);
     }
-    if (!split) return out.empty() ? s : with_barrier_before(s);
-    close_group();
-    return seq(out, s->loc);
+    return need ? with_barrier_before(out) : out;
   }
 
-  // Whether a divergent branch's statements would need a barrier between them.
-  bool needs_split(const Stmt& branch) {
-    if (!branch) return false;
-    std::vector<Stmt> pieces;
-    if (auto* q = branch.as<SeqNode>()) pieces = q->stmts;
-    else pieces = {branch};
-    Pending p;
-    for (const auto& piece : pieces)
-      if (apply(deep_effects(piece), p)) return true;
-    return false;
+  // `if (cond) { s }` rewritten so that no barrier is inside a branch on `cond`: statement
+  // runs between barriers keep the condition, barriers are executed by every thread.
+  //   if c {A; sync; B}          -> if c {A}; sync; if c {B}
+  //   if c {for i {A; sync; B}}  -> for i {if c {A}; sync; if c {B}}   (uniform loop bounds)
+  //   if c {if d {T} else {E}}   -> the same on c && d and c && !d (d uniform: kept outside)
+  //   if c {let x = v; S}        -> let x = (c ? v : 0); ...   (v not evaluated outside c)
+  // Exact: every thread runs the same statements in the same order as before, and the
+  // barriers now also order the threads that skip them. `cond` must read no memory.
+  Stmt hoist_barriers(const Expr& cond, const Stmt& s, const SourceLoc& loc) {
+    if (!s) return s;
+    if (!contains_barrier(s)) return if_then_else(cond, s, nullptr, loc);
+    if (is_barrier(s)) return s;
+    switch (s->kind) {
+      case NodeKind::kSeq: {
+        std::vector<Stmt> out, run;
+        auto flush = [&]() {
+          if (run.empty()) return;
+          out.push_back(if_then_else(cond, seq(run, loc), nullptr, loc));
+          run.clear();
+        };
+        for (const auto& x : s.as<SeqNode>()->stmts) {
+          if (!contains_barrier(x)) {
+            run.push_back(x);
+            continue;
+          }
+          flush();
+          out.push_back(hoist_barriers(cond, x, loc));
+        }
+        flush();
+        return seq(out, loc);
+      }
+      case NodeKind::kFor: {
+        auto* op = s.as<ForNode>();
+        TILEC_USER_CHECK(!divergent_expr(op->min) && !divergent_expr(op->extent), op->loc,
+                         "give the loop bounds that are the same for every thread, or move the shared-memory "
+                         "accesses that conflict out of the loop")
+            << "shared memory accesses in a loop whose trip count depends on the thread index need "
+               "__syncthreads inside the loop, which not every thread would reach";
+        auto n = std::make_shared<ForNode>(*op);
+        n->body = hoist_barriers(cond, op->body, loc);
+        return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+      }
+      case NodeKind::kIf: {
+        auto* op = s.as<IfNode>();
+        if (!divergent_expr(op->cond)) {
+          return if_then_else(op->cond, hoist_barriers(cond, op->then_case, loc),
+                              op->else_case ? hoist_barriers(cond, op->else_case, loc) : Stmt(), op->loc);
+        }
+        Expr inner = op->cond;
+        Var cv;
+        if (back::reads_memory(inner)) {
+          cv = make_var("cond", DataType::Bool(), op->loc);
+          inner = cv;
+        }
+        std::vector<Stmt> parts = {hoist_barriers(binary(NodeKind::kAnd, cond, inner), op->then_case, loc)};
+        if (op->else_case)
+          parts.push_back(hoist_barriers(binary(NodeKind::kAnd, cond, logical_not(inner)), op->else_case, loc));
+        Stmt out = seq(parts, loc);
+        // C's ?: evaluates the memory read only where the outer condition holds.
+        if (cv) out = let(cv, select(cond, op->cond, bool_imm(false)), out, op->loc);
+        return out;
+      }
+      case NodeKind::kLet: {
+        auto* op = s.as<LetNode>();
+        Expr value = back::reads_memory(op->value) ? select(cond, op->value, back::zero_of(op->value->dtype)) : op->value;
+        return let(op->var, value, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      case NodeKind::kAllocate: {
+        auto* op = s.as<AllocateNode>();
+        return allocate(op->buffer, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      case NodeKind::kAnnotate: {
+        auto* op = s.as<AnnotateNode>();
+        return annotate(op->key, op->value, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      default:
+        TILEC_UNREACHABLE() << "a barrier inside a " << node_kind_name(s->kind);
+    }
   }
 
   static VarSet vars_bound_in(const ForNode* op) {
@@ -489,7 +541,7 @@ class SyncPlanner {
         return exposed(s.as<AnnotateNode>()->body, out, always_barrier);
       case NodeKind::kIf: {
         auto* op = s.as<IfNode>();
-        if (divergent_expr(op->cond)) break;
+        if (divergent_cond(op->cond)) break;
         Effects fx;
         expr_effects(op->cond, &fx);
         for (auto& a : fx.accesses) out->push_back(a);
@@ -524,9 +576,18 @@ class SyncPlanner {
     if (divergent_expr(op->min) || divergent_expr(op->extent)) {
       // A loop whose trip count differs between threads: a divergent region.
       divergent_.insert(op->loop_var.get());
-      check_no_inner_conflict(op->body, s->loc);
+      Pending inner;
+      VarSet saved = divergent_;
+      Stmt probe = visit(op->body, inner);
+      divergent_ = saved;
+      TILEC_USER_CHECK(!contains_barrier(probe) || contains_barrier(op->body), s->loc,
+                       "give the loop bounds that are the same for every thread, or move the shared-memory "
+                       "accesses that conflict out of the loop")
+          << "shared memory accesses in a loop whose trip count depends on the thread index need "
+             "__syncthreads inside the loop, which not every thread would reach";
       return apply(deep_effects(s), pending) ? with_barrier_before(s) : s;
     }
+    az_.bind_range(op->loop_var, op->min, op->extent);
     VarSet inside = vars_bound_in(op);
     // Back-edge pending: grow until the body's exit adds nothing new.
     Pending back_edge;
@@ -562,6 +623,7 @@ class SyncPlanner {
   }
 
   std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges_;
+  mutable arith::Analyzer az_;
   std::vector<const VarNode*> active_threads_;
   VarSet divergent_;
   std::vector<const BufferNode*> async_buffers_;

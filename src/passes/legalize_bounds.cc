@@ -316,7 +316,7 @@ class Legalizer : public IRMutator {
       at_extreme[nv.var.get()] = int_imm(take_max ? nv.min + nv.extent - 1 : nv.min, nv.var->dtype);
     }
     Bound e = b;
-    e.index = substitute(b.index, at_extreme);
+    e.index = back::fold_constants(substitute(b.index, at_extreme));
     return e.cond();
   }
 

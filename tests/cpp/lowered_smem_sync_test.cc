@@ -434,7 +434,7 @@ TEST(InsertSyncs, ExistingBarriersAreKeptAndNotDoubled) {
             "__syncthreads();\n");
 }
 
-TEST(InsertSyncs, DataDependentBranchThatNeedsABarrierInsideIsAnError) {
+TEST(InsertSyncs, DataDependentBranchIsEvaluatedOnceAndSplit) {
   Builder b("k");
   Buffer A = b.tensor("A", {int_imm(128)}, Float32());
   b.begin_kernel({int_imm(1)}, {128});
@@ -445,11 +445,67 @@ TEST(InsertSyncs, DataDependentBranchThatNeedsABarrierInsideIsAnError) {
   b.store(A, {tx}, buffer_load(S, {int_imm(127) - tx}));
   b.end_frame();
   b.end_frame();
+  EXPECT_EQ(body_text(syncs(b.finish())),
+            "__shared__ float S[128];  // not planned yet\n"
+            "const bool cond = A[tx] > 0.0f;\n"
+            "if (cond) {\n"
+            "  S[tx] = 1.0f;\n"
+            "}\n"
+            "__syncthreads();\n"
+            "if (cond) {\n"
+            "  A[tx] = S[127 - tx];\n"
+            "}\n");
+}
+
+TEST(InsertSyncs, BranchOnThreadIndexAroundALoopMovesTheLoopOutside) {
+  // A double-buffered exchange inside `if (tx < 64)`: the loop has uniform bounds, so it is
+  // hoisted out of the condition and the barriers sit in the loop, reached by every thread.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(64)}, Float32());
+  Buffer r = b.alloc("r", {int_imm(1)}, Float32(), Scope::kLocal);
+  b.begin_if(tx < int_imm(64));
+  Var k = b.begin_for("k", int_imm(0), int_imm(4), ForKind::kSerial);
+  b.store(S, {tx}, buffer_load(r, {int_imm(0)}));
+  b.store(r, {int_imm(0)}, buffer_load(S, {floormod(tx + k, 64)}));
+  b.end_frame();
+  b.end_frame();
+  b.store(A, {tx}, buffer_load(r, {int_imm(0)}));
+  b.end_frame();
+  EXPECT_EQ(body_text(syncs(b.finish())),
+            "__shared__ float S[64];  // not planned yet\n"
+            "float r[1];\n"
+            "for (int k = 0; k < 4; ++k) {\n"
+            "  __syncthreads();\n"
+            "  if (tx < 64) {\n"
+            "    S[tx] = r[0];\n"
+            "  }\n"
+            "  __syncthreads();\n"
+            "  if (tx < 64) {\n"
+            "    r[0] = S[(tx + k) & 63];\n"
+            "  }\n"
+            "}\n"
+            "A[tx] = r[0];\n");
+}
+
+TEST(InsertSyncs, LoopWithPerThreadTripCountThatNeedsABarrierIsAnError) {
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(128)}, Float32());
+  b.begin_for("k", int_imm(0), tx, ForKind::kSerial);
+  b.store(S, {tx}, float_imm(1.0));
+  b.store(A, {tx}, buffer_load(S, {int_imm(127) - tx}));
+  b.end_frame();
+  b.end_frame();
   try {
     syncs(b.finish());
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_TRUE(contains(e.message(), "would need __syncthreads inside the branch")) << e.message();
+    EXPECT_TRUE(contains(e.message(), "trip count depends on the thread index")) << e.message();
   }
 }
 

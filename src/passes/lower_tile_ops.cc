@@ -14,6 +14,7 @@
 //   (parallel_loop.cc); a tile op is handed to its behaviour's lower() through this
 //   pass's LowerContext (registry.cc), and scratch buffers it asks for are allocated
 //   around its result; remaining loads/stores of on-chip buffers are rewritten in place.
+//   The result goes through the simplify pass (index arithmetic under the known ranges).
 #include <unordered_map>
 
 #include "ops/parallel_loop.h"
@@ -203,7 +204,9 @@ Pass lower_tile_ops_pass() {
             TileOpLowerer lowerer(ctx.target());
             Stmt body = lowerer.mutate(f->body);
             if (body.same_as(f->body)) return f;
-            return with_body(f, std::move(body));
+            // Layout arithmetic leaves index expressions that the loop and thread ranges
+            // simplify (x % 4 with x < 4, tx // 128 with tx < 128): clean them once here.
+            return simplify_pass().run(with_body(f, std::move(body)), ctx);
           }};
 }
 

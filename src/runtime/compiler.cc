@@ -70,6 +70,8 @@ std::string options_text(const std::string& arch, const std::string& compiler, c
   for (int i : opts.out_idx) os << ' ' << i;
   os << "\npass_configs";
   for (const auto& [k, v] : opts.pass_configs) os << ' ' << k << '=' << config_value_text(v);  // std::map: sorted
+  os << "\ncompile_flags";
+  for (const auto& flag : opts.compile_flags) os << ' ' << flag.size() << ':' << flag;
   os << "\ncompiler " << compiler << ' ' << compiler_identity(compiler) << "\nline_directives "
      << (opts.line_directives || knobs::line_directives()) << "\n" << build_stamp() << "\n";
   return os.str();
@@ -128,8 +130,10 @@ void store(const std::string& key, const CompiledArtifact& a, const CompileOptio
   }
 }
 
-CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, const std::string& key) {
+CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, const std::string& key,
+                       const CompileOptions& opts) {
   CudaCompileRequest req;
+  req.extra_options = opts.compile_flags;
   req.source = source;
   req.kernel_name = plan.kernel_name;
   req.arch = r.arch;
@@ -177,7 +181,7 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   cuda::DeviceModule m = cuda::lower_to_cuda(f, ctx);
   mark_outputs(m.plan, opts.out_idx, f->name);
   check_launch_plan(m.plan);
-  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), r, key);
+  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), r, key, opts);
   store(key, a, opts);
   return a;
 }
@@ -194,7 +198,7 @@ CompiledArtifact compile_source(const std::string& cuda_source, const LaunchPlan
   h.update(options_text(r.arch, r.compiler, opts));
   std::string key = h.hex_digest();
   if (auto hit = lookup(key, opts)) return std::move(*hit);
-  CompiledArtifact a = build(cuda_source, std::move(marked), r, key);
+  CompiledArtifact a = build(cuda_source, std::move(marked), r, key, opts);
   store(key, a, opts);
   return a;
 }

@@ -249,7 +249,8 @@ CuStream stream_from(PyObject* s) {
   return reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(raw.p));
 }
 
-nb::object kernel_call(PyKernel& self, nb::args args, nb::kwargs kwargs) {
+// `dry_run`: everything but the launch itself (host-overhead measurements, tests).
+nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bool dry_run) {
   maybe_install_torch_hooks();
   const Kernel& k = *self.kernel;
   const int np = k.num_params();
@@ -320,13 +321,29 @@ nb::object kernel_call(PyKernel& self, nb::args args, nb::kwargs kwargs) {
     PyRef s(PyObject_CallOneArg(g_torch.current_stream, device.p));
     stream = reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(s.p));
   }
-  k.launch(call, stream);  // driver errors: UserError -> the module's translator
+  if (!dry_run) {
+    try {
+      k.launch(call, stream);
+    } catch (const UserError& e) {  // no driver, wrong architecture, launch failure
+      std::string text = e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint();
+      PyErr_SetString(PyExc_RuntimeError, text.c_str());
+      throw nb::python_error();
+    }
+  }
   const size_t n_out = self.output_params.size();
   if (n_out == 0) return nb::none();
   if (n_out == 1) return nb::borrow(outputs[0]);
   nb::list result;
   for (size_t i = 0; i < n_out; ++i) result.append(nb::borrow(outputs[i]));
   return result;
+}
+
+nb::object kernel_call(PyKernel& self, nb::args args, nb::kwargs kwargs) {
+  return kernel_call_impl(self, std::move(args), std::move(kwargs), false);
+}
+
+nb::object kernel_dry_run(PyKernel& self, nb::args args, nb::kwargs kwargs) {
+  return kernel_call_impl(self, std::move(args), std::move(kwargs), true);
 }
 
 PyKernel make_kernel(CompiledArtifact artifact) {
@@ -424,6 +441,7 @@ void bind_runtime(nb::module_& m) {
                        "A compiled kernel. Call it with tensors (and scalars); outputs named by out_idx are "
                        "allocated and returned (one tensor, or a list).")
       .def("__call__", &kernel_call)
+      .def("_dry_run", &kernel_dry_run, "A call without the launch: validation, outputs and stream only.")
       .def("get_kernel_source", [](const PyKernel& k) { return k.kernel->artifact().cuda_source; })
       .def("get_ptx", [](const PyKernel& k) { return k.kernel->artifact().ptx; })
       .def_prop_ro("ptxas_info", [](const PyKernel& k) { return ptxas_dict(k.kernel->artifact().ptxas); })

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include "tilec/ir/expr.h"
@@ -60,8 +61,11 @@ class Analyzer {
   bool can_prove_less(const Expr& a, int64_t b);           // a < b
   bool can_prove_divisible(const Expr& a, int64_t factor);  // a % factor == 0
 
- private:
+  // Opaque state, defined in src/arith/analyzer_impl.h (public only so the files of
+  // src/arith/ can name it).
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

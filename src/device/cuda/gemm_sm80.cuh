@@ -1,0 +1,295 @@
+// Block-level GEMM on shared-memory operands with ldmatrix + mma.sync (sm_80+), and the
+// FMA fallback. One call per T.gemm: the compiler picks every template argument (tile
+// shape, warp partition, orientation, shared layouts) and reports to layout inference
+// exactly the fragment / shared layouts this code assumes (gemm_sm80_layout.cuh holds the
+// shared formulas).
+//
+//   tl::gemm_ss<M, N, K, WARP_M, WARP_N, TRANS_A, TRANS_B, CLEAR_ACCUM,
+//               tl::SmemTile<ROWS, COLS, SWIZZLE_BITS> (A), tl::SmemTile<...> (B), KIND>
+//       (A, a_row0, a_col0, B, b_row0, b_col0, C, thread_idx)
+//
+//   C[M x N] (+)= op(A) * op(B) where
+//     A is stored K x M (M contiguous) when TRANS_A, else M x K (K contiguous),
+//     B is stored N x K (K contiguous) when TRANS_B, else K x N (N contiguous),
+//   each read at (row0 + r, col0 + c) of a shared tile (pointer at the tile's first
+//   element) laid out as tl::layout::tile_offset says for its SmemTile; C is the thread's
+//   accumulator fragment (registers) in the layout of tl::layout::c_frag_thread /
+//   c_frag_index; thread_idx is the linear index of the calling thread among the
+//   WARP_M * WARP_N * 32 that share the GEMM. col0 must keep 16-byte chunks aligned.
+//   KIND: kMmaF16 / kMmaBF16 (f32 accumulate), kMmaTF32 (f32 data rounded to tf32),
+//   kMmaS8 / kMmaU8 (s32 accumulate).
+//
+// Per warp and k-step, A fragments come from one ldmatrix.x4 per m16 tile and B fragments
+// from one ldmatrix.x4 per pair of n8 tiles; fragments of k-step s+1 are loaded while the
+// mma.sync of k-step s run (register double buffering). Orientations that ldmatrix cannot
+// transpose (32-bit and 8-bit M/N-major operands) are read with scalar loads.
+#pragma once
+
+#include "tilec/cp_async.cuh"
+#include "tilec/gemm_sm80_layout.cuh"
+#include "tilec/ldmatrix.cuh"
+#include "tilec/mma.cuh"
+
+namespace tl {
+
+enum : int { kMmaF16 = 0, kMmaBF16 = 1, kMmaTF32 = 2, kMmaS8 = 3, kMmaU8 = 4 };
+
+// A shared-memory operand tile: ROWS x COLS elements, swizzle mode SWIZZLE_BITS (0 none,
+// 1 32B, 2 64B, 3 128B), addressed by tl::layout::tile_offset.
+template <int ROWS, int COLS, int SWIZZLE_BITS>
+struct SmemTile {
+  static constexpr int kRows = ROWS, kCols = COLS, kSwizzle = SWIZZLE_BITS;
+  __device__ __forceinline__ static int offset(int row, int col, int elem_bytes) {
+    return layout::tile_offset(row, col, ROWS, COLS, elem_bytes, SWIZZLE_BITS);
+  }
+};
+
+namespace gemm_detail {
+
+template <typename T, typename U>
+struct same_type {
+  static constexpr bool value = false;
+};
+template <typename T>
+struct same_type<T, T> {
+  static constexpr bool value = true;
+};
+
+template <int KIND>
+struct MmaTraits;
+template <>
+struct MmaTraits<kMmaF16> {
+  static constexpr int kK = 16, kElemBytes = 2;
+  using Acc = float;
+  __device__ __forceinline__ static void run(float* c, const unsigned* a, const unsigned* b) {
+    mma_m16n8k16_f32_f16(c, a, b, c);
+  }
+};
+template <>
+struct MmaTraits<kMmaBF16> {
+  static constexpr int kK = 16, kElemBytes = 2;
+  using Acc = float;
+  __device__ __forceinline__ static void run(float* c, const unsigned* a, const unsigned* b) {
+    mma_m16n8k16_f32_bf16(c, a, b, c);
+  }
+};
+template <>
+struct MmaTraits<kMmaTF32> {
+  static constexpr int kK = 8, kElemBytes = 4;
+  using Acc = float;
+  __device__ __forceinline__ static void run(float* c, const unsigned* a, const unsigned* b) {
+    mma_m16n8k8_f32_tf32(c, a, b, c);
+  }
+};
+template <>
+struct MmaTraits<kMmaS8> {
+  static constexpr int kK = 32, kElemBytes = 1;
+  using Acc = int;
+  __device__ __forceinline__ static void run(int* c, const unsigned* a, const unsigned* b) {
+    mma_m16n8k32_s32_s8(c, a, b, c);
+  }
+};
+template <>
+struct MmaTraits<kMmaU8> {
+  static constexpr int kK = 32, kElemBytes = 1;
+  using Acc = int;
+  __device__ __forceinline__ static void run(int* c, const unsigned* a, const unsigned* b) {
+    mma_m16n8k32_s32_u8(c, a, b, c);
+  }
+};
+
+// Reads one 32-bit register's worth of an operand element by element (for orientations
+// ldmatrix cannot produce). (row, col) is the first element in stored coordinates; the
+// register's elements run down the stored rows (row + e).
+template <int ELEM_BYTES, class Tile>
+__device__ __forceinline__ unsigned gather_down_rows(const void* base, int row, int col) {
+  if (ELEM_BYTES == 4) {
+    return static_cast<const unsigned*>(base)[Tile::offset(row, col, 4)];
+  } else if (ELEM_BYTES == 1) {
+    const unsigned char* p = static_cast<const unsigned char*>(base);
+    unsigned r = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) r |= unsigned(p[Tile::offset(row + e, col, 1)]) << (8 * e);
+    return r;
+  } else {
+    const unsigned short* p = static_cast<const unsigned short*>(base);
+    return unsigned(p[Tile::offset(row, col, 2)]) | (unsigned(p[Tile::offset(row + 1, col, 2)]) << 16);
+  }
+}
+
+// A fragment of the m16 tile at m0 and k-step starting at k0.
+// (row0, col0): where the operand starts in its stored tile.
+template <int KIND, bool TRANS_A, class TileA, typename TA>
+__device__ __forceinline__ void load_a(unsigned* a, const TA* A, int row0, int col0, int m0, int k0, int lane) {
+  using Tr = MmaTraits<KIND>;
+  constexpr int E = Tr::kElemBytes;
+  if (!TRANS_A) {
+    layout::Coord p = layout::ldsm_a_kmajor(lane, m0, k0, E);
+    ldmatrix_x4(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
+  } else if (E == 2) {
+    layout::Coord p = layout::ldsm_a_mmajor(lane, m0, k0);
+    ldmatrix_x4_trans(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
+  } else {
+    // Stored K x M: register q holds rows (g, g+8) and k groups as in mma.cuh.
+    const int g = lane >> 2, t = lane & 3;
+    constexpr int kPerReg = 4 / E;            // elements per register along K
+    constexpr int kHalf = Tr::kK / 2;         // k offset of registers 2 and 3
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int m = m0 + g + 8 * (q & 1);
+      const int k = k0 + kHalf * (q >> 1) + t * kPerReg;
+      a[q] = gather_down_rows<E, TileA>(A, row0 + k, col0 + m);
+    }
+  }
+  if (KIND == kMmaTF32) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) a[q] = f32_to_tf32(a[q]);
+  }
+}
+
+// B fragments of the n8 tiles at n0 (and n0 + 8 when PAIR) for the k-step at k0.
+template <int KIND, bool TRANS_B, class TileB, bool PAIR, typename TB>
+__device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, int row0, int col0, int n0, int k0,
+                                       int lane) {
+  using Tr = MmaTraits<KIND>;
+  constexpr int E = Tr::kElemBytes;
+  if (TRANS_B) {
+    layout::Coord p = layout::ldsm_b_kmajor(lane, n0, k0, E);
+    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
+    if (PAIR) {
+      unsigned r[4];
+      ldmatrix_x4(r, addr);
+      b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+    } else {
+      ldmatrix_x2(b0, addr);
+    }
+  } else if (E == 2) {
+    layout::Coord p = layout::ldsm_b_nmajor(lane, n0, k0);
+    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
+    if (PAIR) {
+      unsigned r[4];
+      ldmatrix_x4_trans(r, addr);
+      b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+    } else {
+      ldmatrix_x2_trans(b0, addr);
+    }
+  } else {
+    // Stored K x N: register q of tile n holds column n + g, k group q.
+    const int g = lane >> 2, t = lane & 3;
+    constexpr int kPerReg = 4 / E;
+    constexpr int kHalf = Tr::kK / 2;
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int k = k0 + kHalf * q + t * kPerReg;
+      b0[q] = gather_down_rows<E, TileB>(B, row0 + k, col0 + n0 + g);
+      if (PAIR) b1[q] = gather_down_rows<E, TileB>(B, row0 + k, col0 + n0 + 8 + g);
+    }
+  }
+  if (KIND == kMmaTF32) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      b0[q] = f32_to_tf32(b0[q]);
+      if (PAIR) b1[q] = f32_to_tf32(b1[q]);
+    }
+  }
+}
+
+}  // namespace gemm_detail
+
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
+          class TileB, int KIND, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
+                                        TC* C, int thread_idx) {
+  using Tr = gemm_detail::MmaTraits<KIND>;
+  constexpr int E = Tr::kElemBytes;
+  constexpr int WM = M / WARP_M, WN = N / WARP_N;  // the warp tile
+  constexpr int MT = WM / 16, NT = WN / 8;         // mma tiles per warp
+  constexpr int KS = K / Tr::kK;                   // k-steps
+  static_assert(sizeof(TA) == E && sizeof(TB) == E, "gemm_ss: operand element size does not match KIND");
+  static_assert(gemm_detail::same_type<TC, typename Tr::Acc>::value,
+                "gemm_ss: the accumulator type must be float (f16/bf16/tf32) or int (int8)");
+  static_assert(M % (WARP_M * 16) == 0, "gemm_ss: M must be a multiple of 16 * WARP_M");
+  static_assert(N % (WARP_N * 8) == 0, "gemm_ss: N must be a multiple of 8 * WARP_N");
+  static_assert(K % Tr::kK == 0, "gemm_ss: K must be a multiple of the mma k (16 f16/bf16, 8 tf32, 32 int8)");
+  static_assert((TileA::kCols * E) % 16 == 0 && (TileB::kCols * E) % 16 == 0,
+                "gemm_ss: operand rows must be whole 16-byte chunks (ldmatrix row addresses)");
+  static_assert((TRANS_A ? TileA::kRows >= K && TileA::kCols >= M : TileA::kRows >= M && TileA::kCols >= K) &&
+                    (TRANS_B ? TileB::kRows >= N && TileB::kCols >= K : TileB::kRows >= K && TileB::kCols >= N),
+                "gemm_ss: an operand is larger than its shared tile");
+
+  const int lane = thread_idx & 31;
+  const int warp = thread_idx >> 5;
+  const int m_base = (warp % WARP_M) * WM;
+  const int n_base = (warp / WARP_M) * WN;
+
+  if (CLEAR_ACCUM) {
+#pragma unroll
+    for (int i = 0; i < MT * NT * 4; ++i) C[i] = TC(0);
+  }
+
+  unsigned a[2][MT][4];
+  unsigned b[2][NT][2];
+  auto load_step = [&](int buf, int ks) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      gemm_detail::load_a<KIND, TRANS_A, TileA>(a[buf][mt], A, a_row0, a_col0, m_base + mt * 16, ks * Tr::kK, lane);
+#pragma unroll
+    for (int nt = 0; nt + 1 < NT; nt += 2)
+      gemm_detail::load_b<KIND, TRANS_B, TileB, true>(b[buf][nt], b[buf][nt + 1], B, b_row0, b_col0, n_base + nt * 8,
+                                                      ks * Tr::kK, lane);
+    if (NT % 2 == 1)
+      gemm_detail::load_b<KIND, TRANS_B, TileB, false>(b[buf][NT - 1], b[buf][NT - 1], B, b_row0, b_col0,
+                                                       n_base + (NT - 1) * 8, ks * Tr::kK, lane);
+  };
+
+  load_step(0, 0);
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    if (ks + 1 < KS) load_step((ks + 1) & 1, ks + 1);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int nt = (mt & 1) ? NT - 1 - j : j;  // serpentine: reuse the last B fragment
+        Tr::run(C + (mt * NT + nt) * 4, a[ks & 1][mt], b[ks & 1][nt]);
+      }
+    }
+  }
+}
+
+// FMA fallback: C[M x N] (+)= op(A) * op(B) on CUDA cores, TM * TN threads, the fragment
+// of tl::layout::fma_frag_thread / fma_frag_index. Operands as in gemm_ss.
+template <int M, int N, int K, int TM, int TN, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA, class TileB,
+          typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_fma_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
+                                            TC* C, int thread_idx) {
+  static_assert(M % TM == 0 && N % TN == 0, "gemm_fma_ss: the thread grid must divide the tile");
+  constexpr int RM = M / TM, RN = N / TN;
+  const int ti = thread_idx / TN, tj = thread_idx % TN;
+  if (CLEAR_ACCUM) {
+#pragma unroll
+    for (int i = 0; i < RM * RN; ++i) C[i] = TC(0);
+  }
+#pragma unroll 2
+  for (int k = 0; k < K; ++k) {
+    TC av[RM], bv[RN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) {
+      const int m = ti + TM * i;
+      av[i] = static_cast<TC>(A[TRANS_A ? TileA::offset(a_row0 + k, a_col0 + m, sizeof(TA))
+                                        : TileA::offset(a_row0 + m, a_col0 + k, sizeof(TA))]);
+    }
+#pragma unroll
+    for (int j = 0; j < RN; ++j) {
+      const int n = tj + TN * j;
+      bv[j] = static_cast<TC>(B[TRANS_B ? TileB::offset(b_row0 + n, b_col0 + k, sizeof(TB))
+                                        : TileB::offset(b_row0 + k, b_col0 + n, sizeof(TB))]);
+    }
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < RN; ++j) C[i * RN + j] += av[i] * bv[j];
+  }
+}
+
+}  // namespace tl

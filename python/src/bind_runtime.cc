@@ -16,6 +16,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 #include "tilec/ir/stmt.h"
@@ -264,7 +266,12 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       stream_obj = value.ptr();
     }
   }
-  ArgValue values[kMaxParams];
+  // Only the first np ArgValues are constructed: building all kMaxParams costs more than
+  // the whole validation of a small call.
+  alignas(ArgValue) unsigned char value_storage[sizeof(ArgValue) * kMaxParams];
+  ArgValue* values = reinterpret_cast<ArgValue*>(value_storage);
+  static_assert(std::is_trivially_destructible_v<ArgValue>);
+  for (int i = 0; i < np; ++i) new (&values[i]) ArgValue();
   int64_t shapes[kMaxParams][kMaxRank];
   int64_t strides[kMaxParams][kMaxRank];
   PyObject* outputs[kMaxParams];

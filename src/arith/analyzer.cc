@@ -56,6 +56,7 @@ void Analyzer::bind_range(const Var& v, const Expr& min, const Expr& extent) {
                                          ir::int_imm(1, v->dtype)));
     }
   }
+  info.serial = ++impl_->bind_counter;
   impl_->vars[v.get()] = std::move(info);
   impl_->facts_changed();
 }

@@ -51,9 +51,10 @@ struct LinearForm {
 Expr fold_binary(ir::NodeKind kind, const Expr& a, const Expr& b);
 Expr fold_cast(const ir::DataType& t, const Expr& v);
 Expr fold_not(const Expr& a);
-// Whether linear canonicalization applies to this type (scalar signed integers, where
-// overflow is undefined and the simplifier may assume it does not happen).
-inline bool is_linear_type(const ir::DataType& t) { return t.is_int() && t.is_scalar(); }
+// Whether linear canonicalization applies to this type: scalar signed integers of at
+// least 32 bits (index types), where overflow is undefined and the simplifier may assume
+// it does not happen. Narrow int8/int16 values wrap in practice, so they are only folded.
+inline bool is_linear_type(const ir::DataType& t) { return t.is_int() && t.is_scalar() && t.bits() >= 32; }
 
 }  // namespace detail
 
@@ -62,7 +63,9 @@ struct Analyzer::Impl {
     Var var;                 // keeps the key alive
     ConstIntBound bound;
     Expr sym_min, sym_max;   // inclusive symbolic bounds, set when not constant
+    int64_t serial = 0;      // binding order: inner loops are bound after outer ones
   };
+  int64_t bind_counter = 0;
   std::unordered_map<const ir::VarNode*, VarInfo> vars;
   ir::VarMap values;         // bind_value facts, already substituted into each other
   std::vector<Var> value_vars;
@@ -138,6 +141,7 @@ struct Analyzer::Impl {
   static Expr rebuild(ir::NodeKind kind, const Expr& a, const Expr& b, const Expr& orig);
   // Depth guard for rules that simplify derived expressions.
   static constexpr int kMaxRewriteDepth = 48;
+  static constexpr int kMaxSymbolicSteps = 6;  // variables substituted per sign query
   // Decide the sign of a - b: returns the proven facts as a small bit set.
   enum SignFact : unsigned { kLtZero = 1, kLeZero = 2, kGtZero = 4, kGeZero = 8, kNeZero = 16, kEqZero = 32 };
   unsigned sign_facts(const detail::LinearForm& d);

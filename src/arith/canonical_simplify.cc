@@ -1,6 +1,6 @@
 // Canonical linear form of integer sums: c1*x1 + c2*x2 + ... + c.
 //
-// Contract: applies to scalar signed-integer expressions (is_linear_type). An "atom" is
+// Contract: applies to scalar int32/int64 expressions (is_linear_type). An "atom" is
 // any simplified subexpression that is not itself a sum, difference or product by a
 // constant (a variable, floordiv(...), min(...), a product of two non-constant atoms,
 // a load, ...). canonical_sum(e) returns an expression equal to e in which

@@ -10,10 +10,10 @@
 //  * Division: the divisor interval has zero removed (dividing by zero is undefined, so
 //    a divisor of [0, n] acts as [1, n]); when it spans zero the quotient is bounded by
 //    |dividend|. Quotients are monotone between sign changes, so corners suffice.
-//  * Every result is finally clipped to its type: signed types by intersection (signed
-//    overflow is undefined, so the simplifier may assume it does not happen), unsigned
-//    types fall back to the whole type range when the exact interval leaves it
-//    (unsigned arithmetic wraps).
+//  * Every result is finally clipped to its type: int32/int64 by intersection (signed
+//    overflow is undefined, so the simplifier may assume it does not happen); unsigned
+//    and narrow signed types fall back to the whole type range when the exact interval
+//    leaves it (they wrap in practice).
 //  * Non-integer expressions (loads of floats, calls) get their type's range.
 // Results are memoized per node until the facts change (Impl::bound_memo).
 #include <algorithm>
@@ -33,7 +33,7 @@ ConstIntBound everything() { return {kNegInf, kPosInf}; }
 ConstIntBound clip_to_type(ConstIntBound b, const ir::DataType& t) {
   ConstIntBound tb = type_bound(t);
   if (!t.is_int() && !t.is_uint() && !t.is_bool()) return b;
-  if (t.is_int()) {
+  if (t.is_int() && t.bits() >= 32) {
     ConstIntBound r{std::max(b.min_value, tb.min_value), std::min(b.max_value, tb.max_value)};
     if (r.min_value > r.max_value) return tb;
     return r;

@@ -3,9 +3,9 @@
 // Contract: simplify_expr(e) returns an expression with the same value as e for every
 // assignment of its variables within their known ranges, of the same type, whose
 // subexpressions are simplified. An unchanged subtree is returned as the same object.
-// Input: bind_value facts already substituted (Impl::resolve). Signed integer overflow
-// is assumed not to happen (it is undefined in the generated code); unsigned and float
-// arithmetic is only constant-folded, never reassociated.
+// Input: bind_value facts already substituted (Impl::resolve). int32/int64 overflow is
+// assumed not to happen (it is undefined in the generated code); unsigned, narrow signed
+// and float arithmetic is only constant-folded, never reassociated.
 //
 // Algorithm: one bottom-up walk (an IRMutator).
 //  * Add / Sub / Mul of a signed integer type: the whole sum tree is rebuilt in the
@@ -197,37 +197,44 @@ unsigned Analyzer::Impl::sign_facts(const LinearForm& d) {
       if (rest != 0) facts |= kNeZero;
     }
   }
-  // Symbolic ranges: replace each variable with a symbolic bound by its upper (lower)
-  // bound expression, matching the sign of its coefficient, to bound d from above
-  // (below). Needed for facts like i < n when i ranges over [0, n).
+  // Symbolic ranges: bound d from above (below) by replacing a variable that has a
+  // symbolic range with its upper (lower) bound expression, matching the sign of its
+  // coefficient, one variable at a time, innermost (most recently bound) first, so an
+  // inner bound's reference to an outer variable can cancel (j in [i, i + 4) proves
+  // j - i < 4). Every intermediate form bounds d, so each step's interval is sound.
   const unsigned kOrderFacts = kLtZero | kLeZero | kGtZero | kGeZero;
-  if ((facts & kOrderFacts) != kOrderFacts) {
-    bool any_symbolic = false;
-    for (const auto& [atom, c] : d.terms) {
-      if (auto* v = atom.as<ir::VarNode>()) {
-        auto it = vars.find(v);
-        if (it != vars.end() && it->second.sym_max.defined()) any_symbolic = true;
-      }
-    }
-    if (any_symbolic && rewrite_depth < kMaxRewriteDepth) {
-      ++rewrite_depth;
-      for (int side = 0; side < 2; ++side) {
-        bool upper = side == 0;
-        LinearForm s;
-        s.constant = d.constant;
-        bool ok = true;
-        for (const auto& [atom, c] : d.terms) {
-          auto* v = atom.as<ir::VarNode>();
+  if ((facts & kOrderFacts) != kOrderFacts && rewrite_depth < kMaxRewriteDepth) {
+    ++rewrite_depth;
+    for (int side = 0; side < 2; ++side) {
+      const bool upper = side == 0;
+      LinearForm cur = d;
+      for (int step = 0; step < kMaxSymbolicSteps; ++step) {
+        int best = -1;
+        int64_t best_serial = -1;
+        for (size_t i = 0; i < cur.terms.size(); ++i) {
+          auto* v = cur.terms[i].first.as<ir::VarNode>();
           auto it = v ? vars.find(v) : vars.end();
-          if (it != vars.end() && it->second.sym_max.defined()) {
-            const Expr& repl = (upper == (c > 0)) ? it->second.sym_max : it->second.sym_min;
-            ok = ok && collect_simplified(repl, c, &s);
-          } else {
-            s.terms.emplace_back(atom, c);
+          if (it != vars.end() && it->second.sym_max.defined() && it->second.serial > best_serial) {
+            best = static_cast<int>(i);
+            best_serial = it->second.serial;
           }
         }
-        if (!ok || !normalize(&s)) continue;
-        ConstIntBound b = bound_linear(s);
+        if (best < 0) break;
+        LinearForm next;
+        next.constant = cur.constant;
+        bool ok = true;
+        for (size_t i = 0; i < cur.terms.size() && ok; ++i) {
+          const auto& [atom, c] = cur.terms[i];
+          if (static_cast<int>(i) != best) {
+            next.terms.emplace_back(atom, c);
+            continue;
+          }
+          const VarInfo& info = vars.find(atom.as<ir::VarNode>())->second;
+          ok = collect_simplified(upper == (c > 0) ? info.sym_max : info.sym_min, c, &next);
+        }
+        if (!ok || !normalize(&next)) break;
+        cur = std::move(next);
+        ConstIntBound b = bound_linear(cur);
         if (upper) {
           if (b.max_value < 0) facts |= kLtZero | kLeZero | kNeZero;
           if (b.max_value <= 0) facts |= kLeZero;
@@ -236,8 +243,8 @@ unsigned Analyzer::Impl::sign_facts(const LinearForm& d) {
           if (b.min_value >= 0) facts |= kGeZero;
         }
       }
-      --rewrite_depth;
     }
+    --rewrite_depth;
   }
   return facts;
 }

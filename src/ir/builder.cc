@@ -74,8 +74,11 @@ const std::vector<Var>& Builder::thread_vars() const {
 }
 
 Var Builder::begin_for(const std::string& var_name, Expr min, Expr extent, ForKind kind, PipelineInfo pipeline,
-                       AttrMap annotations, SourceLoc loc) {
+                       AttrMap annotations, SourceLoc loc, std::string thread_tag) {
   check_open(loc);
+  TILEC_USER_CHECK((kind == ForKind::kThreadBinding) == !thread_tag.empty(), loc,
+                   "write T.thread_binding(n, thread=\"threadIdx.x\")")
+      << "a thread-binding loop needs a thread tag, and only thread-binding loops take one";
   auto n = std::make_shared<ForNode>();
   n->loop_var = make_var(var_name, extent->dtype.is_integer() ? extent->dtype : DataType::Int(32), loc);
   n->min = std::move(min);
@@ -83,6 +86,7 @@ Var Builder::begin_for(const std::string& var_name, Expr min, Expr extent, ForKi
   n->for_kind = kind;
   n->pipeline = std::move(pipeline);
   n->annotations = std::move(annotations);
+  n->thread_tag = std::move(thread_tag);
   n->loc = loc;
   Frame f = make_frame(FrameKind::kFor, loc);
   f.loops.push_back(n);

@@ -2,6 +2,8 @@
 #include "tilec/ir/tile_op.h"
 
 #include <algorithm>
+
+#include "ir/tile_op_checks.h"
 #include <map>
 #include <mutex>
 
@@ -43,6 +45,9 @@ std::vector<TileOpSchema> builtin_schemas() {
                {{"dim", AttrKind::kInt, int64_t{0}}, {"reverse", AttrKind::kBool, false}}});
   for (const char* a : {"atomic_add", "atomic_max", "atomic_min"})
     v.push_back({a, {{"dst", ArgKind::kRegion}, {"value", ArgKind::kRegionOrExpr}}, {}});
+  // T.alloc_barrier(arrive_count=[...]) initialises its mbarriers with this op.
+  v.push_back({"barrier_init", {{"barrier", ArgKind::kRegion}}, {{"arrive_count", AttrKind::kIntList, {}}}});
+  attach_builtin_checks(v);
   return v;
 }
 
@@ -161,6 +166,8 @@ Stmt make_tile_op(const std::string& op, std::vector<TileArg> args, AttrMap attr
     throw_user_error("T." + op + " got an unexpected keyword argument '" + attrs.front().first + "'", loc,
                      known.empty() ? "it takes no keywords" : "its keywords are: " + known);
   }
+  check_region_ranks(op, args, loc);
+  if (schema->check) schema->check(args, ordered, loc);
   auto n = std::make_shared<TileOpNode>();
   n->op = op;
   n->args = std::move(args);

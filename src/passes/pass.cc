@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
+#include <cctype>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -227,7 +227,14 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
       continue;
     }
     auto start = std::chrono::steady_clock::now();
-    ir::PrimFunc out = pass.run(f, ctx);
+    ir::PrimFunc out;
+    try {
+      out = pass.run(f, ctx);
+    } catch (...) {
+      // The times so far still help to see where a failing compile went.
+      if (time_passes) print_timings(kernel, timings);
+      throw;
+    }
     auto stop = std::chrono::steady_clock::now();
     TILEC_ICHECK(out.defined()) << "pass '" << pass.name << "' returned no function";
     if (time_passes)

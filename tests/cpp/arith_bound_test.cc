@@ -81,7 +81,7 @@ TEST(ArithBound, CastsAndVectors) {
   EXPECT_BOUND(an, broadcast(x, 8), -5, 300);
 }
 
-TEST(ArithBound, UnsignedSubtractionWraps) {
+TEST(ArithBound, WrappingTypes) {
   Analyzer an;
   Var a = make_var("a", DataType::UInt(32)), b = make_var("b", DataType::UInt(32));
   an.bind_bound(a, 0, 10);
@@ -89,6 +89,12 @@ TEST(ArithBound, UnsignedSubtractionWraps) {
   // a - b may wrap around: nothing better than the type range.
   EXPECT_BOUND(an, a - b, 0, 4294967295LL);
   EXPECT_BOUND(an, a + b, 0, 20);
+  // int8 arithmetic wraps in practice too: 100..127 doubled leaves int8.
+  Var c = make_var("c", DataType::Int(8));
+  an.bind_bound(c, 100, 127);
+  EXPECT_BOUND(an, c + c, -128, 127);
+  Expr one = int_imm(1, DataType::Int(8));
+  EXPECT_EQ(show(an.simplify((c + one) - one)), "((c + 1) - 1)");
 }
 
 TEST(ArithBound, SymbolicRangeAndSimplifiedForm) {

@@ -171,4 +171,55 @@ TEST(ArithRandom, CanProveNeverProvesFalseFacts) {
   std::printf("proved %d, refuted %d of %d conditions\n", proved, refuted, 4 * kExprsPerScenario);
 }
 
+// Symbolic ranges: n in [1, 20], i in [0, n), j in [i, i + 4), k in [0, ceildiv(n, 4)).
+// Samples respect the dependencies; every simplification and proof must hold on them.
+TEST(ArithRandom, SymbolicRangesAreSound) {
+  Var n = make_var("n"), i = make_var("i"), j = make_var("j"), k = make_var("k");
+  Analyzer an;
+  an.bind_bound(n, 1, 20);
+  an.bind_range(i, int_imm(0), n);
+  an.bind_range(j, i, int_imm(4));
+  an.bind_range(k, int_imm(0), ceildiv(n, int_imm(4)));
+  std::mt19937 rng(2024);
+  auto draw = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  std::vector<Env> samples;
+  for (int s = 0; s < 40; ++s) {
+    Env env;
+    int64_t nv = s < 2 ? (s == 0 ? 1 : 20) : draw(1, 20);
+    int64_t iv = s % 3 == 0 ? nv - 1 : draw(0, nv - 1);
+    env[n.get()] = nv;
+    env[i.get()] = iv;
+    env[j.get()] = s % 4 == 0 ? iv + 3 : draw(iv, iv + 3);
+    int64_t kmax = (nv + 3) / 4 - 1;
+    env[k.get()] = s % 5 == 0 ? kmax : draw(0, kmax);
+    samples.push_back(env);
+  }
+  arith_test::ExprGen gen(555, {n, i, j, k});
+  int proved = 0;
+  for (int m = 0; m < 800; ++m) {
+    Expr e = (m % 2) ? gen.int_expr(1 + m % 4) : gen.bool_expr(1 + m % 3);
+    Expr s = an.simplify(e);
+    bool holds = e->dtype.is_bool() && an.can_prove(e);
+    proved += holds;
+    tilec::arith::ConstIntBound b = an.const_int_bound(e);
+    for (const Env& env : samples) {
+      auto want = eval(e, env);
+      if (!want) continue;
+      auto got = eval(s, env);
+      ASSERT_TRUE(got.has_value()) << show(e) << "\n  simplified " << show(s) << " is undefined";
+      ASSERT_EQ(*got, *want) << show(e) << "\n  simplified to " << show(s);
+      ASSERT_GE(*want, b.min_value) << show(e);
+      ASSERT_LE(*want, b.max_value) << show(e);
+      if (holds) ASSERT_TRUE(*want) << "proved a false fact: " << show(e);
+    }
+  }
+  EXPECT_GT(proved, 40);
+  // The facts the symbolic bounds exist for.
+  EXPECT_TRUE(an.can_prove(i < n));
+  EXPECT_TRUE(an.can_prove(j < i + 4));
+  EXPECT_TRUE(an.can_prove(j >= i));
+  EXPECT_TRUE(an.can_prove(k * 4 < n));
+  EXPECT_FALSE(an.can_prove(j < n));
+}
+
 }  // namespace

@@ -378,4 +378,49 @@ TEST(ArithPerformance, LongSumsStayFast) {
   EXPECT_TRUE(d.defined());
 }
 
+TEST(ArithRobustness, EveryNodeKindAndTypeIsAccepted) {
+  Var x = make_var("x"), l = make_var("l", DataType::Int(64));
+  Var u8 = make_var("u8", DataType::UInt(8)), f = make_var("f", DataType::Float(16));
+  Var p = make_var("p", DataType::Bool());
+  Expr vec = ramp(x * 4, i32(1), 4);
+  Expr loaded = buffer_load(make_buffer("A", {i32(64)}, DataType::Float(16), Scope::kGlobal), {vec});
+  std::vector<Expr> exprs = {
+      vec + broadcast(i32(2), 4),
+      bin(NodeKind::kLT, vec, broadcast(x, 4)),
+      select(broadcast(p, 4), vec, vec),
+      logical_not(bin(NodeKind::kEQ, vec, vec)),
+      loaded * broadcast(f, 4),
+      cast(DataType::Int(64), x) * l + l,
+      floordiv(l * 8 + 3, int_imm(8, DataType::Int(64))),
+      u8 + int_imm(250, DataType::UInt(8)),
+      floordiv(u8, int_imm(4, DataType::UInt(8))),
+      bin(NodeKind::kLT, u8, int_imm(255, DataType::UInt(8))),
+      min(f, float_imm(1.0, DataType::Float(16))),
+      p && logical_not(p),
+      bin(NodeKind::kEQ, p, bool_imm(true)),
+      call(DataType::Int(32), "tilec.thread_idx", {}) + i32(0),
+      string_imm("s"),
+      cast(DataType::Float(32), x + i32(1)),
+  };
+  Analyzer an;
+  an.bind_range(x, i32(0), i32(16));
+  for (const Expr& e : exprs) {
+    SCOPED_TRACE(show(e));
+    Expr s = an.simplify(e);
+    ASSERT_TRUE(s.defined());
+    EXPECT_EQ(s->dtype, e->dtype);
+    an.const_int_bound(e);
+    an.modular_set(e);
+    an.can_prove_divisible(e, 4);
+    if (e->dtype.is_bool()) an.can_prove(e);
+  }
+  EXPECT_EQ(show(an.simplify(floordiv(l * 8 + 3, int_imm(8, DataType::Int(64))))), "l");
+  EXPECT_EQ(show(an.simplify(bin(NodeKind::kLT, u8, int_imm(255, DataType::UInt(8))))), "(u8 < 255)");
+  EXPECT_EQ(show(an.simplify(bin(NodeKind::kLE, u8, int_imm(255, DataType::UInt(8))))), "True");
+  EXPECT_EQ(show(an.simplify(p && logical_not(p))), "False");
+  EXPECT_EQ(an.const_int_bound(vec).max_value, 63);
+  EXPECT_EQ(an.modular_set(vec).coeff, 1);
+  EXPECT_TRUE(an.can_prove_divisible(ramp(x * 4, i32(4), 4), 4));
+}
+
 }  // namespace

@@ -9,7 +9,9 @@ TEST(IrBasic, BuildsAKernel) {
   auto A = b.tensor("A", {int_imm(1024)}, DataType::Float(32));
   auto vars = b.begin_kernel({int_imm(8)}, {128});
   auto s = b.alloc_shared("s", {int_imm(128)}, DataType::Float(32));
-  b.tile_op("copy", {BufferRegion::full(A), BufferRegion::full(s)});
+  // Block bx copies its 128 elements of A (a whole-A copy into s would be a shape mismatch).
+  BufferRegion tile{A, {{vars[0] * 128, int_imm(128)}}, {}};
+  b.tile_op("copy", {tile, BufferRegion::full(s)});
   b.end_frame();
   PrimFunc f = b.finish();
   ASSERT_TRUE(f->body.as<KernelLaunchNode>());

@@ -334,12 +334,17 @@ TEST_F(PassesTest, TimePassesReportsEveryPass) {
   EXPECT_NE(err.find("total"), std::string::npos);
 }
 
-TEST_F(PassesTest, UserErrorsFromAPassPropagate) {
+TEST_F(PassesTest, UserErrorsFromAPassPropagateAfterTheTimesSoFar) {
+  knobs::ScopedKnob k("TILEC_TIME_PASSES", "1");
   passes::PassContext ctx;
   passes::Pass failing{"failing", [](const PrimFunc& f, passes::PassContext&) -> PrimFunc {
                          throw_user_error("bad kernel", f->loc, "fix it");
                        }};
-  EXPECT_THROW(passes::run_passes({failing}, make_scale_kernel(), ctx), UserError);
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(passes::run_passes({identity_pass("before_failure"), failing}, make_scale_kernel(), ctx),
+               UserError);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("before_failure"), std::string::npos) << err;
 }
 
 // ---------------- verify, simplify, pipeline ----------------

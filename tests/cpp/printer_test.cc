@@ -257,9 +257,10 @@ TEST(Printer, AllocationsAndTileOps) {
     return make_buffer(name, s, t, sc);
   };
   Buffer sd = alloc("A_shared", {32, 32}, DataType::Float(16), Scope::kSharedDyn);
-  Buffer ss = alloc("S", {8}, DataType::Float(32), Scope::kShared);
+  // Shapes fit the ops below (make_tile_op checks them): S takes a row of 32, r a row max.
+  Buffer ss = alloc("S", {32}, DataType::Float(32), Scope::kShared);
   Buffer fr = alloc("C_local", {32, 32}, DataType::Float(32), Scope::kFragment);
-  Buffer lo = alloc("r", {4}, DataType::Float(32), Scope::kLocal);
+  Buffer lo = alloc("r", {32}, DataType::Float(32), Scope::kLocal);
   Buffer va = alloc("v", {1}, DataType::Int(32), Scope::kVar);
   Buffer ba = alloc("bar", {2}, DataType::UInt(64), Scope::kBarrier);
   Var k = make_var("k");
@@ -295,9 +296,9 @@ TEST(Printer, AllocationsAndTileOps) {
   for (const Buffer& b : {ba, va, lo, fr, ss, sd}) body = allocate(b, body);
   EXPECT_EQ(script(body),
             "A_shared = T.alloc_shared((32, 32), \"float16\")\n"
-            "S = T.alloc_shared((8,), \"float32\", scope=\"shared\")\n"
+            "S = T.alloc_shared((32,), \"float32\", scope=\"shared\")\n"
             "C_local = T.alloc_fragment((32, 32), \"float32\")\n"
-            "r = T.alloc_local((4,), \"float32\")\n"
+            "r = T.alloc_local((32,), \"float32\")\n"
             "v = T.alloc_var(\"int32\")\n"
             "bar = T.alloc_buffer((2,), \"uint64\", scope=\"shared.barrier\")\n"
             "T.copy(A[k * 32:k * 32 + 32, 0:32], A_shared)\n"

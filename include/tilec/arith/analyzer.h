@@ -4,6 +4,18 @@
 //
 // An Analyzer holds what is known about variables (their ranges, from loops, thread
 // extents and user constraints); every query uses it.
+//
+// Semantics the analyses rely on:
+//  * int32/int64 arithmetic is assumed not to overflow (it is undefined behaviour in the
+//    generated code), so sums are reassociated and bounds clipped to the type. Unsigned,
+//    int8/int16 and float arithmetic is only constant-folded (never reassociated), and
+//    constants are folded only when the exact result is representable.
+//  * Division by zero is undefined: a zero divisor is never folded, and bounds analysis
+//    may assume divisors are nonzero.
+//  * Results are deterministic: terms are ordered by a structural order that never looks
+//    at addresses (variables by name).
+//  * Answers are memoized per Analyzer until the next bind_* call, so repeated queries on
+//    the same (shared) expression objects are cheap. An Analyzer is not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -40,18 +52,26 @@ class Analyzer {
   Analyzer(const Analyzer&) = delete;
   Analyzer& operator=(const Analyzer&) = delete;
 
-  // Declare that min <= v < min + extent (loop variables, thread indices).
+  // Declare that min <= v < min + extent (loop variables, thread indices). Replaces what
+  // was known about v. min / extent may be symbolic (e.g. a loop up to n): their constant
+  // bounds give v's interval, and the symbolic bounds themselves are kept, so facts like
+  // i < n are provable for i in [0, n).
   void bind_range(const Var& v, const Expr& min, const Expr& extent);
-  // Declare exact bounds min <= v <= max.
+  // Declare exact bounds min <= v <= max. Replaces what was known about v.
   void bind_bound(const Var& v, int64_t min_value, int64_t max_value);
-  // Declare v == value (substituted before simplifying).
+  // Declare v == value (a Let). Every later query substitutes v by value first, so
+  // simplify's result no longer mentions v.
   void bind_value(const Var& v, const Expr& value);
 
-  // Returns an equivalent, simpler expression: constants folded, integer sums put in a
-  // canonical linear form, floordiv/floormod rewritten where bounds allow, and
-  // comparisons decided when the bounds decide them.
+  // Returns an equivalent, simpler expression of the same type: constants folded,
+  // integer sums put in a canonical linear form, floordiv/floormod rewritten where
+  // bounds allow, and comparisons decided when the bounds decide them (undecided ones
+  // are normalized, e.g. x + 3 < 8 -> x < 5). When nothing simplifies, the very same
+  // object is returned (copy-on-write callers can test same_as).
   Expr simplify(const Expr& e);
+  // Sound interval of e's values; kNegInf / kPosInf where unbounded.
   ConstIntBound const_int_bound(const Expr& e);
+  // Sound congruence of e's values: e == coeff * k + base (coeff >= 0, 0 <= base < coeff).
   ModularSet modular_set(const Expr& e);
   // True only when `cond` (a bool expression) holds for every value of its variables
   // within their known ranges. False means "could not prove", not "false".

@@ -44,8 +44,10 @@ class Builder {
                                 std::vector<int64_t> cluster = {}, SourceLoc loc = {});
   // Thread index variables of the innermost kernel (tx, ty, tz).
   const std::vector<Var>& thread_vars() const;
+  // `thread_tag` ("threadIdx.x", ...) is for ForKind::kThreadBinding loops only.
   Var begin_for(const std::string& var_name, Expr min, Expr extent, ForKind kind,
-                PipelineInfo pipeline = {}, AttrMap annotations = {}, SourceLoc loc = {});
+                PipelineInfo pipeline = {}, AttrMap annotations = {}, SourceLoc loc = {},
+                std::string thread_tag = {});
   // Several nested loops opened (and later closed) as one frame: T.Parallel(M, N).
   std::vector<Var> begin_loop_nest(const std::vector<std::string>& names, std::vector<Expr> extents,
                                    ForKind kind, SourceLoc loc = {});

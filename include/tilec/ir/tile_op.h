@@ -7,6 +7,7 @@
 // in src/ops through the OpBehaviour registry, keyed by op name and target.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct TileOpSchema {
   std::vector<TileOpAttrSpec> attrs;
   // Positional arguments that may also be given by keyword, e.g. T.reduce_max(A, B, dim=1).
   bool args_by_keyword = true;
+  // Optional: run by make_tile_op after the schema check. It may complete the arguments
+  // (T.copy takes the extents of an all-index region from the other side; T.fill converts
+  // the value to the buffer's dtype) and raises a UserError when they do not fit together
+  // (shape mismatch). The built-in ones live in src/ir/tile_op_checks.cc.
+  std::function<void(std::vector<TileArg>& args, const AttrMap& attrs, const SourceLoc& loc)> check = nullptr;
 };
 
 // Registers the built-in ops on first use; later registrations add to them.

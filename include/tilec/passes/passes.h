@@ -31,6 +31,20 @@ Pass simplify_pass();
 //   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
 Pass rasterize_blocks_pass();
 
+// layout_inference (src/passes/layout_inference.cc)                         [layoutops]
+//   in:  tile-level kernels (tile ops, T.Parallel nests, optional T.annotate_layout).
+//   out: kernel body wrapped in Annotate{"layout_map", LayoutMap} with a layout for every
+//   fragment and shared buffer; each T.Parallel nest's outer For annotated "loop_layout".
+//   UserError naming both ops and the buffer on conflicting demands. After pipeline
+//   planning, before lower_tile_ops.
+Pass layout_inference_pass();
+
+// lower_tile_ops (src/passes/lower_tile_ops.cc)                             [layoutops]
+//   in:  the output of layout_inference.   out: lowered IR (docs/LOWERED_IR.md) except
+//   that T.Pipelined loops remain for pipeline injection: no tile ops, no Parallel loops,
+//   fragments become Scope::kLocal register arrays, shared buffers 1-D physical.
+Pass lower_tile_ops_pass();
+
 // ---- the second half of the CUDA pipeline (lowered IR -> CUDA C), in this order. ----
 // Attribute keys they share with the first half and with codegen, and the LaunchPlan
 // builder, are in tilec/passes/cuda_back_passes.h.

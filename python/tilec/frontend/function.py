@@ -1,0 +1,116 @@
+"""Parsing whole functions: `@T.prim_func` on a Python function, and function definitions in
+T-script text. Both end in `build_function`, which declares the parameters, walks the body
+and verifies the result."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from typing import Any, Optional
+
+from .. import _tilec
+from ..errors import CompileError
+from . import context
+from .parser import Env, Parser
+
+
+class SourceInfo:
+    """The parsed source of a Python function and how to map its positions back to the file."""
+
+    def __init__(self, fdef: ast.FunctionDef, filename: str, line_offset: int, col_offset: int):
+        self.fdef = fdef
+        self.filename = filename
+        self.line_offset = line_offset
+        self.col_offset = col_offset
+
+
+def read_source(fn: Any, what: str) -> SourceInfo:
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError):
+        raise CompileError(
+            f"cannot read the source of {what} '{getattr(fn, '__name__', fn)}'",
+            hint="define kernels in a file (not in an interactive prompt), or use tilec.from_script(text)",
+        ) from None
+    first = lines[0]
+    indent = first[: len(first) - len(first.lstrip())]
+    dedented = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    tree = ast.parse("".join(dedented), filename=filename)
+    fdef = tree.body[0]
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise CompileError(f"{what} must decorate a function definition")
+    return SourceInfo(fdef, filename, start - 1, len(indent))
+
+
+def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: int = 0, col_offset: int = 0,
+                   annotations: Optional[dict] = None) -> "_tilec.PrimFunc":
+    """Parses one function definition into a PrimFunc. `annotations`: the function's evaluated
+    parameter annotations (from `fn.__annotations__`); None evaluates them from the AST."""
+    from ..language.dtypes import DType, dtype_str
+    from ..language.tensor import TensorSpec
+
+    builder = _tilec.Builder(fdef.name, _tilec.SourceLoc(filename, fdef.lineno + line_offset, fdef.col_offset + col_offset + 1))
+    ctx = context.ParseContext(builder, filename)
+    parser = Parser(ctx, env, filename, line_offset, col_offset)
+    ctx.parser = parser
+    context.push(ctx)
+    try:
+        args = fdef.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+            raise parser.error(fdef, "a T.prim_func takes plain parameters (no *args, **kwargs, defaults)",
+                               "put options in a jit factory around the kernel")
+        for a in args.args:
+            ctx.loc = parser.loc(a)
+            if annotations is not None and a.arg in annotations:
+                spec = annotations[a.arg]
+            elif a.annotation is not None:
+                spec = parser.eval(a.annotation)
+            else:
+                raise parser.error(a, f"parameter '{a.arg}' needs an annotation",
+                                   "T.Tensor((M, N), dtype) for a tensor, T.int32 / T.float32 for a scalar")
+            if isinstance(spec, TensorSpec):
+                value = builder.tensor(a.arg, list(spec.shape), spec.dtype,
+                                       list(spec.strides) if spec.strides is not None else None, ctx.loc)
+            elif isinstance(spec, (DType, str, _tilec.DataType)):
+                value = builder.scalar_param(a.arg, dtype_str(spec), ctx.loc)
+            else:
+                raise parser.error(a, f"parameter '{a.arg}' has an unsupported annotation {spec!r}",
+                                   "T.Tensor((M, N), dtype) for a tensor, T.int32 / T.float32 for a scalar")
+            parser.bind(a.arg, value)
+        parser.visit_body(fdef.body, new_scope=False)
+        ctx.loc = parser.loc(fdef)
+        func = builder.finish(ctx.func_attrs or None)
+        _tilec.verify(func)
+        return func
+    except CompileError as e:
+        e.set_loc_if_unknown(ctx.loc.file, ctx.loc.line, ctx.loc.col)
+        raise
+    finally:
+        context.pop()
+
+
+def parse_python_function(fn: Any, frame_locals: Optional[dict] = None) -> "_tilec.PrimFunc":
+    src = read_source(fn, "T.prim_func")
+    env = Env.of_function(fn, frame_locals)
+    annotations = dict(getattr(fn, "__annotations__", {}) or {})
+    # Postponed annotations (`from __future__ import annotations`) are strings: evaluate them.
+    for k, v in list(annotations.items()):
+        if isinstance(v, str):
+            annotations.pop(k)
+    return build_function(src.fdef, env, src.filename, src.line_offset, src.col_offset, annotations)
+
+
+def prim_func(fn: Any = None, **options: Any):
+    """Decorator: parses the function into a tile-IR PrimFunc (`.script()` prints it)."""
+    if options:
+        unknown = ", ".join(options)
+        raise TypeError(f"T.prim_func got unsupported option(s): {unknown}")
+    if fn is None:
+        return prim_func
+    frame_locals = dict(sys._getframe(1).f_locals)
+    try:
+        return parse_python_function(fn, frame_locals)
+    except CompileError as e:
+        raise e.with_traceback(None) from None

@@ -1,0 +1,184 @@
+"""`@tilec.jit` and `tilec.compile`, with TileLang's object API.
+
+Two styles, as in TileLang:
+
+    @tilec.jit(out_idx=[-1])
+    def matmul(M, N, K, block_M, block_N, block_K):      # a factory
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), ...): ...
+        return main
+
+    kernel = matmul(1024, 1024, 1024, 128, 128, 32)      # compiles (cached by arguments)
+    c = kernel(a, b)
+
+    @tilec.jit(out_idx=[-1])
+    @T.prim_func
+    def add(A: T.Tensor((1024,), "float32"), ...): ...  # a decorated prim_func
+    c = add(a, b)                                        # compiles once, then runs
+
+`.get_tir(*args)` returns the PrimFunc without compiling, `.compile(*args)` compiles.
+Compilation itself is `_tilec.compile` (the runtime bindings).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, Sequence, Union
+
+from . import _tilec
+from .errors import CompileError
+
+PrimFunc = _tilec.PrimFunc
+
+_TARGET_KEYS = {"kind", "arch"}
+
+
+def normalize_target(target: Any) -> str:
+    """A target spec as the string C++ target parsing takes: "auto", "cuda", "sm_90a",
+    "cuda -arch=sm_90a"; dicts such as {"kind": "cuda", "arch": "sm_90"} become strings."""
+    if target is None:
+        return "auto"
+    if isinstance(target, str):
+        t = target.strip()
+        if not t:
+            raise CompileError("empty target", hint='use "auto", "cuda", "sm_90a" or "cuda -arch=sm_90a"')
+        return t
+    if isinstance(target, dict):
+        unknown = set(target) - _TARGET_KEYS
+        if unknown:
+            raise CompileError(f"unsupported target key(s): {', '.join(sorted(unknown))}",
+                               hint='a target dict has "kind" and optionally "arch", e.g. {"kind": "cuda", "arch": "sm_90a"}')
+        kind = str(target.get("kind", "cuda"))
+        arch = target.get("arch")
+        if arch is None:
+            return kind
+        arch = str(arch)
+        if arch.isdigit():
+            arch = "sm_" + arch
+        return f"{kind} -arch={arch}"
+    raise CompileError(f"a target must be a string or a dict, got a {type(target).__name__}",
+                       hint='use "auto", "cuda", "sm_90a", "cuda -arch=sm_90a" or {"kind": "cuda", "arch": "sm_90a"}')
+
+
+def normalize_out_idx(out_idx: Union[None, int, Sequence[int]]) -> list:
+    if out_idx is None:
+        return []
+    if isinstance(out_idx, int):
+        return [out_idx]
+    return [int(i) for i in out_idx]
+
+
+def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: Any = "auto",
+            target_host: Any = None, execution_backend: Optional[str] = None, verbose: Optional[bool] = None,
+            pass_configs: Optional[dict] = None, compile_flags: Any = None):
+    """Compiles a PrimFunc to a kernel (calling it launches the kernel on torch tensors)."""
+    if isinstance(func, JITImpl):
+        return func.compile()
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"tilec.compile takes a T.prim_func, got a {type(func).__name__}")
+    backend = getattr(_tilec, "compile", None)
+    if backend is None:
+        raise NotImplementedError("this build of tilec has no runtime: the _tilec.compile binding is missing")
+    try:  # the runtime's Python side (torch hooks, CUDA search paths), when present
+        from . import kernel as _kernel_module
+
+        backend = getattr(_kernel_module, "compile_prim_func", backend)
+    except ImportError:
+        pass
+    options = dict(target=normalize_target(target), out_idx=normalize_out_idx(out_idx),
+                   pass_configs=dict(pass_configs or {}))
+    if compile_flags:
+        options["compile_flags"] = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
+    try:
+        return backend(func, **options)
+    except CompileError as e:
+        raise e.with_traceback(None) from None
+
+
+def _cache_key(args: tuple, kwargs: dict) -> Any:
+    key = (args, tuple(sorted(kwargs.items())))
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return repr(key)
+
+
+class JITImpl:
+    """What `@tilec.jit` returns; see the module docstring."""
+
+    def __init__(self, func: Union[Callable, PrimFunc], out_idx=None, target: Any = "auto", target_host: Any = None,
+                 execution_backend: Optional[str] = None, verbose: Optional[bool] = None,
+                 pass_configs: Optional[dict] = None, debug_root_path: Optional[str] = None,
+                 compile_flags: Any = None):
+        self.func = func
+        self.out_idx = out_idx
+        self.target = target
+        self.target_host = target_host
+        self.execution_backend = execution_backend
+        self.verbose = verbose
+        self.pass_configs = pass_configs
+        self.debug_root_path = debug_root_path
+        self.compile_flags = compile_flags
+        self._kernel_cache: dict = {}
+        if not isinstance(func, PrimFunc):
+            functools.update_wrapper(self, func)
+
+    @property
+    def is_prim_func(self) -> bool:
+        return isinstance(self.func, PrimFunc)
+
+    def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
+        """The PrimFunc for these factory arguments, without compiling."""
+        if self.is_prim_func:
+            if args or kwargs:
+                raise TypeError("a jit-decorated T.prim_func takes no factory arguments in get_tir()")
+            return self.func
+        try:
+            tir = self.func(*args, **kwargs)
+        except CompileError as e:
+            raise e.with_traceback(None) from None
+        if not isinstance(tir, PrimFunc):
+            raise TypeError(f"the jit factory {getattr(self.func, '__name__', '?')} must return a T.prim_func, "
+                            f"got a {type(tir).__name__}")
+        return tir
+
+    def compile(self, *args: Any, **kwargs: Any):
+        return compile(self.get_tir(*args, **kwargs), out_idx=self.out_idx, target=self.target,
+                       target_host=self.target_host, execution_backend=self.execution_backend, verbose=self.verbose,
+                       pass_configs=self.pass_configs, compile_flags=self.compile_flags)
+
+    def _kernel(self, args: tuple, kwargs: dict):
+        key = _cache_key(args, kwargs)
+        kernel = self._kernel_cache.get(key)
+        if kernel is None:
+            kernel = self.compile(*args, **kwargs)
+            self._kernel_cache[key] = kernel
+        return kernel
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        if self.is_prim_func:
+            kernel = self._kernel((), {})
+            return kernel(*args, **kwargs) if (args or kwargs) else kernel
+        return self._kernel(args, kwargs)
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        return self._kernel(args, kwargs).get_kernel_source()
+
+    def __repr__(self) -> str:
+        name = self.func.name if self.is_prim_func else getattr(self.func, "__name__", "?")
+        return f"<tilec.jit {name}>"
+
+
+def jit(func: Any = None, *, out_idx=None, target: Any = "auto", target_host: Any = None,
+        execution_backend: Optional[str] = None, verbose: Optional[bool] = None, pass_configs: Optional[dict] = None,
+        debug_root_path: Optional[str] = None, compile_flags: Any = None):
+    """`@tilec.jit` / `@tilec.jit(out_idx=..., target=..., pass_configs=...)`."""
+    options = dict(out_idx=out_idx, target=target, target_host=target_host, execution_backend=execution_backend,
+                   verbose=verbose, pass_configs=pass_configs, debug_root_path=debug_root_path,
+                   compile_flags=compile_flags)
+
+    def decorate(f):
+        return JITImpl(f, **options)
+
+    return decorate(func) if func is not None else decorate

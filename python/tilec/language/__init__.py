@@ -1,0 +1,27 @@
+"""The T language: ``import tilec.language as T`` (or ``import tilelang.language as T`` after
+``import tilec.compat``). docs/LANGUAGE.md lists every primitive and its status."""
+
+from ..frontend.function import prim_func
+from ..frontend.macro import macro
+from .dtypes import DTYPES as _DTYPES, DType
+from .frames import Frame
+from .layout import Fragment, Layout
+from .ops import (  # noqa: A004 (abs, max, min, print are T names)
+    Broadcast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_barrier, alloc_buffer,
+    alloc_fragment, alloc_local, ceil, cos, erf, floor, func_attr, log10, pow, round, sin, trunc, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, atomic_add,
+    atomic_max, atomic_min, barrier_arrive, barrier_init, barrier_wait, call_intrin, cast, ceildiv, clear, copy,
+    cumsum, evaluate, exp, exp2, fill, floordiv, floormod, gemm, gemm_v1, gemm_v2, get_block_binding,
+    get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity, log, log2, max,
+    mbarrier_arrive, mbarrier_wait_parity, min, print, reduce, reduce_absmax, reduce_abssum, reduce_max,
+    reduce_min, reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
+    truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
+)
+from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
+from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+
+globals().update(_DTYPES)
+
+# TileLang's capitalised aliases.
+Serial = serial
+Unroll = unroll
+Vectorized = vectorized

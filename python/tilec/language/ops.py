@@ -1,0 +1,682 @@
+"""The T primitives that are statements or values: kernels and loops, allocations, tile
+ops, math, barriers, thread indices, printing. Each is a thin mapping onto one builder
+call; checking happens in C++ (tile-op schemas, type rules, shape checks)."""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import numbers
+from typing import Any, Optional, Sequence
+
+from .. import _tilec
+from ..errors import CompileError
+from ..frontend import context
+from ..frontend.values import (
+    BARRIER_SCOPE,
+    BufferAccess,
+    const_int,
+    is_ir,
+    to_expr,
+)
+from .dtypes import dtype_str
+from .frames import AnnotationFrame, KernelFrame, LoopFrame, make_serial
+
+Buffer = _tilec.Buffer
+BufferRegion = _tilec.BufferRegion
+Expr = _tilec.Expr
+
+
+def primitive(fn):
+    """Marks a T function: the parser checks its arity and sets the source location first."""
+    fn._tilec_primitive = True
+    return fn
+
+
+def _loc():
+    return context.loc()
+
+
+# --------------------------------------------------------------------------- kernels, loops
+
+
+@primitive
+def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = None, is_cpu: bool = False):
+    """`with T.Kernel(gx, gy, threads=128) as (bx, by):` — a kernel launch over a grid."""
+    if prelude is not None or is_cpu:
+        raise CompileError("T.Kernel(prelude=..., is_cpu=...) is not supported", hint="tilec targets CUDA GPUs")
+    if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
+        grid = tuple(grid[0])
+    return KernelFrame(grid, threads, cluster_dims, _loc())
+
+
+@primitive
+def Parallel(*extents, min: Any = None, annotations: Optional[dict] = None,  # noqa: A002 - printed form
+             coalesced_width: Any = None, loop_layout: Any = None):
+    """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads.
+    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form)."""
+    if coalesced_width is not None or loop_layout is not None:
+        raise CompileError("T.Parallel(coalesced_width=..., loop_layout=...) is not supported yet",
+                           hint="remove the keyword; tilec picks the loop layout by layout inference")
+    if not extents:
+        raise CompileError("T.Parallel needs at least one extent")
+    if min is None and not annotations:
+        return LoopFrame("Parallel", extents, what="T.Parallel", loc=_loc())
+    if len(extents) != 1:
+        raise CompileError("T.Parallel(min=..., annotations=...) takes a single extent")
+    return LoopFrame("parallel", extents, [0 if min is None else min], annotations=annotations,
+                     what="T.Parallel", loc=_loc())
+
+
+@primitive
+def Pipelined(start: Any, stop: Any = None, num_stages: int = 0, order: Optional[Sequence[int]] = None,
+              stage: Optional[Sequence[int]] = None, sync: Any = None, group: Any = None, *,
+              annotations: Optional[dict] = None):
+    """`for k in T.Pipelined(n, num_stages=3):` — a software-pipelined serial loop."""
+    if sync is not None or group is not None:
+        raise CompileError("T.Pipelined(sync=..., group=...) is not supported yet",
+                           hint="use num_stages, order and stage")
+    from .frames import _bounds
+
+    lo, extent = _bounds(start, stop, "T.Pipelined")
+    stages = const_int(num_stages, "num_stages")
+    order = [const_int(x, "order") for x in order] if order is not None else None
+    stage = [const_int(x, "stage") for x in stage] if stage is not None else None
+    return LoopFrame("Pipelined", [extent], [lo], num_stages=stages, order=order, stage=stage,
+                     annotations=annotations, what="T.Pipelined", loc=_loc())
+
+
+@primitive
+def serial(start: Any, stop: Any = None, step: Any = None, *, annotations: Optional[dict] = None):
+    return make_serial("serial", "T.serial", start, stop, step, annotations)
+
+
+@primitive
+def unroll(start: Any, stop: Any = None, step: Any = None, *, explicit: bool = False,
+           unroll_factor: Any = None, annotations: Optional[dict] = None):
+    if explicit or unroll_factor is not None:
+        raise CompileError("T.unroll(explicit=..., unroll_factor=...) is not supported yet")
+    return make_serial("unroll", "T.unroll", start, stop, step, annotations)
+
+
+@primitive
+def vectorized(start: Any, stop: Any = None, step: Any = None, *, annotations: Optional[dict] = None):
+    return make_serial("vectorized", "T.vectorized", start, stop, step, annotations)
+
+
+@primitive
+def thread_binding(start: Any, stop: Any = None, thread: Optional[str] = None, *, annotations: Optional[dict] = None):
+    if not isinstance(thread, str) or not thread:
+        raise CompileError("T.thread_binding needs thread=\"threadIdx.x\" (or .y / .z)")
+    frame = make_serial("thread_binding", "T.thread_binding", start, stop, None, annotations)
+    frame.thread_tag = thread
+    return frame
+
+
+def range_loop(*args):
+    """Python `range(...)` in a kernel: a serial loop."""
+    if not 1 <= len(args) <= 3:
+        raise CompileError(f"range expected 1 to 3 arguments, got {len(args)}")
+    return make_serial("serial", "range", *args)
+
+
+# ---------------------------------------------------------------------------- thread indices
+
+
+@primitive
+def get_thread_binding(dim: int = 0):
+    ctx = context.require("T.get_thread_binding")
+    tvars = ctx.builder.thread_vars()
+    d = const_int(dim, "the thread dimension")
+    if not 0 <= d < len(tvars):
+        raise CompileError(f"T.get_thread_binding({d}): the kernel has {len(tvars)} thread dimension(s)")
+    return tvars[d]
+
+
+@primitive
+def get_thread_bindings():
+    return list(context.require("T.get_thread_bindings").builder.thread_vars())
+
+
+@primitive
+def get_block_binding(dim: int = 0):
+    ctx = context.require("T.get_block_binding")
+    if not ctx.kernels:
+        raise CompileError("T.get_block_binding used outside T.Kernel")
+    bvars = ctx.kernels[-1]
+    d = const_int(dim, "the block dimension")
+    if not 0 <= d < len(bvars):
+        raise CompileError(f"T.get_block_binding({d}): the kernel has {len(bvars)} grid dimension(s)")
+    return bvars[d]
+
+
+@primitive
+def get_block_bindings():
+    ctx = context.require("T.get_block_bindings")
+    if not ctx.kernels:
+        raise CompileError("T.get_block_bindings used outside T.Kernel")
+    return list(ctx.kernels[-1])
+
+
+# ------------------------------------------------------------------------------ allocations
+
+
+def _shape(shape: Any) -> list:
+    if isinstance(shape, (list, tuple)):
+        return list(shape)
+    return [shape]
+
+
+def _alloc(what: str, default_name: str, shape: Any, dtype: Any, scope: str):
+    ctx = context.require(what)
+    name = ctx.take_name(default_name)
+    return ctx.builder.alloc(name, _shape(shape), dtype_str(dtype), scope, ctx.loc)
+
+
+@primitive
+def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn"):
+    return _alloc("T.alloc_shared", "shared", shape, dtype, scope)
+
+
+@primitive
+def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment"):
+    return _alloc("T.alloc_fragment", "fragment", shape, dtype, scope)
+
+
+@primitive
+def alloc_local(shape: Any, dtype: Any, scope: str = "local"):
+    return _alloc("T.alloc_local", "local", shape, dtype, scope)
+
+
+@primitive
+def alloc_buffer(shape: Any, dtype: Any, scope: str = "shared.dyn"):
+    return _alloc("T.alloc_buffer", "buf", shape, dtype, scope)
+
+
+@primitive
+def alloc_tmem(shape: Any, dtype: Any):
+    return _alloc("T.alloc_tmem", "tmem", shape, dtype, "shared.tmem")
+
+
+@primitive
+def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var"):
+    """A per-thread scalar variable; read it as `v`, assign it with `v = ...`."""
+    ctx = context.require("T.alloc_var")
+    buf = _alloc("T.alloc_var", "v", [1], dtype, scope)
+    if init is not None:
+        ctx.builder.store(buf, [0], to_expr(init), ctx.loc)
+    return buf
+
+
+@primitive
+def alloc_barrier(arrive_count: Any):
+    """mbarriers in shared memory, one per arrive count; `T.alloc_barrier(arrive_count=128)`."""
+    ctx = context.require("T.alloc_barrier")
+    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    counts = [const_int(c, "arrive_count") for c in counts]
+    if not counts:
+        raise CompileError("T.alloc_barrier needs at least one arrive count")
+    buf = _alloc("T.alloc_barrier", "mbar", [len(counts)], "uint64", BARRIER_SCOPE)
+    ctx.builder.tile_op("barrier_init", [buf], {"arrive_count": counts}, ctx.loc)
+    return buf
+
+
+@primitive
+def barrier_init(barrier: Any, arrive_count: Any):
+    """The initialisation T.alloc_barrier emits (printed form)."""
+    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    return _tile_op("barrier_init", [barrier], {"arrive_count": [const_int(c, "arrive_count") for c in counts]})
+
+
+# --------------------------------------------------------------------------------- tile ops
+
+
+class GemmWarpPolicy(enum.Enum):
+    """How T.gemm splits the block's warps over the output tile."""
+
+    Square = "Square"
+    FullRow = "FullRow"
+    FullCol = "FullCol"
+
+
+_schemas: dict = {}
+
+
+def _schema(op: str) -> dict:
+    if op not in _schemas:
+        s = _tilec.tile_op_schema(op)
+        if s is None:
+            raise CompileError(f"unknown tile op 'T.{op}'")
+        _schemas[op] = s
+    return _schemas[op]
+
+
+def _marshal_arg(v: Any, kind: str) -> Any:
+    if isinstance(v, (Buffer, BufferRegion)):
+        return v
+    if isinstance(v, BufferAccess):
+        if kind == "region" or not v.is_point():
+            return v.to_region()
+        return v.to_load()
+    if kind == "region" and not is_ir(v) and not isinstance(v, (numbers.Number, str)):
+        raise CompileError(f"a {type(v).__name__} is not a buffer or a buffer region",
+                           hint="pass a buffer (A_shared) or a region (A[i, j] / A[0:64, k])")
+    return to_expr(v)
+
+
+def _marshal_attr(v: Any) -> Any:
+    if isinstance(v, enum.Enum):
+        return v.value
+    if isinstance(v, Buffer):
+        return to_expr(v) if v.scope == BARRIER_SCOPE else v
+    if isinstance(v, BufferAccess):
+        return v.to_load()
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Sequence[str] = ()):
+    ctx = context.require(f"T.{op}")
+    schema = _schema(op)
+    specs = schema["args"]
+    args = list(args)
+    kwargs = dict(kwargs)
+    # TileLang lets some keywords be given positionally (T.gemm(A, B, C, True, False)).
+    if len(specs) < len(args) <= len(specs) + len(extra_positional):
+        for name, value in zip(extra_positional, args[len(specs):]):
+            if name in kwargs:
+                raise CompileError(f"T.{op} got multiple values for '{name}'")
+            kwargs[name] = value
+        args = args[: len(specs)]
+    # Positional arguments given by keyword: T.reduce_max(A, out=B).
+    for i in range(len(args), len(specs)):
+        if specs[i][0] not in kwargs:
+            break
+        args.append(kwargs.pop(specs[i][0]))
+    tile_args = [_marshal_arg(a, specs[i][1] if i < len(specs) else "region_or_expr") for i, a in enumerate(args)]
+    attrs = {k: _marshal_attr(v) for k, v in kwargs.items() if v is not None}
+    ctx.builder.tile_op(op, tile_args, attrs, ctx.loc)
+
+
+@primitive
+def copy(src: Any, dst: Any, *args, **kwargs):
+    """Copy a region to another (global <-> shared <-> fragment); extents of an all-index
+    side (A[i, j]) are taken from the other side."""
+    _tile_op("copy", [src, dst, *args], kwargs, ("coalesced_width", "disable_tma", "eviction_policy"))
+
+
+@primitive
+def tma_copy(src: Any, dst: Any, *args, **kwargs):
+    """The producer half of a TMA copy (arrive-expect-tx + load); wait on `barrier` yourself."""
+    _tile_op("tma_copy", [src, dst, *args], kwargs, ("barrier", "eviction_policy"))
+
+
+@primitive
+def gemm(A: Any, B: Any, C: Any, *args, **kwargs):
+    """C (+)= A @ B on tiles (transpose_A / transpose_B, policy, clear_accum, k_pack, wg_wait)."""
+    _tile_op("gemm", [A, B, C, *args], kwargs,
+             ("transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait"))
+
+
+gemm_v1 = gemm
+gemm_v2 = gemm
+
+
+@primitive
+def wgmma_gemm(A: Any, B: Any, C: Any, *args, **kwargs):
+    kwargs.setdefault("instruction", "wgmma")
+    return gemm(A, B, C, *args, **kwargs)
+
+
+@primitive
+def tcgen05_gemm(*args, **kwargs):
+    raise CompileError(
+        "T.tcgen05_gemm needs the sm_100 (Blackwell) tcgen05 path, which tilec does not support yet",
+        hint="use T.gemm with a T.alloc_fragment accumulator; tilec targets sm_80 and sm_90 today")
+
+
+@primitive
+def fill(buffer: Any, value: Any):
+    _tile_op("fill", [buffer, value], {})
+
+
+@primitive
+def clear(buffer: Any):
+    _tile_op("fill", [buffer, 0], {})
+
+
+def _reduce(kind: str):
+    def op(buffer: Any, out: Any, *args, **kwargs):
+        _tile_op(kind, [buffer, out, *args], kwargs, ("dim", "clear"))
+
+    op.__name__ = kind
+    op.__doc__ = f"T.{kind}(buffer, out, dim=-1, clear=True)"
+    return primitive(op)
+
+
+reduce_max = _reduce("reduce_max")
+reduce_min = _reduce("reduce_min")
+reduce_sum = _reduce("reduce_sum")
+reduce_abssum = _reduce("reduce_abssum")
+reduce_absmax = _reduce("reduce_absmax")
+
+
+@primitive
+def reduce(buffer: Any, out: Any, reduce_type: str, dim: int = -1, clear: bool = True):
+    if reduce_type not in ("max", "min", "sum", "abssum", "absmax"):
+        raise CompileError(f"T.reduce: unknown reduce_type {reduce_type!r}", hint="max, min, sum, abssum or absmax")
+    _tile_op("reduce_" + reduce_type, [buffer, out], {"dim": dim, "clear": clear})
+
+
+@primitive
+def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False):
+    _tile_op("cumsum", [src, src if dst is None else dst], {"dim": dim, "reverse": reverse})
+
+
+def _atomic(kind: str):
+    def op(dst: Any, value: Any, **kwargs):
+        _tile_op(kind, [dst, value], kwargs)
+
+    op.__name__ = kind
+    op.__doc__ = f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, on an element or a region"
+    return primitive(op)
+
+
+atomic_add = _atomic("atomic_add")
+atomic_max = _atomic("atomic_max")
+atomic_min = _atomic("atomic_min")
+
+
+# ------------------------------------------------------------------------------------- math
+
+
+def _call(op: str, *args, dtype: Any = None):
+    exprs = [to_expr(a) for a in args]
+    return _tilec.call(dtype if dtype is not None else exprs[0].dtype, op, exprs, _loc())
+
+
+def _math(name: str):
+    def fn(x: Any):
+        return _call(name, x)
+
+    fn.__name__ = name
+    fn.__doc__ = f"T.{name}(x), elementwise"
+    return primitive(fn)
+
+
+exp = _math("exp")
+log10 = _math("log10")
+sin = _math("sin")
+cos = _math("cos")
+floor = _math("floor")
+ceil = _math("ceil")
+round = _math("round")  # noqa: A001
+trunc = _math("trunc")
+erf = _math("erf")
+exp2 = _math("exp2")
+log = _math("log")
+log2 = _math("log2")
+sqrt = _math("sqrt")
+rsqrt = _math("rsqrt")
+tanh = _math("tanh")
+sigmoid = _math("sigmoid")
+
+
+@primitive
+def pow(x: Any, y: Any):  # noqa: A001 - the T name
+    ex = to_expr(x)
+    ey = _tilec.cast(ex.dtype, to_expr(y), _loc()) if not isinstance(y, Expr) else y
+    return _tilec.call(ex.dtype, "pow", [ex, ey], _loc())
+
+
+_BITWISE = {"and": "tl.bitwise_and", "or": "tl.bitwise_or", "xor": "tl.bitwise_xor",
+            "shl": "tl.shift_left", "shr": "tl.shift_right"}
+
+
+def bitwise(kind: str, a: Any, b: Any):
+    """Integer bit operations on kernel values (`&`, `|`, `^`, `<<`, `>>`)."""
+    ea = a if isinstance(a, Expr) else None
+    eb = b if isinstance(b, Expr) else None
+    # A Python int takes the other operand's integer type.
+    if ea is None:
+        ea = _tilec.int_imm(int(a), eb.dtype, _loc()) if isinstance(a, numbers.Integral) else to_expr(a)
+    if eb is None:
+        eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
+    if not ea.dtype.is_integer() or ea.dtype != eb.dtype:
+        raise CompileError(f"bit operations need two integers of one type, got {ea.dtype} and {eb.dtype}",
+                           hint="cast one side with T.cast(x, \"int32\")")
+    return _tilec.call(ea.dtype, _BITWISE[kind], [ea, eb], _loc())
+
+
+def _bit_intrinsic(name: str):
+    def fn(a: Any, b: Any):
+        ea = to_expr(a) if not isinstance(a, numbers.Integral) or isinstance(b, numbers.Integral) else None
+        eb = to_expr(b) if ea is None or not isinstance(b, numbers.Integral) else _tilec.int_imm(int(b), ea.dtype, _loc())
+        if ea is None:
+            ea = _tilec.int_imm(int(a), eb.dtype, _loc())
+        return _tilec.call(ea.dtype, "tl." + name, [ea, eb], _loc())
+
+    fn.__name__ = name
+    fn.__doc__ = f"T.{name}(a, b) on integers"
+    return primitive(fn)
+
+
+bitwise_and = _bit_intrinsic("bitwise_and")
+bitwise_or = _bit_intrinsic("bitwise_or")
+bitwise_xor = _bit_intrinsic("bitwise_xor")
+shift_left = _bit_intrinsic("shift_left")
+shift_right = _bit_intrinsic("shift_right")
+
+
+def bitwise_not(a: Any):
+    ea = to_expr(a)
+    if not ea.dtype.is_integer():
+        raise CompileError(f"'~' needs an integer, got {ea.dtype}")
+    return _tilec.call(ea.dtype, "tl.bitwise_not", [ea], _loc())
+
+
+@primitive
+def abs(x: Any):  # noqa: A001 - the T name
+    if not is_ir(x):
+        return builtins.abs(x)
+    return _call("abs", x)
+
+
+def _fold_binary(kind: str, pyfn, values: Sequence[Any]):
+    if len(values) < 2:
+        raise CompileError(f"T.{kind.lower()} needs at least two values")
+    if not any(is_ir(v) for v in values):
+        return pyfn(values)
+    acc = to_expr(values[0])
+    for v in values[1:]:
+        acc = _tilec.binary(kind, acc, to_expr(v), _loc())
+    return acc
+
+
+@primitive
+def max(a: Any, b: Any, *more):  # noqa: A001
+    return _fold_binary("Max", builtins.max, [a, b, *more])
+
+
+@primitive
+def min(a: Any, b: Any, *more):  # noqa: A001
+    return _fold_binary("Min", builtins.min, [a, b, *more])
+
+
+@primitive
+def cast(value: Any, dtype: Any):
+    return _tilec.cast(dtype_str(dtype), to_expr(value), _loc())
+
+
+@primitive
+def Cast(dtype: Any, value: Any):
+    """TVMScript's argument order: T.Cast(dtype, value)."""
+    return cast(value, dtype)
+
+
+@primitive
+def if_then_else(cond: Any, true_value: Any, false_value: Any):
+    if not is_ir(cond):
+        return true_value if cond else false_value
+    return _tilec.select(to_expr(cond), to_expr(true_value), to_expr(false_value), _loc())
+
+
+Select = if_then_else
+
+
+@primitive
+def infinity(dtype: Any):
+    return _tilec.call(dtype_str(dtype), "infinity", [], _loc())
+
+
+@primitive
+def ceildiv(a: Any, b: Any):
+    if not is_ir(a) and not is_ir(b):
+        return -(-a // b)
+    return _tilec.binary("FloorDiv", _tilec.binary("Sub", _tilec.binary("Add", to_expr(a), to_expr(b), _loc()), 1, _loc()),
+                         to_expr(b), _loc())
+
+
+@primitive
+def floordiv(a: Any, b: Any):
+    if not is_ir(a) and not is_ir(b):
+        return a // b
+    return _tilec.binary("FloorDiv", to_expr(a), to_expr(b), _loc())
+
+
+@primitive
+def floormod(a: Any, b: Any):
+    if not is_ir(a) and not is_ir(b):
+        return a % b
+    return _tilec.binary("FloorMod", to_expr(a), to_expr(b), _loc())
+
+
+@primitive
+def truncdiv(a: Any, b: Any):
+    if not is_ir(a) and not is_ir(b):
+        q = builtins.abs(a) // builtins.abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return _tilec.binary("Div", to_expr(a), to_expr(b), _loc())
+
+
+@primitive
+def truncmod(a: Any, b: Any):
+    if not is_ir(a) and not is_ir(b):
+        return a - truncdiv(a, b) * b
+    return _tilec.binary("Mod", to_expr(a), to_expr(b), _loc())
+
+
+@primitive
+def Ramp(base: Any, stride: Any, lanes: int):
+    return _tilec.ramp(to_expr(base), to_expr(stride), const_int(lanes, "lanes"), _loc())
+
+
+@primitive
+def Broadcast(value: Any, lanes: int):
+    return _tilec.broadcast(to_expr(value), const_int(lanes, "lanes"), _loc())
+
+
+@primitive
+def call_intrin(dtype: Any, op: str, *args):
+    return _tilec.call(dtype_str(dtype), op, [to_expr(a) for a in args], _loc())
+
+
+@primitive
+def evaluate(value: Any):
+    ctx = context.require("T.evaluate")
+    ctx.builder.evaluate(to_expr(value), ctx.loc)
+
+
+@primitive
+def print(*values, msg: str = ""):  # noqa: A001 - the T name
+    """Prints values from the device (every thread that runs it)."""
+    ctx = context.require("T.print")
+    args = [to_expr(v) for v in values]
+    if msg:
+        args.append(_tilec.string_imm(msg, ctx.loc))
+    ctx.builder.evaluate(_tilec.call("void", "print", args, ctx.loc), ctx.loc)
+
+
+# ---------------------------------------------------------------------------------- barriers
+
+
+def _barrier(v: Any) -> Expr:
+    if isinstance(v, (Buffer, BufferAccess, Expr)):
+        return to_expr(v)
+    raise CompileError(f"expected a barrier (from T.alloc_barrier), got {type(v).__name__}",
+                       hint="mbar = T.alloc_barrier(arrive_count=128), then T.barrier_wait(mbar, parity)")
+
+
+def _barrier_call(op: str, *args):
+    ctx = context.require(f"T.{op}")
+    ctx.builder.evaluate(_tilec.call("void", op, list(args), ctx.loc), ctx.loc)
+
+
+@primitive
+def barrier_wait(barrier: Any, parity: Any):
+    _barrier_call("barrier_wait", _barrier(barrier), to_expr(parity))
+
+
+@primitive
+def barrier_arrive(barrier: Any):
+    _barrier_call("barrier_arrive", _barrier(barrier))
+
+
+@primitive
+def mbarrier_wait_parity(mbarrier: Any, parity: Any):
+    _barrier_call("mbarrier_wait_parity", _barrier(mbarrier), to_expr(parity))
+
+
+@primitive
+def mbarrier_arrive(mbarrier: Any):
+    _barrier_call("mbarrier_arrive", _barrier(mbarrier))
+
+
+@primitive
+def func_attr(attrs: dict):
+    """Function attributes (the printer's first body line)."""
+    ctx = context.require("T.func_attr")
+    if not isinstance(attrs, dict):
+        raise CompileError("T.func_attr takes a dict {name: value}")
+    ctx.func_attrs.update({k: _marshal_attr(v) for k, v in attrs.items()})
+
+
+# ------------------------------------------------------------------------------ annotations
+
+
+@primitive
+def ws(*warp_groups):
+    """`with T.ws(0):` — the body runs only in warp group 0 (threads 0..127)."""
+    if not warp_groups:
+        raise CompileError("T.ws needs at least one warp-group index")
+    return AnnotationFrame("ws", [const_int(w, "warp-group index") for w in warp_groups], implicit_ok=False)
+
+
+@primitive
+def annotate_layout(layout_map: dict):
+    """Fixes the layouts of buffers: `T.annotate_layout({A_shared: layout})`."""
+    if not isinstance(layout_map, dict):
+        raise CompileError("T.annotate_layout takes a dict {buffer: layout}")
+    for k, v in layout_map.items():
+        if not isinstance(k, Buffer) or not isinstance(v, _tilec.Layout):
+            raise CompileError("T.annotate_layout takes a dict {buffer: T.Layout(...) / T.Fragment(...)}",
+                               hint="swizzle helpers such as make_swizzled_layout are not available yet")
+    return AnnotationFrame("layout_map", layout_map)
+
+
+@primitive
+def use_swizzle(panel_size: Any, order: str = "row", enable: bool = True):
+    """Rasterises the grid in panels of `panel_size` blocks for L2 reuse."""
+    if not enable:
+        return None
+    if order != "row":
+        raise CompileError(f"T.use_swizzle(order={order!r}) is not supported yet", hint="order='row'")
+    return AnnotationFrame("use_swizzle", const_int(panel_size, "panel_size"))
+
+
+@primitive
+def annotate(key: str, value: Any):
+    if not isinstance(key, str):
+        raise CompileError("T.annotate takes a string key")
+    return AnnotationFrame(key, _marshal_attr(value))

@@ -1,0 +1,82 @@
+"""Parameter annotations: ``T.Tensor((M, K), "float16")`` (alias ``T.Buffer``),
+``T.StridedTensor(shape, strides, dtype)``, and symbolic dimensions ``T.dynamic("m")``
+(alias ``T.symbolic``)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from .. import _tilec
+from ..errors import CompileError
+from ..frontend import context
+from .dtypes import dtype_str
+
+
+class TensorSpec:
+    """What a tensor parameter annotation says: shape, dtype, optional strides."""
+
+    __slots__ = ("shape", "dtype", "strides")
+
+    def __init__(self, shape: Sequence[Any], dtype: Any, strides: Optional[Sequence[Any]] = None):
+        if isinstance(shape, (int, _tilec.Expr)):
+            shape = (shape,)
+        if not isinstance(shape, (list, tuple)):
+            raise CompileError(f"a tensor shape must be a tuple, got a {type(shape).__name__}",
+                               hint="write T.Tensor((M, N), dtype)")
+        self.shape = tuple(shape)
+        self.dtype = dtype_str(dtype, "tensor dtype")
+        self.strides = tuple(strides) if strides is not None else None
+        if self.strides is not None and len(self.strides) != len(self.shape):
+            raise CompileError(f"a tensor of {len(self.shape)} dimensions got {len(self.strides)} strides",
+                               hint="give one stride per dimension")
+
+    def __repr__(self) -> str:
+        if self.strides is not None:
+            return f"T.StridedTensor({self.shape}, {self.strides}, {self.dtype!r})"
+        return f"T.Tensor({self.shape}, {self.dtype!r})"
+
+
+class _TensorType:
+    """``T.Tensor(shape, dtype)`` and ``T.Tensor[shape, dtype]``."""
+
+    _tilec_primitive = True
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __call__(self, shape: Sequence[Any], dtype: Any = "float32", strides: Optional[Sequence[Any]] = None,
+                 **unsupported) -> TensorSpec:
+        if unsupported:
+            raise CompileError(f"T.{self.__name__} got unsupported keyword(s): {', '.join(unsupported)}",
+                               hint="T.Tensor(shape, dtype) or T.StridedTensor(shape, strides, dtype)")
+        return TensorSpec(shape, dtype, strides)
+
+    def __getitem__(self, key) -> TensorSpec:
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], (list, tuple)):
+            return TensorSpec(key[0], key[1])
+        return TensorSpec(key, "float32")
+
+    def __repr__(self) -> str:
+        return f"T.{self.__name__}"
+
+
+Tensor = _TensorType("Tensor")
+Buffer = _TensorType("Buffer")
+
+
+def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = "float32") -> TensorSpec:
+    return TensorSpec(shape, dtype, strides)
+
+
+StridedTensor._tilec_primitive = True  # type: ignore[attr-defined]
+
+
+def dynamic(name: str, dtype: Any = "int32") -> "_tilec.Var":
+    """A symbolic dimension, bound from the tensors' shapes when the kernel is launched."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise CompileError(f"T.dynamic needs a name that is a Python identifier, got {name!r}")
+    return _tilec.var(name, dtype_str(dtype), context.loc())
+
+
+dynamic._tilec_primitive = True  # type: ignore[attr-defined]
+symbolic = dynamic

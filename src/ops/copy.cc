@@ -1,0 +1,104 @@
+// T.copy(src, dst): the generic (SIMT) behaviour for every target.
+//
+// The iteration space is the non-unit extents of the source region, paired in order with
+// the destination's (TileLang's MakeIterVars); they must match. Lowering is an
+// elementwise parallel nest: when a fragment is involved its holders run the iterations
+// (all replicas when writing it, one replica when reading it into memory); otherwise a
+// coalesced layout with 16-byte vectors along the innermost dimension (the vectorizer
+// emits vector accesses where it proves alignment). Other copy instructions (cp.async,
+// TMA) register higher-priority behaviours for "copy" that return null when they do not
+// apply, falling back to this one.
+#include "ops/op_util.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/layout/layout.h"
+#include "tilec/ops/op_behaviour.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+struct CopyPlan {
+  RegionLoop loop;
+  std::vector<Expr> src_idx, dst_idx;
+};
+
+CopyPlan plan_copy(const TileOpNode& op) {
+  const BufferRegion& src = region_arg(op, 0);
+  const BufferRegion& dst = region_arg(op, 1);
+  auto se = nonunit_extents(src, "T.copy", op.loc);
+  auto de = nonunit_extents(dst, "T.copy", op.loc);
+  TILEC_USER_CHECK(se == de, op.loc, "make both regions cover the same tile (extents of 1 are ignored)")
+      << "T.copy: the source region of '" << src.buffer->name << "' has extents " << extents_str(se)
+      << " but the destination region of '" << dst.buffer->name << "' has " << extents_str(de);
+  CopyPlan p;
+  p.loop = region_loop(src, "T.copy", op.loc);
+  p.src_idx = region_indices(src, p.loop.vars);
+  p.dst_idx = region_indices(dst, p.loop.vars);
+  ensure_nonempty(p.loop);
+  return p;
+}
+
+AccessRegions copy_access(const TileOpNode& op) { return {{region_arg(op, 0)}, {region_arg(op, 1)}}; }
+
+LayoutProposals copy_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
+  const BufferRegion& src = region_arg(op, 0);
+  const BufferRegion& dst = region_arg(op, 1);
+  bool sf = src.buffer->scope == Scope::kFragment, df = dst.buffer->scope == Scope::kFragment;
+  LayoutProposals out;
+  if (level == InferLevel::kCommon && sf && df && region_is_full(src) && region_is_full(dst) &&
+      const_shape(src.buffer) == const_shape(dst.buffer)) {
+    // A register-to-register copy keeps the thread mapping, in both directions.
+    if (Layout l = state.layout_of(src.buffer)) out.push_back({dst.buffer, l});
+    if (Layout l = state.layout_of(dst.buffer)) out.push_back({src.buffer, l});
+  }
+  if (level == InferLevel::kFree) {
+    for (const Buffer& b : {dst.buffer, src.buffer})
+      if (b->scope == Scope::kFragment && !state.has_layout(b))
+        out.push_back({b, layout::default_fragment(const_shape(b), state.num_threads(), b->dtype)});
+  }
+  return out;
+}
+
+Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
+  const BufferRegion& src = region_arg(op, 0);
+  const BufferRegion& dst = region_arg(op, 1);
+  CopyPlan p = plan_copy(op);
+  Expr value = buffer_load(src.buffer, p.src_idx, op.loc);
+  if (src.buffer->dtype != dst.buffer->dtype) value = cast(dst.buffer->dtype, value, op.loc);
+  Stmt body = buffer_store(dst.buffer, p.dst_idx, value, op.loc);
+
+  Layout loop;
+  bool first_replica_only = false;
+  const Buffer* frag = nullptr;
+  if (dst.buffer->scope == Scope::kFragment) {
+    frag = &dst.buffer;
+    loop = loop_layout_for_fragment(p.loop.vars, p.loop.extents, dst.buffer, p.dst_idx, ctx.layout_of(dst.buffer));
+  } else if (src.buffer->scope == Scope::kFragment) {
+    frag = &src.buffer;
+    first_replica_only = true;
+    loop = loop_layout_for_fragment(p.loop.vars, p.loop.extents, src.buffer, p.src_idx, ctx.layout_of(src.buffer));
+  }
+  TILEC_USER_CHECK(!frag || loop, op.loc, "copy the whole fragment, or index it with plain offsets of 0")
+      << "T.copy of this part of fragment '" << (*frag)->name << "' is not supported";
+  if (!loop) {
+    int64_t width = attr_int(op, "coalesced_width", 0);
+    if (width > 0) {
+      int64_t inner = p.loop.extents.back();
+      while (width > 1 && inner % width != 0) width /= 2;
+      loop = layout::coalesced_layout(p.loop.extents, ctx.num_threads(), width);
+    } else {
+      loop = ctx.coalesced_loop_layout(p.loop.extents, {src.buffer, dst.buffer});
+    }
+  }
+  return ctx.lower_parallel(p.loop.vars, p.loop.extents, body, loop, first_replica_only);
+}
+
+}  // namespace
+
+void register_copy_behaviours() {
+  register_op_behaviour({"copy", "simt", nullptr, 0, copy_access, copy_infer, copy_lower});
+}
+
+}  // namespace tilec::ops

@@ -1,0 +1,598 @@
+// T.Parallel nests: analysis, layout derivations, ownership checks, lowering
+// (see parallel_loop.h).
+#include "ops/parallel_loop.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "layout/digit_form.h"
+#include "layout/int_eval.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/layout/layout.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+using layout::Atom;
+using layout::Digit;
+using layout::DigitForm;
+using layout::kRepDim;
+using layout::MixedRadix;
+
+namespace {
+
+int64_t const_extent(const Expr& e, const SourceLoc& loc) {
+  auto* c = as_const_int(e);
+  TILEC_USER_CHECK(c && *c > 0, loc, "T.Parallel needs constant tile extents; loop over the tail with bounds checks")
+      << "T.Parallel loop extent must be a positive constant";
+  return *c;
+}
+
+bool uses_any(const Expr& e, const std::unordered_set<const VarNode*>& vars) {
+  bool found = false;
+  for_each_node(evaluate(e), [&](const Node* n) {
+    if (n->kind == NodeKind::kVar && vars.count(static_cast<const VarNode*>(n))) found = true;
+  });
+  return found;
+}
+
+class AccessCollector : public IRVisitor {
+ public:
+  AccessCollector(const ParallelNest& nest) : nest_(nest) {
+    for (const auto& v : nest.vars) vars_.insert(v.get());
+  }
+  std::vector<NestAccess> out;
+
+ protected:
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    add(op->buffer, op->indices, false, op->loc);
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    add(op->buffer, op->indices, true, op->loc);
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_For(const ForNode* op) override {
+    TILEC_USER_CHECK(op->for_kind != ForKind::kParallel, op->loc,
+                     "write the nest as one `for i, j in T.Parallel(M, N)` or move the inner loop out")
+        << "a T.Parallel loop nested inside another T.Parallel loop's body is not supported";
+    IRVisitor::visit_For(op);
+  }
+  void visit_TileOp(const TileOpNode* op) override {
+    throw_user_error("T." + op->op + " inside a T.Parallel loop is not supported", op->loc,
+                     "tile operations act on whole tiles; call it outside the parallel loop");
+  }
+
+ private:
+  void add(const Buffer& b, const std::vector<Expr>& idx, bool write, const SourceLoc& loc) {
+    NestAccess a;
+    a.buffer = b;
+    a.indices = idx;
+    a.is_write = write;
+    a.loc = loc;
+    std::vector<bool> used(nest_.vars.size(), false);
+    for (const auto& e : idx) {
+      int dim = kInvariantDim;
+      if (auto* v = e.as<VarNode>()) {
+        for (size_t q = 0; q < nest_.vars.size(); ++q)
+          if (nest_.vars[q].get() == v) dim = used[q] ? kComplexDim : static_cast<int>(q);
+        if (dim >= 0) used[dim] = true;
+      } else if (uses_any(e, vars_)) {
+        dim = kComplexDim;
+      }
+      a.loop_dim.push_back(dim);
+    }
+    out.push_back(std::move(a));
+  }
+  const ParallelNest& nest_;
+  std::unordered_set<const VarNode*> vars_;
+};
+
+template <typename Fn>
+void for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
+  for (auto e : shape)
+    if (e <= 0) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    if (!fn(idx)) return;
+    int d = static_cast<int>(shape.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+std::vector<int64_t> buffer_shape(const Buffer& b) {
+  std::vector<int64_t> s;
+  for (const auto& e : b->shape) {
+    auto* c = as_const_int(e);
+    s.push_back(c ? *c : -1);
+  }
+  return s;
+}
+
+std::string index_str(const std::vector<int64_t>& idx) {
+  std::string s = "[";
+  for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + std::to_string(idx[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// analysis
+// ---------------------------------------------------------------------------------------
+
+bool NestAccess::full_rank(int nest_ndim) const {
+  std::vector<int> seen(nest_ndim, 0);
+  for (int d : loop_dim) {
+    if (d == kComplexDim) return false;
+    if (d >= 0) seen[d]++;
+  }
+  return std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; });
+}
+
+bool NestAccess::partial_rank(int nest_ndim) const { return !has_complex() && !full_rank(nest_ndim); }
+
+bool NestAccess::has_complex() const {
+  return std::any_of(loop_dim.begin(), loop_dim.end(), [](int d) { return d == kComplexDim; });
+}
+
+ParallelNest collect_nest(const ForNode* outer) {
+  ParallelNest nest;
+  nest.outer = outer;
+  nest.loc = outer->loc;
+  const ForNode* f = outer;
+  while (true) {
+    TILEC_USER_CHECK(is_zero(f->min), f->loc, "write T.Parallel(extent); add the offset in the index")
+        << "T.Parallel loops must start at 0";
+    nest.vars.push_back(f->loop_var);
+    nest.extents.push_back(const_extent(f->extent, f->loc));
+    const ForNode* inner = f->body.as<ForNode>();
+    if (inner && inner->for_kind == ForKind::kParallel) {
+      f = inner;
+      continue;
+    }
+    nest.body = f->body;
+    break;
+  }
+  return nest;
+}
+
+std::vector<NestAccess> collect_accesses(const ParallelNest& nest) {
+  AccessCollector c(nest);
+  c.visit(nest.body);
+  return std::move(c.out);
+}
+
+// ---------------------------------------------------------------------------------------
+// derivations
+// ---------------------------------------------------------------------------------------
+
+Layout loop_layout_from_fragment(const ParallelNest& nest, const NestAccess& a, const Layout& frag) {
+  if (!a.full_rank(nest.ndim())) return nullptr;
+  auto f = layout::fit_digit_form(frag);
+  if (!f) return nullptr;
+  std::vector<int> kept(nest.ndim(), -1);
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    int q = a.loop_dim[d];
+    if (q >= 0) {
+      if (f->shape[d] != nest.extents[q]) return nullptr;
+      kept[q] = static_cast<int>(d);
+    } else {
+      // An invariant index: the thread holding the element must not depend on it.
+      for (const auto& g : f->digits)
+        if (g.dim == static_cast<int>(d) && g.on_thread) return nullptr;
+    }
+  }
+  return layout::to_layout(layout::project_form(*f, kept));
+}
+
+Layout fragment_from_loop_layout(const ParallelNest& nest, const NestAccess& a, const Layout& loop) {
+  if (a.has_complex()) return nullptr;
+  auto l = layout::fit_digit_form(loop);
+  if (!l) return nullptr;
+  auto shape = buffer_shape(a.buffer);
+  std::vector<int> kept;      // loop dims the access uses, in buffer-dim order
+  std::vector<int> buf_dims;  // the buffer dim of each kept loop dim
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    int q = a.loop_dim[d];
+    if (q < 0) continue;
+    if (shape[d] != nest.extents[q]) return nullptr;
+    kept.push_back(q);
+    buf_dims.push_back(static_cast<int>(d));
+  }
+  DigitForm p = layout::project_form(*l, kept);
+  DigitForm out;
+  out.shape = shape;
+  out.replicate = p.replicate;
+  int64_t local = p.local_size();
+  for (auto g : p.digits) {
+    if (g.dim != kRepDim) g.dim = buf_dims[g.dim];
+    out.digits.push_back(g);
+  }
+  // Invariant dimensions: every holder keeps all their values, in further registers.
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (a.loop_dim[d] >= 0 || shape[d] == 1) continue;
+    out.digits.push_back({static_cast<int>(d), 1, shape[d], false, local});
+    local *= shape[d];
+  }
+  if (!out.well_formed()) return nullptr;
+  return layout::to_layout(out);
+}
+
+Layout extend_to_loop(const ParallelNest& nest, const NestAccess& a, const Layout& frag, int64_t vec) {
+  if (!a.partial_rank(nest.ndim())) return nullptr;
+  auto f = layout::fit_digit_form(frag);
+  if (!f) return nullptr;
+  // Only whole-buffer correspondences: a used dimension must match the loop extent and
+  // invariant dimensions must not be spread over threads.
+  std::vector<int> q_of_dim(a.loop_dim.size(), -1);
+  std::vector<bool> used(nest.ndim(), false);
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    int q = a.loop_dim[d];
+    if (q >= 0) {
+      if (f->shape[d] != nest.extents[q]) return nullptr;
+      q_of_dim[d] = q;
+      used[q] = true;
+    } else {
+      for (const auto& g : f->digits)
+        if (g.dim == static_cast<int>(d) && g.on_thread) return nullptr;
+    }
+  }
+  DigitForm out;
+  out.shape = nest.extents;
+  std::vector<Digit> vec_local, frag_local, new_local, reps;
+  for (const auto& g : f->digits) {
+    if (g.dim == kRepDim) {
+      reps.push_back(g);
+      continue;
+    }
+    int q = q_of_dim[g.dim];
+    if (q < 0) continue;  // invariant dimension: registers only, dropped
+    Digit n = g;
+    n.dim = q;
+    if (n.on_thread) out.digits.push_back(n);
+    else frag_local.push_back(n);
+  }
+  std::sort(reps.begin(), reps.end(), [](const Digit& x, const Digit& y) { return x.out_stride < y.out_stride; });
+  std::sort(frag_local.begin(), frag_local.end(),
+            [](const Digit& x, const Digit& y) { return x.out_stride < y.out_stride; });
+  size_t next_rep = 0;
+  int64_t rep_split = 1;  // part of reps[next_rep] already used
+  for (int q = nest.ndim() - 1; q >= 0; --q) {
+    if (used[q]) continue;
+    int64_t rem = nest.extents[q], s = 1;
+    if (q == nest.ndim() - 1 && vec > 1 && rem % vec == 0) {
+      vec_local.push_back({q, 1, vec, false, 0});
+      s = vec;
+      rem /= vec;
+    }
+    while (rem > 1 && next_rep < reps.size()) {
+      const Digit& r = reps[next_rep];
+      int64_t left = r.extent / rep_split;
+      int64_t take = std::gcd(left, rem);
+      if (take == 1) break;
+      out.digits.push_back({q, s, take, true, r.out_stride * rep_split});
+      s *= take;
+      rem /= take;
+      rep_split *= take;
+      if (rep_split == r.extent) {
+        ++next_rep;
+        rep_split = 1;
+      }
+    }
+    if (rem > 1) new_local.push_back({q, s, rem, false, 0});
+  }
+  // Replicas the nest variables did not absorb stay replicas of the loop layout.
+  int64_t rs = 1;
+  for (size_t i = next_rep; i < reps.size(); ++i) {
+    Digit r = reps[i];
+    int64_t ext = r.extent / (i == next_rep ? rep_split : 1);
+    if (ext == 1) continue;
+    r.out_stride *= (i == next_rep ? rep_split : 1);
+    r.extent = ext;
+    r.in_stride = rs;
+    rs *= ext;
+    out.digits.push_back(r);
+  }
+  out.replicate = rs;
+  int64_t ls = 1;
+  for (auto* group : {&vec_local, &frag_local, &new_local})
+    for (auto g : *group) {
+      g.out_stride = ls;
+      ls *= g.extent;
+      out.digits.push_back(g);
+    }
+  if (!out.well_formed()) return nullptr;
+  return layout::to_layout(out);
+}
+
+int64_t nest_vector_elems(const ParallelNest& nest, const std::vector<NestAccess>& accesses) {
+  if (nest.ndim() == 0) return 1;
+  int inner = nest.ndim() - 1;
+  int64_t vec = 0;
+  for (const auto& a : accesses) {
+    if (a.loop_dim.empty() || a.loop_dim.back() != inner) continue;
+    int64_t v = layout::vector_elems(a.buffer->dtype, nest.extents[inner]);
+    vec = vec == 0 ? v : std::min(vec, v);
+  }
+  return vec == 0 ? 1 : vec;
+}
+
+Layout coalesced_nest_layout(const ParallelNest& nest, const std::vector<NestAccess>& accesses, int64_t num_threads) {
+  return layout::coalesced_layout(nest.extents, num_threads, nest_vector_elems(nest, accesses));
+}
+
+// ---------------------------------------------------------------------------------------
+// ownership
+// ---------------------------------------------------------------------------------------
+
+std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag) {
+  auto fshape = buffer_shape(a.buffer);
+  if (layout::const_shape(frag) != fshape) return "its layout has a different shape than the buffer";
+  // Complex indices must be functions of the nest variables alone.
+  std::vector<std::optional<layout::IntProgram>> complex(a.indices.size());
+  for (size_t d = 0; d < a.indices.size(); ++d) {
+    if (a.loop_dim[d] != kComplexDim) continue;
+    if (!layout::IntProgram::compiles(a.indices[d], nest.vars))
+      return "index " + std::to_string(d) +
+             " mixes the loop variables with other values; fragments need indices that are loop variables, "
+             "constants, or functions of the loop variables only";
+    complex[d].emplace(a.indices[d], nest.vars);
+  }
+  // Owners of every fragment element.
+  int64_t fr = layout::replicate_factor(frag);
+  std::vector<int64_t> fstrides(fshape.size(), 1);
+  for (size_t d = fshape.size(); d-- > 1;) fstrides[d - 1] = fstrides[d] * fshape[d];
+  int64_t fnum = fshape.empty() ? 1 : fstrides[0] * fshape[0];
+  std::vector<std::vector<int64_t>> owners(static_cast<size_t>(fnum));
+  {
+    std::vector<Var> slots = frag->vars;
+    slots.push_back(frag->rep_var);
+    layout::IntProgram thr(frag->forward_thread, slots);
+    std::vector<int64_t> buf(slots.size());
+    int64_t flat = 0;
+    for_each_index(fshape, [&](const std::vector<int64_t>& idx) {
+      std::copy(idx.begin(), idx.end(), buf.begin());
+      for (int64_t r = 0; r < fr; ++r) {
+        buf.back() = r;
+        owners[flat].push_back(thr.eval(buf.data()));
+      }
+      std::sort(owners[flat].begin(), owners[flat].end());
+      ++flat;
+      return true;
+    });
+  }
+  std::vector<Var> lslots = loop->vars;
+  lslots.push_back(loop->rep_var);
+  layout::IntProgram lthr(loop->forward_thread, lslots);
+  int64_t lr = layout::replicate_factor(loop);
+  std::vector<int64_t> inv_shape;  // invariant dimensions are checked for every value
+  for (size_t d = 0; d < a.loop_dim.size(); ++d)
+    if (a.loop_dim[d] == kInvariantDim) inv_shape.push_back(fshape[d]);
+  std::string err;
+  std::vector<int64_t> lbuf(lslots.size()), exec;
+  for_each_index(nest.extents, [&](const std::vector<int64_t>& x) {
+    std::copy(x.begin(), x.end(), lbuf.begin());
+    exec.clear();
+    for (int64_t r = 0; r < lr; ++r) {
+      lbuf.back() = r;
+      exec.push_back(lthr.eval(lbuf.data()));
+    }
+    std::sort(exec.begin(), exec.end());
+    exec.erase(std::unique(exec.begin(), exec.end()), exec.end());
+    for_each_index(inv_shape, [&](const std::vector<int64_t>& inv) {
+      std::vector<int64_t> idx(fshape.size());
+      size_t k = 0;
+      for (size_t d = 0; d < idx.size(); ++d) {
+        int q = a.loop_dim[d];
+        if (q >= 0) idx[d] = x[q];
+        else if (q == kInvariantDim) idx[d] = inv[k++];
+        else idx[d] = complex[d]->eval(x.data());
+        if (idx[d] < 0 || idx[d] >= fshape[d]) {
+          err = "iteration " + index_str(x) + " accesses element " + index_str(idx) + ", outside the fragment";
+          return false;
+        }
+      }
+      int64_t flat = 0;
+      for (size_t d = 0; d < idx.size(); ++d) flat += idx[d] * fstrides[d];
+      const auto& own = owners[flat];
+      for (int64_t t : exec) {
+        if (!std::binary_search(own.begin(), own.end(), t)) {
+          err = "thread " + std::to_string(t) + " runs iteration " + index_str(x) + " but does not hold element " +
+                index_str(idx);
+          return false;
+        }
+      }
+      if (a.is_write) {
+        for (int64_t t : own)
+          if (!std::binary_search(exec.begin(), exec.end(), t)) {
+            err = "thread " + std::to_string(t) + " holds a copy of element " + index_str(idx) +
+                  " but does not run the iteration " + index_str(x) + " that writes it (the copy would go stale)";
+            return false;
+          }
+      }
+      return true;
+    });
+    return err.empty();
+  });
+  return err;
+}
+
+// ---------------------------------------------------------------------------------------
+// lowering
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+// Rewrites the body of a nest for one (thread, register) pair: nest variables become
+// their inverse values, fragment accesses become register indices, other accesses go
+// through the context (shared layouts, local flattening).
+class NestRewriter : public IRMutator {
+ public:
+  NestRewriter(LowerContext& ctx, const std::vector<Var>& vars, const std::vector<MixedRadix>& atoms)
+      : ctx_(ctx), vars_(vars), atoms_(atoms) {
+    for (size_t q = 0; q < vars.size(); ++q) values_[vars[q].get()] = layout::radix_value(atoms[q]);
+    for (const auto& v : vars) var_set_.insert(v.get());
+  }
+
+ protected:
+  Expr mutate_Var(const Expr& e, const VarNode* op) override {
+    auto it = values_.find(op);
+    return it == values_.end() ? e : it->second;
+  }
+  Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
+    Expr r = buffer_load(ctx_.lowered_buffer(op->buffer), index_of(op->buffer, op->indices), op->loc);
+    return r;
+  }
+  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
+    Expr v = mutate(op->value);
+    return buffer_store(ctx_.lowered_buffer(op->buffer), index_of(op->buffer, op->indices), v, op->loc);
+  }
+  Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    return allocate(ctx_.lowered_buffer(op->buffer), mutate(op->body), op->loc);
+  }
+
+ private:
+  std::vector<Expr> index_of(const Buffer& b, const std::vector<Expr>& logical) {
+    if (b->scope == Scope::kFragment) return {register_index(b, logical)};
+    std::vector<Expr> idx;
+    for (const auto& e : logical) idx.push_back(mutate(e));
+    return ctx_.physical_index(b, idx);
+  }
+
+  // The register of fragment element b[logical] in the executing thread. Fast path: the
+  // digits of the fragment are read off the loop's (thread, register) atoms, so the
+  // result depends on the register counter only and folds to a constant once unrolled.
+  Expr register_index(const Buffer& b, const std::vector<Expr>& logical) {
+    Layout l = ctx_.layout_of(b);
+    TILEC_ICHECK(l) << "fragment " << b->name << " has no layout";
+    auto it = forms_.find(b.get());
+    if (it == forms_.end()) it = forms_.emplace(b.get(), layout::fit_digit_form(l)).first;
+    if (it->second) {
+      const DigitForm& f = *it->second;
+      std::vector<MixedRadix> x(logical.size());
+      bool ok = true;
+      for (size_t d = 0; d < logical.size() && ok; ++d) {
+        const Expr& e = logical[d];
+        int q = -1;
+        if (auto* v = e.as<VarNode>())
+          for (size_t i = 0; i < vars_.size(); ++i)
+            if (vars_[i].get() == v) q = static_cast<int>(i);
+        if (q >= 0) {
+          x[d] = atoms_[q];
+        } else if (!uses_any(e, var_set_)) {
+          x[d] = {Atom{mutate(e), 1, 0, f.shape[d], 1}};
+        } else {
+          ok = false;
+        }
+      }
+      Expr reg = nullptr;
+      for (const auto& g : f.digits) {
+        if (!ok) break;
+        if (g.on_thread || g.dim == kRepDim) continue;
+        auto v = layout::extract_digit(x[g.dim], g.in_stride, f.is_top(g) ? 0 : g.extent);
+        if (!v) {
+          ok = false;
+          break;
+        }
+        reg = layout::idx_add(reg, layout::idx_mul(*v, g.out_stride));
+      }
+      if (ok) return reg ? reg : int_imm(0);
+    }
+    std::vector<Expr> idx;
+    for (const auto& e : logical) idx.push_back(mutate(e));
+    return layout::apply_index(l, idx)[0];
+  }
+
+  LowerContext& ctx_;
+  const std::vector<Var>& vars_;
+  const std::vector<MixedRadix>& atoms_;
+  std::unordered_map<const VarNode*, Expr> values_;
+  std::unordered_set<const VarNode*> var_set_;
+  std::unordered_map<const BufferNode*, std::optional<DigitForm>> forms_;
+};
+
+// The widest vector (elements) the accesses allow along the innermost nest variable.
+int64_t vector_cap(const std::vector<Var>& vars, const std::vector<int64_t>& extents, const Stmt& body) {
+  ParallelNest tmp;
+  tmp.vars = vars;
+  tmp.extents = extents;
+  tmp.body = body;
+  return nest_vector_elems(tmp, collect_accesses(tmp));
+}
+
+}  // namespace
+
+Stmt lower_parallel_nest(const std::vector<Var>& vars, const std::vector<int64_t>& extents, const Stmt& body,
+                         const Layout& loop, bool first_replica_only, LowerContext& ctx, const SourceLoc& loc) {
+  auto fit = layout::fit_digit_form(loop);
+  TILEC_USER_CHECK(fit.has_value(), loc, "use a layout built from T.Fragment with div/mod-style thread maps")
+      << "the loop layout of this parallel loop cannot be inverted";
+  TILEC_ICHECK(fit->shape == extents) << "loop layout shape does not match the nest";
+  DigitForm f = *fit;
+  int n = static_cast<int>(extents.size());
+
+  // Split off a vector of V registers: a register digit of the innermost variable with
+  // input and output stride 1.
+  int64_t V = 1;
+  if (n > 0) {
+    for (auto& g : f.digits) {
+      if (g.on_thread || g.dim != n - 1 || g.in_stride != 1 || g.out_stride != 1) continue;
+      int64_t v = std::gcd(g.extent, vector_cap(vars, extents, body));
+      bool ok = v > 1 && extents[n - 1] % v == 0;
+      for (const auto& o : f.digits)
+        if (!o.on_thread && &o != &g && o.out_stride % v != 0) ok = false;
+      if (!ok) break;
+      V = v;
+      break;
+    }
+  }
+  if (V > 1) {
+    DigitForm m;
+    m.shape = f.shape;
+    m.shape[n - 1] /= V;
+    m.replicate = f.replicate;
+    for (auto g : f.digits) {
+      if (g.dim == n - 1) {
+        if (!g.on_thread && g.in_stride == 1 && g.out_stride == 1) {
+          if (g.extent == V) continue;
+          g.extent /= V;
+          g.in_stride = V;
+          g.out_stride = V;
+        }
+        g.in_stride /= V;
+      }
+      if (!g.on_thread) g.out_stride /= V;
+      m.digits.push_back(g);
+    }
+    TILEC_ICHECK(m.well_formed()) << "vector split produced a malformed layout";
+    f = m;
+  }
+
+  int64_t K = f.local_size();
+  Var ko = make_var("k", DataType::Int(32), loc);
+  Var kv = make_var("v", DataType::Int(32), loc);
+  Expr local = K > 1 ? Expr(ko) : int_imm(0);
+  layout::DigitInverse inv = layout::invert(f, ctx.thread_index(), local, ctx.num_threads(), first_replica_only);
+  std::vector<MixedRadix> atoms = inv.dims;
+  if (V > 1) {
+    for (auto& a : atoms[n - 1]) a.in_stride *= V;
+    atoms[n - 1].insert(atoms[n - 1].begin(), Atom{kv, 1, 0, V, 1});
+  }
+  NestRewriter rw(ctx, vars, atoms);
+  Stmt s = rw.mutate(body);
+  if (V > 1) s = make_for(kv, int_imm(0), int_imm(V), ForKind::kVectorized, s, loc);
+  if (inv.valid) s = if_then_else(inv.valid, s, nullptr, loc);
+  if (K > 1) s = make_for(ko, int_imm(0), int_imm(K), ForKind::kUnrolled, s, loc);
+  return s;
+}
+
+}  // namespace tilec::ops

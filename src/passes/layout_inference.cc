@@ -1,0 +1,409 @@
+// Pass "layout_inference": decides the layout of every fragment and shared buffer and
+// the loop layout of every T.Parallel nest (MODEL.md "Layout inference").
+//
+// Input:  a verified kernel with tile ops and T.Parallel nests (tile-level IR), possibly
+//         with user layouts (Annotate "layout_map", from T.annotate_layout).
+// Output: the same statements, with
+//         * the kernel body wrapped in Annotate{"layout_map", LayoutMap} holding a layout
+//           for every fragment (a Fragment over its shape) and every shared buffer (a
+//           plain layout), in allocation order; user "layout_map" annotations are folded
+//           into it and removed;
+//         * the outermost For of every T.Parallel nest annotated with "loop_layout" (a
+//           Fragment over the nest's extents).
+// Before: verify, simplify, pipeline planning.  After: lower_tile_ops.
+// Algorithm: the program is a list of units (tile ops and parallel nests), each able to
+//   propose layouts at three strengths. User annotations and strict proposals first;
+//   then to a fixed point: common proposals (layouts that follow from known ones); when
+//   nothing follows, one free proposal (a default) — for the largest fragment still
+//   unknown, so that small derived fragments (row statistics) follow from big ones — and
+//   back to common; then coalesced layouts for nests that still have none. A proposal
+//   for a buffer that already has a different layout is a UserError naming both ops and
+//   the buffer. Finally every parallel nest is checked: each thread that runs an
+//   iteration must hold the fragment elements it touches (replicated where many read).
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "layout/digit_form.h"
+#include "ops/parallel_loop.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/layout/layout.h"
+#include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+using ops::InferLevel;
+using ops::NestAccess;
+using ops::ParallelNest;
+
+struct Origin {
+  std::string what;  // "T.gemm at k.py:12:5", "T.annotate_layout at ...", ...
+};
+
+struct Unit {
+  const TileOpNode* op = nullptr;  // a tile op, or
+  ParallelNest nest;               // a parallel nest (nest.outer != null)
+  std::vector<NestAccess> accesses;
+  std::vector<const ForNode*> loops;  // enclosing loops, outermost first
+  Layout loop_layout;
+  std::string loop_origin;
+  bool is_nest() const { return nest.outer != nullptr; }
+  std::string name() const {
+    if (op) return ops::describe_op(*op);
+    std::string s = "the T.Parallel loop";
+    if (nest.loc.known()) s += " at " + nest.loc.str();
+    return s;
+  }
+};
+
+std::string scope_word(const Buffer& b) { return b->scope == Scope::kFragment ? "fragment" : "shared buffer"; }
+
+std::vector<int64_t> const_buffer_shape(const Buffer& b) {
+  std::vector<int64_t> s;
+  for (const auto& e : b->shape) {
+    auto* c = as_const_int(e);
+    TILEC_USER_CHECK(c, b->loc, "on-chip buffers need constant extents")
+        << scope_word(b) << " '" << b->name << "' has a symbolic shape";
+    s.push_back(*c);
+  }
+  return s;
+}
+
+// Collects units, on-chip buffers and user layouts of one kernel body.
+class UnitCollector : public IRVisitor {
+ public:
+  std::vector<Unit> units;
+  std::vector<Buffer> buffers;  // fragments and shared buffers, allocation order
+  std::vector<std::pair<std::pair<Buffer, Layout>, SourceLoc>> user_layouts;
+
+ protected:
+  void visit_Allocate(const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::kFragment || is_shared(op->buffer->scope)) buffers.push_back(op->buffer);
+    IRVisitor::visit_Allocate(op);
+  }
+  void visit_Annotate(const AnnotateNode* op) override {
+    if (op->key == "layout_map")
+      if (auto* m = std::get_if<LayoutMap>(&op->value))
+        for (const auto& kv : *m) user_layouts.push_back({kv, op->loc});
+    IRVisitor::visit_Annotate(op);
+  }
+  void visit_TileOp(const TileOpNode* op) override {
+    Unit u;
+    u.op = op;
+    u.loops = loops_;
+    units.push_back(std::move(u));
+  }
+  void visit_For(const ForNode* op) override {
+    if (op->for_kind == ForKind::kParallel) {
+      Unit u;
+      u.nest = ops::collect_nest(op);
+      u.accesses = ops::collect_accesses(u.nest);
+      u.loops = loops_;
+      units.push_back(std::move(u));
+      return;
+    }
+    loops_.push_back(op);
+    IRVisitor::visit_For(op);
+    loops_.pop_back();
+  }
+
+ private:
+  std::vector<const ForNode*> loops_;
+};
+
+class Inference : public ops::LayoutInferenceState {
+ public:
+  Inference(const target::Target& t, int64_t threads, UnitCollector& c)
+      : target_(t), num_threads_(threads), units_(c.units), buffers_(c.buffers) {
+    for (const auto& [kv, loc] : c.user_layouts) {
+      std::string origin = "T.annotate_layout";
+      if (loc.known()) origin += " at " + loc.str();
+      propose(kv.first, kv.second, origin);
+    }
+  }
+
+  // ---- LayoutInferenceState ----
+  const target::Target& target() const override { return target_; }
+  int64_t num_threads() const override { return num_threads_; }
+  Layout layout_of(const Buffer& b) const override {
+    auto it = layouts_.find(b.get());
+    return it == layouts_.end() ? nullptr : it->second.first;
+  }
+  const std::vector<const ForNode*>& enclosing_loops() const override { return *current_loops_; }
+
+  void run() {
+    for (auto& u : units_)
+      if (!u.is_nest()) apply_op(u, InferLevel::kStrict);
+    while (true) {
+      common_fixpoint();
+      if (free_step()) continue;
+      if (default_loop_step()) continue;
+      break;
+    }
+    // Buffers no unit constrains: defaults.
+    for (const auto& b : buffers_) {
+      if (layout_of(b)) continue;
+      auto shape = const_buffer_shape(b);
+      if (b->scope == Scope::kFragment) propose(b, layout::default_fragment(shape, num_threads_, b->dtype), "default");
+      else propose(b, layout::row_major(shape), "default");
+    }
+    // Every demand once more, now that everything is known: conflicts surface here.
+    for (auto& u : units_) {
+      if (u.is_nest()) continue;
+      for (auto level : {InferLevel::kStrict, InferLevel::kCommon}) apply_op(u, level);
+    }
+    for (auto& u : units_)
+      if (u.is_nest()) check_nest(u);
+  }
+
+  LayoutMap layout_map() const {
+    LayoutMap m;
+    for (const auto& b : buffers_)
+      if (auto l = layout_of(b)) m.emplace_back(b, l);
+    return m;
+  }
+  std::unordered_map<const ForNode*, Layout> loop_layouts() const {
+    std::unordered_map<const ForNode*, Layout> m;
+    for (const auto& u : units_)
+      if (u.is_nest()) m[u.nest.outer] = u.loop_layout;
+    return m;
+  }
+
+ private:
+  // Records `l` for `b`; returns true when it is new. A different existing layout is a
+  // conflict.
+  bool propose(const Buffer& b, const Layout& l, const std::string& origin) {
+    if (!l) return false;
+    auto it = layouts_.find(b.get());
+    if (it != layouts_.end()) {
+      if (it->second.first.same_as(l) || layout::layout_equal(it->second.first, l)) return false;
+      throw_user_error("layout conflict on " + scope_word(b) + " '" + b->name + "': " + it->second.second +
+                           " requires " + layout::describe(it->second.first) + ", but " + origin + " requires " +
+                           layout::describe(l),
+                       b->loc,
+                       "the two operations need different layouts for the same buffer; give each its own buffer "
+                       "(copy between them), or fix the layout with T.annotate_layout");
+    }
+    validate(b, l, origin);
+    layouts_.emplace(b.get(), std::make_pair(l, origin));
+    return true;
+  }
+
+  void validate(const Buffer& b, const Layout& l, const std::string& origin) {
+    auto shape = const_buffer_shape(b);
+    TILEC_USER_CHECK(layout::has_const_shape(l) && layout::const_shape(l) == shape, b->loc, "")
+        << origin << " gives " << scope_word(b) << " '" << b->name << "' a layout of a different shape";
+    TILEC_USER_CHECK(l->forward_index.size() == 1, b->loc, "return one index from the layout function")
+        << origin << " gives '" << b->name << "' a layout with " << l->forward_index.size() << " outputs";
+    if (b->scope == Scope::kFragment) {
+      TILEC_USER_CHECK(l->is_fragment(), b->loc, "use T.Fragment(...) for fragments")
+          << origin << " gives fragment '" << b->name << "' a plain layout";
+      int64_t te = layout::thread_extent(l);
+      TILEC_USER_CHECK(te <= num_threads_, b->loc, "launch more threads or use a smaller tile")
+          << "the layout of fragment '" << b->name << "' from " << origin << " uses " << te
+          << " threads, but the kernel has " << num_threads_;
+    } else {
+      TILEC_USER_CHECK(!l->is_fragment(), b->loc, "use T.Layout(...) for shared buffers")
+          << origin << " gives shared buffer '" << b->name << "' a fragment layout";
+    }
+    TILEC_USER_CHECK(layout::is_injective(l), b->loc, "each element needs its own slot")
+        << "the layout of " << scope_word(b) << " '" << b->name << "' from " << origin
+        << " maps two elements to the same place";
+  }
+
+  bool apply_op(Unit& u, InferLevel level) {
+    current_loops_ = &u.loops;
+    bool changed = false;
+    for (const auto& p : ops::infer_layout(*u.op, *this, level)) changed |= propose(p.buffer, p.layout, u.name());
+    return changed;
+  }
+
+  std::string origin_of(const Buffer& b) const {
+    auto it = layouts_.find(b.get());
+    return it == layouts_.end() ? "?" : it->second.second;
+  }
+
+  void set_loop_layout(Unit& u, const Layout& l, const std::string& origin) {
+    int64_t te = layout::thread_extent(l);
+    TILEC_USER_CHECK(te <= num_threads_, u.nest.loc, "")
+        << "the loop layout of " << u.name() << " (" << origin << ") uses " << te << " threads, but the kernel has "
+        << num_threads_;
+    u.loop_layout = l;
+    u.loop_origin = origin;
+  }
+
+  bool nest_common(Unit& u) {
+    bool changed = false;
+    const int n = u.nest.ndim();
+    if (!u.loop_layout) {
+      for (const auto& a : u.accesses) {
+        if (a.buffer->scope != Scope::kFragment || !a.full_rank(n)) continue;
+        Layout f = layout_of(a.buffer);
+        if (!f) continue;
+        if (Layout l = ops::loop_layout_from_fragment(u.nest, a, f)) {
+          set_loop_layout(u, l, "its thread mapping follows fragment '" + a.buffer->name + "' (layout from " +
+                                    origin_of(a.buffer) + ")");
+          changed = true;
+          break;
+        }
+      }
+    }
+    if (!u.loop_layout) {
+      int64_t vec = ops::nest_vector_elems(u.nest, u.accesses);
+      for (const auto& a : u.accesses) {
+        if (a.buffer->scope != Scope::kFragment || !a.partial_rank(n)) continue;
+        Layout f = layout_of(a.buffer);
+        if (!f) continue;
+        if (Layout l = ops::extend_to_loop(u.nest, a, f, vec)) {
+          set_loop_layout(u, l, "its thread mapping follows the replicas of fragment '" + a.buffer->name +
+                                    "' (layout from " + origin_of(a.buffer) + ")");
+          changed = true;
+          break;
+        }
+      }
+    }
+    if (u.loop_layout) {
+      for (const auto& a : u.accesses) {
+        if (a.buffer->scope != Scope::kFragment || layout_of(a.buffer)) continue;
+        if (Layout f = ops::fragment_from_loop_layout(u.nest, a, u.loop_layout)) changed |= propose(a.buffer, f, u.name());
+      }
+    }
+    return changed;
+  }
+
+  void common_fixpoint() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (auto& u : units_) changed |= u.is_nest() ? nest_common(u) : apply_op(u, InferLevel::kCommon);
+    }
+  }
+
+  // One default, for the largest fragment any unit wants one for.
+  bool free_step() {
+    struct Candidate {
+      Unit* unit;
+      ops::LayoutProposal p;
+      int64_t size;
+    };
+    std::optional<Candidate> best;
+    auto consider = [&](Unit& u, const ops::LayoutProposal& p) {
+      if (!p.layout || layout_of(p.buffer)) return;
+      int64_t size = 1;
+      for (auto e : const_buffer_shape(p.buffer)) size *= e;
+      if (p.buffer->scope != Scope::kFragment) size = -1;  // shared defaults last
+      if (!best || size > best->size) best = Candidate{&u, p, size};
+    };
+    for (auto& u : units_) {
+      if (u.is_nest()) {
+        if (u.loop_layout) continue;
+        for (const auto& a : u.accesses)
+          if (a.buffer->scope == Scope::kFragment && a.full_rank(u.nest.ndim()) && !layout_of(a.buffer))
+            consider(u, {a.buffer, layout::default_fragment(const_buffer_shape(a.buffer), num_threads_, a.buffer->dtype)});
+      } else {
+        current_loops_ = &u.loops;
+        for (const auto& p : ops::infer_layout(*u.op, *this, InferLevel::kFree)) consider(u, p);
+      }
+    }
+    if (!best) return false;
+    return propose(best->p.buffer, best->p.layout, best->unit->name());
+  }
+
+  // A nest whose layout nothing determines gets a coalesced one.
+  bool default_loop_step() {
+    for (auto& u : units_) {
+      if (!u.is_nest() || u.loop_layout) continue;
+      set_loop_layout(u, ops::coalesced_nest_layout(u.nest, u.accesses, num_threads_), "a coalesced default");
+      return true;
+    }
+    return false;
+  }
+
+  void check_nest(const Unit& u) {
+    for (const auto& a : u.accesses) {
+      if (a.buffer->scope != Scope::kFragment) continue;
+      Layout f = layout_of(a.buffer);
+      TILEC_ICHECK(f) << "fragment without a layout after inference";
+      std::string why = ops::check_ownership(u.nest, a, u.loop_layout, f);
+      if (why.empty()) continue;
+      throw_user_error(
+          "layout conflict on fragment '" + a.buffer->name + "' in " + u.name() + ": its layout (from " +
+              origin_of(a.buffer) + ") does not match the loop's thread mapping (" + u.loop_origin + "): " + why,
+          a.loc.known() ? a.loc : u.nest.loc,
+          "index fragments with the loop variables directly, use one thread mapping per loop (split the loop), or "
+          "copy the fragment through shared memory");
+    }
+  }
+
+  target::Target target_;
+  int64_t num_threads_;
+  std::vector<Unit>& units_;
+  std::vector<Buffer>& buffers_;
+  std::unordered_map<const BufferNode*, std::pair<Layout, std::string>> layouts_;
+  const std::vector<const ForNode*>* current_loops_ = nullptr;
+  std::vector<const ForNode*> no_loops_;
+};
+
+// Writes the results into the kernel: loop layouts on nests, the layout map on the body.
+class Annotator : public IRMutator {
+ public:
+  explicit Annotator(std::unordered_map<const ForNode*, Layout> loops) : loops_(std::move(loops)) {}
+
+ protected:
+  Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+    auto it = loops_.find(op);
+    if (it == loops_.end()) return IRMutator::mutate_For(s, op);
+    auto n = std::make_shared<ForNode>(*op);
+    n->annotations.erase(std::remove_if(n->annotations.begin(), n->annotations.end(),
+                                        [](const auto& kv) { return kv.first == "loop_layout"; }),
+                         n->annotations.end());
+    n->annotations.emplace_back("loop_layout", it->second);
+    return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+  }
+  Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
+    if (op->key == "layout_map") return mutate(op->body);
+    return IRMutator::mutate_Annotate(s, op);
+  }
+
+ private:
+  std::unordered_map<const ForNode*, Layout> loops_;
+};
+
+class KernelRewriter : public IRMutator {
+ public:
+  explicit KernelRewriter(const target::Target& t) : target_(t) {}
+
+ protected:
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    int64_t threads = 1;
+    for (auto t : op->threads) threads *= t;
+    UnitCollector c;
+    c.visit(op->body);
+    Inference inf(target_, threads, c);
+    inf.run();
+    Stmt body = Annotator(inf.loop_layouts()).mutate(op->body);
+    auto n = std::make_shared<KernelLaunchNode>(*op);
+    n->body = annotate("layout_map", inf.layout_map(), body, op->loc);
+    return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
+  }
+
+ private:
+  target::Target target_;
+};
+
+}  // namespace
+
+Pass layout_inference_pass() {
+  return {"layout_inference", [](const PrimFunc& f, PassContext& ctx) {
+            Stmt body = KernelRewriter(ctx.target()).mutate(f->body);
+            if (body.same_as(f->body)) return f;
+            return with_body(f, std::move(body));
+          }};
+}
+
+}  // namespace tilec::passes

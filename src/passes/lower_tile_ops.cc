@@ -1,0 +1,210 @@
+// Pass "lower_tile_ops": turns tile ops and T.Parallel nests into lowered IR
+// (docs/LOWERED_IR.md), using the layouts layout_inference chose.
+//
+// Input:  the output of layout_inference: Annotate{"layout_map"} on each kernel body,
+//         "loop_layout" on each T.Parallel nest.
+// Output: no TileOp nodes and no Parallel loops; every fragment is a Scope::kLocal
+//         register array of shape (registers per thread,) indexed by register; every
+//         shared buffer is 1-D in physical (possibly swizzled) order; local buffers are
+//         1-D; global buffers keep logical indices. T.Pipelined loops stay (pipeline
+//         injection runs next). The layout_map annotation is consumed.
+// Before: layout_inference.  After: inject pipeline, then the codegen half.
+// Algorithm: one IRMutator walk per kernel. Allocations switch to their lowered
+//   buffers; a parallel nest becomes `for k in registers: if valid: body[i := inverse]`
+//   (parallel_loop.cc); a tile op is handed to its behaviour's lower() through this
+//   pass's LowerContext (registry.cc), and scratch buffers it asks for are allocated
+//   around its result; remaining loads/stores of on-chip buffers are rewritten in place.
+#include <unordered_map>
+
+#include "ops/parallel_loop.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/layout/layout.h"
+#include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+
+class TileOpLowerer : public IRMutator, public ops::LowerContext {
+ public:
+  explicit TileOpLowerer(const target::Target& t) : target_(t) {}
+
+  // ---- LowerContext ----
+  const target::Target& target() const override { return target_; }
+  int64_t num_threads() const override { return num_threads_; }
+  Expr thread_index() const override { return thread_index_; }
+  Layout layout_of(const Buffer& b) const override {
+    auto it = layouts_.find(b.get());
+    return it == layouts_.end() ? nullptr : it->second;
+  }
+  Buffer lowered_buffer(const Buffer& b) const override {
+    auto it = lowered_.find(b.get());
+    if (it != lowered_.end()) return it->second;
+    Buffer nb = make_lowered(b);
+    lowered_.emplace(b.get(), nb);
+    return nb;
+  }
+  std::vector<Expr> physical_index(const Buffer& b, const std::vector<Expr>& logical) override {
+    switch (b->scope) {
+      case Scope::kGlobal: return logical;
+      case Scope::kFragment:
+      case Scope::kShared:
+      case Scope::kSharedDyn: {
+        Layout l = layout_of(b);
+        TILEC_ICHECK(l) << "buffer " << b->name << " has no layout; run layout_inference first";
+        return {layout::apply_index(l, logical)[0]};
+      }
+      default: {
+        if (logical.size() <= 1) return logical;
+        Expr off = nullptr;
+        auto strides = buffer_strides(b);
+        for (size_t d = 0; d < logical.size(); ++d) {
+          Expr term = logical[d];
+          if (!is_one(strides[d])) term = term * strides[d];
+          off = off ? off + term : term;
+        }
+        return {off};
+      }
+    }
+  }
+  Stmt lower_parallel(const std::vector<Var>& vars, const std::vector<int64_t>& extents, const Stmt& body,
+                      const Layout& loop, bool first_replica_only) override {
+    return ops::lower_parallel_nest(vars, extents, body, loop, first_replica_only, *this, current_loc_);
+  }
+  Layout coalesced_loop_layout(const std::vector<int64_t>& extents, const std::vector<Buffer>& buffers) const override {
+    int64_t vec = 0;
+    int64_t inner = extents.empty() ? 1 : extents.back();
+    for (const auto& b : buffers) {
+      int64_t v = layout::vector_elems(b->dtype, inner);
+      vec = vec == 0 ? v : std::min(vec, v);
+    }
+    return layout::coalesced_layout(extents, num_threads_, vec == 0 ? 1 : vec);
+  }
+  Buffer alloc_buffer(const std::string& name, const std::vector<int64_t>& shape, DataType dtype,
+                      Scope scope) override {
+    std::vector<Expr> s;
+    for (auto e : shape) s.push_back(int_imm(e));
+    Buffer b = make_buffer(name, s, dtype, scope, {}, current_loc_);
+    lowered_.emplace(b.get(), b);
+    scratch_.push_back(b);
+    return b;
+  }
+  const std::vector<const ForNode*>& enclosing_loops() const override { return loops_; }
+  arith::Analyzer& analyzer() override { return analyzer_; }
+
+ protected:
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    num_threads_ = 1;
+    Expr tid = nullptr;
+    int64_t stride = 1;
+    for (size_t i = 0; i < op->threads.size(); ++i) {
+      num_threads_ *= op->threads[i];
+      Expr term = op->thread_vars[i];
+      if (stride != 1) term = term * stride;
+      tid = tid ? tid + term : term;
+      stride *= op->threads[i];
+    }
+    thread_index_ = tid;
+    return IRMutator::mutate_KernelLaunch(s, op);
+  }
+  Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
+    if (op->key == "layout_map") {
+      if (auto* m = std::get_if<LayoutMap>(&op->value))
+        for (const auto& [b, l] : *m) layouts_[b.get()] = l;
+      return mutate(op->body);
+    }
+    return IRMutator::mutate_Annotate(s, op);
+  }
+  Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    return allocate(lowered_buffer(op->buffer), mutate(op->body), op->loc);
+  }
+  Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+    if (op->for_kind == ForKind::kParallel) {
+      ops::ParallelNest nest = ops::collect_nest(op);
+      auto* v = find_attr(op->annotations, "loop_layout");
+      TILEC_ICHECK(v && std::holds_alternative<Layout>(*v)) << "T.Parallel loop without a loop layout";
+      current_loc_ = op->loc;
+      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), false, *this,
+                                      op->loc);
+    }
+    loops_.push_back(op);
+    Stmt r = IRMutator::mutate_For(s, op);
+    loops_.pop_back();
+    return r;
+  }
+  Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
+    current_loc_ = op->loc;
+    std::vector<Buffer> outer_scratch = std::move(scratch_);
+    scratch_.clear();
+    Stmt r = ops::lower(*op, *this);
+    for (size_t i = scratch_.size(); i-- > 0;) r = allocate(scratch_[i], r, op->loc);
+    scratch_ = std::move(outer_scratch);
+    return r;
+  }
+  Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
+    std::vector<Expr> idx;
+    for (const auto& i : op->indices) idx.push_back(mutate(i));
+    if (op->buffer->scope == Scope::kGlobal) {
+      bool same = true;
+      for (size_t i = 0; i < idx.size(); ++i) same &= idx[i].same_as(op->indices[i]);
+      if (same) return e;
+    }
+    return buffer_load(lowered_buffer(op->buffer), physical_index(op->buffer, idx), op->loc);
+  }
+  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
+    std::vector<Expr> idx;
+    for (const auto& i : op->indices) idx.push_back(mutate(i));
+    Expr v = mutate(op->value);
+    return buffer_store(lowered_buffer(op->buffer), physical_index(op->buffer, idx), v, op->loc);
+  }
+
+ private:
+  Buffer make_lowered(const Buffer& b) const {
+    switch (b->scope) {
+      case Scope::kGlobal: return b;
+      case Scope::kFragment: {
+        Layout l = layout_of(b);
+        TILEC_ICHECK(l) << "fragment " << b->name << " has no layout; run layout_inference first";
+        return make_buffer(b->name, {int_imm(layout::fragment_local_size(l))}, b->dtype, Scope::kLocal, {}, b->loc);
+      }
+      case Scope::kShared:
+      case Scope::kSharedDyn: {
+        Layout l = layout_of(b);
+        TILEC_ICHECK(l) << "shared buffer " << b->name << " has no layout; run layout_inference first";
+        return make_buffer(b->name, {int_imm(layout::physical_size(l))}, b->dtype, b->scope, {}, b->loc);
+      }
+      default: {
+        if (b->shape.size() <= 1) return b;
+        Expr n = int_imm(1);
+        for (const auto& e : b->shape) n = is_one(n) ? e : n * e;
+        return make_buffer(b->name, {n}, b->dtype, b->scope, {}, b->loc);
+      }
+    }
+  }
+
+  target::Target target_;
+  int64_t num_threads_ = 1;
+  Expr thread_index_;
+  std::unordered_map<const BufferNode*, Layout> layouts_;
+  mutable std::unordered_map<const BufferNode*, Buffer> lowered_;
+  std::vector<Buffer> scratch_;
+  std::vector<const ForNode*> loops_;
+  SourceLoc current_loc_;
+  arith::Analyzer analyzer_;
+};
+
+}  // namespace
+
+Pass lower_tile_ops_pass() {
+  return {"lower_tile_ops", [](const PrimFunc& f, PassContext& ctx) {
+            TileOpLowerer lowerer(ctx.target());
+            Stmt body = lowerer.mutate(f->body);
+            if (body.same_as(f->body)) return f;
+            return with_body(f, std::move(body));
+          }};
+}
+
+}  // namespace tilec::passes

@@ -195,11 +195,12 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
                         ctx.store(a.dst.buffer, elem_at(pos), acc0)}),
                    nullptr, loc),
       loc);
-  Expr in_range = line < int_imm(lines);
-  Stmt phase1 = if_then_else(in_range,
-                             seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc), scan_chunk,
-                                  buffer_store(totals, {tid}, acc0, loc)}),
-                             nullptr, loc);
+  // Threads beyond lines * P (when the block is larger) sit out.
+  auto guarded = [&](const Stmt& s) {
+    return lines * P < T ? if_then_else(line < int_imm(lines), s, nullptr, loc) : s;
+  };
+  Stmt phase1 = guarded(seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc), scan_chunk,
+                             buffer_store(totals, {tid}, acc0, loc)}));
   Var q = make_var("q", DataType::Int(32), loc);
   Stmt offset = seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc),
                      make_for(q, int_imm(0), int_imm(P), ForKind::kSerial,
@@ -215,7 +216,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
                                    ctx.store(a.dst.buffer, elem_at(pos2), phys_load(a.dst.buffer, pos2) + acc0), nullptr,
                                    loc),
                       loc);
-  Stmt phase2 = if_then_else(in_range, seq({offset, add}), nullptr, loc);
+  Stmt phase2 = guarded(seq({offset, add}));
   return seq({phase1, phase2}, loc);
 }
 

@@ -437,8 +437,9 @@ namespace {
 // through the context (shared layouts, local flattening).
 class NestRewriter : public IRMutator {
  public:
-  NestRewriter(LowerContext& ctx, const std::vector<Var>& vars, const std::vector<MixedRadix>& atoms)
-      : ctx_(ctx), vars_(vars), atoms_(atoms) {
+  NestRewriter(LowerContext& ctx, const std::vector<Var>& vars, const std::vector<MixedRadix>& atoms, Var lane,
+               int64_t lanes)
+      : ctx_(ctx), vars_(vars), atoms_(atoms), lane_(std::move(lane)), lanes_(lanes) {
     for (size_t q = 0; q < vars.size(); ++q) values_[vars[q].get()] = layout::radix_value(atoms[q]);
     for (const auto& v : vars) var_set_.insert(v.get());
   }
@@ -465,7 +466,51 @@ class NestRewriter : public IRMutator {
     if (b->scope == Scope::kFragment) return {register_index(b, logical)};
     std::vector<Expr> idx;
     for (const auto& e : logical) idx.push_back(mutate(e));
+    if (is_shared(b->scope) && lanes_ > 1 && !logical.empty() && logical.back().same_as(vars_.back()) &&
+        lane_contiguous(b)) {
+      // The layout keeps each aligned group of `lanes_` elements of a row contiguous (a
+      // swizzle moves whole 16-byte chunks): offset of the group's first element + lane,
+      // so the vectorizer sees a plain `base + v`.
+      VarMap at_zero{{lane_.get(), int_imm(0)}};
+      std::vector<Expr> base_idx;
+      for (const auto& e : idx) base_idx.push_back(substitute(e, at_zero));
+      std::vector<Expr> phys = ctx_.physical_index(b, base_idx);
+      phys[0] = layout::idx_add(phys[0], lane_);
+      return phys;
+    }
     return ctx_.physical_index(b, idx);
+  }
+
+  bool lane_contiguous(const Buffer& b) {
+    auto it = contiguous_.find(b.get());
+    if (it != contiguous_.end()) return it->second;
+    bool ok = false;
+    Layout l = ctx_.layout_of(b);
+    if (l && !l->is_fragment() && l->forward_index.size() == 1 && layout::has_const_shape(l)) {
+      auto shape = layout::const_shape(l);
+      ok = !shape.empty() && shape.back() % lanes_ == 0;
+      layout::IntProgram p(l->forward_index[0], l->vars);
+      std::vector<int64_t> idx(shape.size(), 0);
+      // Enumerate every group start (last index a multiple of lanes_).
+      while (ok) {
+        int64_t base = p.eval(idx.data());
+        ok = base % lanes_ == 0;
+        for (int64_t u = 1; u < lanes_ && ok; ++u) {
+          idx.back() += u;
+          ok = p.eval(idx.data()) == base + u;
+          idx.back() -= u;
+        }
+        int d = static_cast<int>(shape.size()) - 1;
+        idx[d] += lanes_;
+        while (d > 0 && idx[d] >= shape[d]) {
+          idx[d] = 0;
+          ++idx[--d];
+        }
+        if (idx[0] >= shape[0]) break;
+      }
+    }
+    contiguous_.emplace(b.get(), ok);
+    return ok;
   }
 
   // The register of fragment element b[logical] in the executing thread. Fast path: the
@@ -518,6 +563,9 @@ class NestRewriter : public IRMutator {
   std::unordered_map<const VarNode*, Expr> values_;
   std::unordered_set<const VarNode*> var_set_;
   std::unordered_map<const BufferNode*, std::optional<DigitForm>> forms_;
+  Var lane_;
+  int64_t lanes_;
+  std::unordered_map<const BufferNode*, bool> contiguous_;
 };
 
 // The widest vector (elements) the accesses allow along the innermost nest variable.
@@ -587,7 +635,7 @@ Stmt lower_parallel_nest(const std::vector<Var>& vars, const std::vector<int64_t
     for (auto& a : atoms[n - 1]) a.in_stride *= V;
     atoms[n - 1].insert(atoms[n - 1].begin(), Atom{kv, 1, 0, V, 1});
   }
-  NestRewriter rw(ctx, vars, atoms);
+  NestRewriter rw(ctx, vars, atoms, kv, V);
   Stmt s = rw.mutate(body);
   if (V > 1) s = make_for(kv, int_imm(0), int_imm(V), ForKind::kVectorized, s, loc);
   if (inv.valid) s = if_then_else(inv.valid, s, nullptr, loc);

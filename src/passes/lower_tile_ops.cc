@@ -14,6 +14,7 @@
 //   (parallel_loop.cc); a tile op is handed to its behaviour's lower() through this
 //   pass's LowerContext (registry.cc), and scratch buffers it asks for are allocated
 //   around its result; remaining loads/stores of on-chip buffers are rewritten in place.
+//   The result goes through the simplify pass (index arithmetic under the known ranges).
 #include <unordered_map>
 
 #include "ops/parallel_loop.h"
@@ -127,8 +128,14 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       auto* v = find_attr(op->annotations, "loop_layout");
       TILEC_ICHECK(v && std::holds_alternative<Layout>(*v)) << "T.Parallel loop without a loop layout";
       current_loc_ = op->loc;
-      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), false, *this,
-                                      op->loc);
+      // A replicated loop layout runs each iteration on every replica. That is needed
+      // when the body writes per-thread state (fragments, locals); stores to shared or
+      // global memory need only one of them.
+      bool per_thread_writes = false;
+      for (const auto& a : ops::collect_accesses(nest))
+        if (a.is_write && !is_shared(a.buffer->scope) && a.buffer->scope != Scope::kGlobal) per_thread_writes = true;
+      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), !per_thread_writes,
+                                      *this, op->loc);
     }
     loops_.push_back(op);
     Stmt r = IRMutator::mutate_For(s, op);
@@ -203,7 +210,9 @@ Pass lower_tile_ops_pass() {
             TileOpLowerer lowerer(ctx.target());
             Stmt body = lowerer.mutate(f->body);
             if (body.same_as(f->body)) return f;
-            return with_body(f, std::move(body));
+            // Layout arithmetic leaves index expressions that the loop and thread ranges
+            // simplify (x % 4 with x < 4, tx // 128 with tx < 128): clean them once here.
+            return simplify_pass().run(with_body(f, std::move(body)), ctx);
           }};
 }
 

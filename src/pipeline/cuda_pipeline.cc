@@ -14,14 +14,17 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       verify_pass(),
       simplify_pass(),
       rasterize_blocks_pass(),
+      pipeline_planning_pass(),
+      // (sm_90+: warp_specialize goes here, between planning and injection)
+      // Injection works on tile ops (T.copy -> T.async_copy, buffers get one version per
+      // stage), so layout inference sees the versioned buffers and the async copies.
+      inject_pipeline_pass(),
   };
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.
   //   if (target.has_tma()) list.push_back(warp_specialize_pass());
-  // (gemm: pipeline planning goes here, before layout inference)
   list.push_back(layout_inference_pass());  // layoutops
   list.push_back(lower_tile_ops_pass());     // layoutops
-  // (gemm: pipeline injection goes here, after tile-op lowering)
   // ---- second half: lowered IR -> IR ready for CUDA codegen ----
   list.push_back(legalize_bounds_pass());
   list.push_back(vectorize_pass());

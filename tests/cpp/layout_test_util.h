@@ -17,8 +17,8 @@ inline ir::PrimFunc run_layout_inference(const ir::PrimFunc& f, target::Target t
 
 inline ir::PrimFunc run_lowering(const ir::PrimFunc& f, target::Target t = {}) {
   passes::PassContext ctx(t);
-  ir::PrimFunc g = passes::layout_inference_pass().run(f, ctx);
-  return passes::lower_tile_ops_pass().run(g, ctx);
+  // Through the pass manager, so TILEC_DUMP_IR shows the stages.
+  return passes::run_passes({passes::layout_inference_pass(), passes::lower_tile_ops_pass()}, f, ctx);
 }
 
 inline ir::LayoutMap layout_map_of(const ir::PrimFunc& f) {

@@ -224,6 +224,7 @@ TEST(LowerTileOps, CumsumOnSharedMatchesReference) {
   run_cumsum_case({16, 64}, 1, false, 128, false); // 16 lines, 8 threads each
   run_cumsum_case({16, 64}, 0, true, 128, false);
   run_cumsum_case({256, 8}, 1, true, 128, false);  // more lines than threads
+  run_cumsum_case({3, 64}, 1, false, 128, false);   // 3 lines x 32 threads: 32 threads idle
 }
 
 TEST(LowerTileOps, CumsumOnFragmentsMatchesReference) {
@@ -309,4 +310,178 @@ TEST(LowerTileOps, SwizzledSharedRoundTrip) {
   std::vector<double> want;
   for (double v : at.data) want.push_back(static_cast<double>(static_cast<float>(v)));
   expect_close(bt, want);
+}
+
+TEST(LowerTileOps, RegisterIndicesDoNotDependOnTheThread) {
+  // Fragment registers must be compile-time indices after unrolling, or they spill.
+  PrimFunc g = run_lowering(softmax_kernel(4, 128, 128));
+  const VarNode* tx = nullptr;
+  for_each_node(g->body, [&](const Node* n) {
+    if (n->kind == NodeKind::kKernelLaunch) tx = static_cast<const KernelLaunchNode*>(n)->thread_vars[0].get();
+  });
+  ASSERT_TRUE(tx);
+  int local_accesses = 0;
+  auto check = [&](const Buffer& b, const std::vector<Expr>& idx) {
+    if (b->scope != Scope::kLocal) return;
+    ++local_accesses;
+    for (const auto& e : idx)
+      for_each_node(evaluate(e), [&](const Node* n) { EXPECT_NE(n, static_cast<const Node*>(tx)) << b->name; });
+  };
+  for_each_node(g->body, [&](const Node* n) {
+    if (n->kind == NodeKind::kBufferLoad) {
+      auto* l = static_cast<const BufferLoadNode*>(n);
+      check(l->buffer, l->indices);
+    } else if (n->kind == NodeKind::kBufferStore) {
+      auto* s = static_cast<const BufferStoreNode*>(n);
+      check(s->buffer, s->indices);
+    }
+  });
+  EXPECT_GT(local_accesses, 10);
+}
+
+TEST(LowerTileOps, BroadcastReadFromSharedNestMatchesReference) {
+  Builder b("scale_rows");
+  Buffer X = b.tensor("X", {ci(8), ci(256)}, f32);
+  Buffer O = b.tensor("O", {ci(8), ci(256)}, f32);
+  b.begin_kernel({ci(1)}, {128});
+  Buffer xs = b.alloc_shared("xs", {ci(8), ci(256)}, f32);
+  Buffer xf = b.alloc_fragment("xf", {ci(8), ci(256)}, f32);
+  Buffer scale = b.alloc_fragment("scale", {ci(8)}, f32);
+  b.tile_op("copy", {BufferRegion::full(X), BufferRegion::full(xs)});
+  b.tile_op("copy", {BufferRegion::full(xs), BufferRegion::full(xf)});
+  b.tile_op("reduce_absmax", {BufferRegion::full(xf), BufferRegion::full(scale)}, {{"dim", int64_t{1}}});
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(8), ci(256)}, ForKind::kParallel);
+  b.store(O, {ij[0], ij[1]}, binary(NodeKind::kDiv, buffer_load(xs, {ij[0], ij[1]}), buffer_load(scale, {ij[0]})));
+  b.end_frame();
+  b.end_frame();
+  PrimFunc g = run_lowering(b.finish());
+  HostTensor xt = random_tensor({8, 256}, 31), ot = poisoned({8, 256});
+  run_lowered(g, {{"X", &xt}, {"O", &ot}});
+  std::vector<double> want(8 * 256);
+  for (int i = 0; i < 8; ++i) {
+    double m = 0;
+    for (int j = 0; j < 256; ++j) m = std::max(m, std::fabs(xt.data[i * 256 + j]));
+    for (int j = 0; j < 256; ++j) want[i * 256 + j] = xt.data[i * 256 + j] / m;
+  }
+  expect_close(ot, want);
+}
+
+TEST(LowerTileOps, ReduceOfAReplicatedResultAndSerialIndices) {
+  // Two-stage max (rows, then the row maxima) and a parallel loop inside a serial loop
+  // that indexes a fragment with the serial variable (x's rows stay within each thread:
+  // 64 threads x 4-element vectors cover a row).
+  Builder b("two_stage");
+  Buffer X = b.tensor("X", {ci(4), ci(256)}, f32);
+  Buffer M = b.tensor("M", {ci(1)}, f32);
+  Buffer O = b.tensor("O", {ci(4), ci(256)}, f32);
+  b.begin_kernel({ci(1)}, {64});
+  Buffer x = b.alloc_fragment("x", {ci(4), ci(256)}, f32);
+  Buffer rm = b.alloc_fragment("rm", {ci(4)}, f32);
+  Buffer gm = b.alloc_fragment("gm", {ci(1)}, f32);
+  Buffer row = b.alloc_fragment("row", {ci(256)}, f32);
+  b.tile_op("copy", {BufferRegion::full(X), BufferRegion::full(x)});
+  b.tile_op("reduce_max", {BufferRegion::full(x), BufferRegion::full(rm)}, {{"dim", int64_t{1}}});
+  b.tile_op("reduce_max", {BufferRegion::full(rm), BufferRegion::full(gm)}, {{"dim", int64_t{0}}});
+  b.tile_op("copy", {BufferRegion::full(gm), BufferRegion::full(M)});
+  Var k = b.begin_for("k", ci(0), ci(4), ForKind::kSerial);
+  auto j = b.begin_loop_nest({"j"}, {ci(256)}, ForKind::kParallel);
+  b.store(row, {j[0]}, buffer_load(x, {k, j[0]}) - buffer_load(gm, {ci(0)}));
+  b.end_frame();
+  b.tile_op("copy", {BufferRegion::full(row), BufferRegion{O, {{k, ci(1)}, {ci(0), ci(256)}}}});
+  b.end_frame();
+  b.end_frame();
+  PrimFunc g = run_lowering(b.finish());
+  HostTensor xt = random_tensor({4, 256}, 41), mt = poisoned({1}), ot = poisoned({4, 256});
+  run_lowered(g, {{"X", &xt}, {"M", &mt}, {"O", &ot}});
+  double m = -INFINITY;
+  for (double v : xt.data) m = std::max(m, v);
+  expect_close(mt, {m});
+  std::vector<double> want;
+  for (double v : xt.data) want.push_back(static_cast<double>(static_cast<float>(v)) - m);
+  expect_close(ot, want);
+}
+
+TEST(LowerTileOps, ElementwiseNestVectorizesGlobalAccesses) {
+  Builder b("add");
+  Buffer A = b.tensor("A", {ci(64), ci(256)}, DataType::Float(16));
+  Buffer B = b.tensor("B", {ci(64), ci(256)}, DataType::Float(16));
+  Buffer C = b.tensor("C", {ci(64), ci(256)}, DataType::Float(16));
+  Var bx = b.begin_kernel({ci(4)}, {128})[0];
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(16), ci(256)}, ForKind::kParallel);
+  Expr r = bx * 16 + ij[0];
+  b.store(C, {r, ij[1]}, buffer_load(A, {r, ij[1]}) + buffer_load(B, {r, ij[1]}));
+  b.end_frame();
+  b.end_frame();
+  PrimFunc g = run_lowering(b.finish());
+  int vec_extent = 0;
+  for_each_node(g->body, [&](const Node* n) {
+    if (n->kind != NodeKind::kFor) return;
+    auto* f = static_cast<const ForNode*>(n);
+    if (f->for_kind == ForKind::kVectorized) vec_extent = static_cast<int>(*as_const_int(f->extent));
+  });
+  EXPECT_EQ(vec_extent, 8);  // 16 bytes of float16
+  HostTensor at = random_tensor({64, 256}, 51), bt = random_tensor({64, 256}, 52), ct = poisoned({64, 256});
+  run_lowered(g, {{"A", &at}, {"B", &bt}, {"C", &ct}});
+  std::vector<double> want;
+  for (size_t i = 0; i < at.data.size(); ++i) want.push_back(at.data[i] + bt.data[i]);
+  expect_close(ct, want);
+}
+
+namespace {
+PrimFunc small_kernel() {
+  Builder b("small");
+  Buffer A = b.tensor("A", {ci(4), ci(8)}, f32);
+  b.begin_kernel({ci(1)}, {32});
+  Buffer x = b.alloc_fragment("x", {ci(4), ci(8)}, f32);
+  b.tile_op("fill", {BufferRegion::full(x), float_imm(1.0)});
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(4), ci(8)}, ForKind::kParallel);
+  b.store(x, {ij[0], ij[1]}, buffer_load(x, {ij[0], ij[1]}) + cast(f32, ij[1]));
+  b.end_frame();
+  b.tile_op("copy", {BufferRegion::full(x), BufferRegion::full(A)});
+  b.end_frame();
+  return b.finish();
+}
+}  // namespace
+
+TEST(LowerTileOps, GoldenSmallKernel) {
+  PrimFunc g = run_lowering(small_kernel());
+  std::string got = script(g);
+  // 32 elements over 32 threads, 4-element vectors: threads 0..7 hold one vector each.
+  // (Index order follows the simplifier's canonical form.)
+  const char* want = R"(@T.prim_func
+def small(A: T.Tensor((4, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        tx = T.get_thread_binding(0)
+        x = T.alloc_local((4,), "float32")
+        if tx < 8:
+            for v in T.vectorized(4):
+                x[v] = T.float32(1)
+        if tx < 8:
+            for v_1 in T.vectorized(4):
+                x[v_1] = x[v_1] + T.cast(v_1 + tx % 2 * 4, "float32")
+        if tx < 8:
+            for v_2 in T.vectorized(4):
+                A[tx // 2, v_2 + tx % 2 * 4] = x[v_2]
+)";
+  EXPECT_EQ(got, want);
+}
+
+TEST(LowerTileOps, NonDigitUserLayoutCannotDriveALoop) {
+  Builder b("rotated");
+  b.begin_kernel({ci(1)}, {32});
+  Buffer x = b.alloc_fragment("x", {ci(32), ci(32)}, f32, line(60));
+  Layout rot = layout::make_fragment(
+      {32, 32}, [](const std::vector<Var>& v, const Var&) { return floormod(v[0] + v[1], 32); },
+      [](const std::vector<Var>& v) { return v[0]; });
+  b.begin_annotate("layout_map", LayoutMap{{x, rot}}, line(61));
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(32), ci(32)}, ForKind::kParallel, line(62));
+  b.store(x, {ij[0], ij[1]}, float_imm(0.0), line(63));
+  b.end_frame();
+  b.end_frame();
+  b.end_frame();
+  PrimFunc f = b.finish();
+  std::string msg = user_error_of([&] { run_lowering(f); });
+  EXPECT_NE(msg.find("the layout of fragment 'x' (from T.annotate_layout at kernel.py:61:5) cannot drive"),
+            std::string::npos)
+      << msg;
 }

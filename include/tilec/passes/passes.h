@@ -31,6 +31,28 @@ Pass simplify_pass();
 //   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
 Pass rasterize_blocks_pass();
 
+// pipeline_planning (src/passes/pipeline_planning.cc)
+//   in:  verified tile IR.   out: every For of kind Pipelined with num_stages >= 2 (or an
+//   explicit `stage`) has a flat Seq body (Lets inlined) and explicit `stage` / `order`
+//   lists, one entry per body statement, num_stages = max(stage) + 1. Defaults: copies
+//   global -> shared (and what they depend on) at stage 0, the rest at num_stages - 1.
+//   Loops that need no pipelining (num_stages 0 or 1, no producer) become serial loops.
+//   UserError for stage/order lists that do not fit the body. Runs before inject_pipeline.
+Pass pipeline_planning_pass();
+
+// inject_pipeline (src/passes/inject_pipeline.cc)
+//   in:  planned tile IR (pipeline_planning).   out: no For of kind Pipelined. A statement
+//   of stage s runs iteration i + (S - s) in step i of a serial loop over the original
+//   range, after a prologue of S steps (guarded when the trip count may be short); every
+//   buffer written at one stage and read at a later one gets num_stages versions (leading
+//   dimension, slot = iteration % num_stages; layout_map annotations follow); copies
+//   global -> shared whose readers are all at later stages become T.async_copy
+//   (cp.async) on sm_80+, each step commits one group and waits (tl.cp_async_wait) until
+//   the data its readers need has landed, then tl.syncthreads (the one barrier a step
+//   needs: only this pass knows a step's copies and reads touch different versions); a
+//   final wait drains the groups. Runs before layout inference.
+Pass inject_pipeline_pass();
+
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]
 //   in:  tile-level kernels (tile ops, T.Parallel nests, optional T.annotate_layout).
 //   out: kernel body wrapped in Annotate{"layout_map", LayoutMap} with a layout for every

@@ -331,8 +331,10 @@ Printed CudaPrinter::print_call(const CallNode* op) {
     case IntrinStyle::kTemplateDType:
       return {info->cuda + "<" + c_type(op->dtype, op->loc) + ">(" + join(0) + ")"};
     case IntrinStyle::kTemplateArg0: {
+      if (auto* str = op->args.empty() ? nullptr : op->args[0].as<StringImmNode>())
+        return {info->cuda + "<" + str->value + ">(" + join(1) + ")"};
       TILEC_USER_CHECK(!op->args.empty() && as_const_int(op->args[0]), op->loc, "")
-          << "the first argument of '" << op->op << "' must be an integer constant";
+          << "the first argument of '" << op->op << "' must be an integer constant or a template argument string";
       return {info->cuda + "<" + std::to_string(*as_const_int(op->args[0])) + ">(" + join(1) + ")"};
     }
   }

@@ -1,0 +1,108 @@
+// Canonical pipelined-loop bodies and statement access sets (see pipeline_body.h).
+#include "passes/pipeline_body.h"
+
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+
+namespace tilec::passes::pipeline {
+
+using namespace ir;
+
+namespace {
+
+void flatten(const Stmt& s, Body* out, VarMap* lets) {
+  if (!s) return;
+  if (auto* seq = s.as<SeqNode>()) {
+    for (const auto& x : seq->stmts) flatten(x, out, lets);
+  } else if (auto* let = s.as<LetNode>()) {
+    (*lets)[let->var.get()] = lets->empty() ? let->value : substitute(let->value, *lets);
+    flatten(let->body, out, lets);
+  } else if (s.as<AllocateNode>() || s.as<AnnotateNode>()) {
+    out->wrappers.push_back(s);
+    flatten(s.as<AllocateNode>() ? s.as<AllocateNode>()->body : s.as<AnnotateNode>()->body, out, lets);
+  } else {
+    out->stmts.push_back(lets->empty() ? s : substitute(s, *lets));
+  }
+}
+
+// Reads and writes of plain statements (and of everything nested in loops / ifs).
+class AccessCollector : public IRVisitor {
+ public:
+  explicit AccessCollector(Access* a) : a_(a) {}
+
+ protected:
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    a_->reads.insert(op->buffer.get());
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    a_->writes.insert(op->buffer.get());
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_TileOp(const TileOpNode* op) override {
+    // Argument roles of the built-in ops: which region arguments are read (r), written (w)
+    // or both (m). Unknown ops: every region is read and written.
+    static const std::vector<std::pair<std::string, std::string>> kRoles = {
+        {"copy", "rw"},   {"async_copy", "rw"}, {"tma_copy", "rw"},   {"gemm", "rrm"},
+        {"fill", "w"},    {"cumsum", "rw"},     {"atomic_add", "mr"}, {"atomic_max", "mr"},
+        {"atomic_min", "mr"}};
+    std::string roles;
+    for (const auto& [name, r] : kRoles)
+      if (op->op == name) roles = r;
+    if (op->op.rfind("reduce_", 0) == 0) roles = attr_bool(*op, "clear", true) ? "rw" : "rm";
+    for (size_t i = 0; i < op->args.size(); ++i) {
+      auto* region = std::get_if<BufferRegion>(&op->args[i]);
+      if (!region) {
+        visit(std::get<Expr>(op->args[i]));
+        continue;
+      }
+      visit_region(*region);
+      const char role = i < roles.size() ? roles[i] : 'm';
+      if (role == 'r' || role == 'm') a_->reads.insert(region->buffer.get());
+      if (role == 'w' || role == 'm') a_->writes.insert(region->buffer.get());
+    }
+  }
+
+ private:
+  Access* a_;
+};
+
+}  // namespace
+
+Body split_body(const Stmt& body) {
+  Body out;
+  VarMap lets;
+  flatten(body, &out, &lets);
+  return out;
+}
+
+Stmt join_body(const std::vector<Stmt>& wrappers, std::vector<Stmt> stmts) {
+  Stmt s = stmts.size() == 1 ? stmts.front() : seq(std::move(stmts));
+  for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it) {
+    if (auto* a = it->as<AllocateNode>()) {
+      s = allocate(a->buffer, s, a->loc);
+    } else {
+      auto* n = it->as<AnnotateNode>();
+      s = annotate(n->key, n->value, s, n->loc);
+    }
+  }
+  return s;
+}
+
+Access accesses(const Stmt& s) {
+  Access a;
+  AccessCollector c(&a);
+  c.visit(s);
+  return a;
+}
+
+bool is_global_to_shared_copy(const Stmt& s) {
+  auto* op = s.as<TileOpNode>();
+  if (!op || (op->op != "copy" && op->op != "async_copy") || op->args.size() < 2) return false;
+  auto* src = std::get_if<BufferRegion>(&op->args[0]);
+  auto* dst = std::get_if<BufferRegion>(&op->args[1]);
+  return src && dst && src->buffer->scope == Scope::kGlobal && is_shared(dst->buffer->scope);
+}
+
+}  // namespace tilec::passes::pipeline

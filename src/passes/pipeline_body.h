@@ -1,0 +1,39 @@
+// What pipeline_planning and inject_pipeline share: the canonical body of a pipelined
+// loop, and which buffers a body statement reads and writes.
+//
+// Canonical body: a chain of Allocate / Annotate nodes (the "wrappers", outermost first)
+// around one Seq of statements, with no Let between them (Lets are inlined). The `stage`
+// and `order` lists of the loop's PipelineInfo have one entry per statement of that Seq.
+#pragma once
+
+#include <unordered_set>
+#include <vector>
+
+#include "tilec/ir/stmt.h"
+
+namespace tilec::passes::pipeline {
+
+struct Body {
+  std::vector<ir::Stmt> wrappers;  // Allocate / Annotate nodes, outermost first (bodies ignored)
+  std::vector<ir::Stmt> stmts;
+};
+
+// Splits any loop body into wrappers and flat statements: nested Seqs are flattened,
+// Lets are substituted into what follows them, Allocates and Annotates met anywhere in
+// the statement list are hoisted into the wrappers.
+Body split_body(const ir::Stmt& body);
+// The inverse: the wrappers around Seq(stmts) (a single statement stays itself).
+ir::Stmt join_body(const std::vector<ir::Stmt>& wrappers, std::vector<ir::Stmt> stmts);
+
+using BufferSet = std::unordered_set<const ir::BufferNode*>;
+struct Access {
+  BufferSet reads, writes;
+};
+// The buffers a statement reads and writes: tile ops by their known argument roles
+// (unknown ops read and write every region), plain statements by their loads and stores.
+Access accesses(const ir::Stmt& s);
+
+// T.copy / T.async_copy from a global buffer into a shared one.
+bool is_global_to_shared_copy(const ir::Stmt& s);
+
+}  // namespace tilec::passes::pipeline

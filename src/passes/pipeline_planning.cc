@@ -1,0 +1,135 @@
+// pipeline_planning: decides the stage and issue order of every statement of each
+// T.Pipelined loop.
+//
+// Input:  verified tile IR; T.Pipelined loops may carry num_stages and optional `order` /
+//         `stage` lists (TileLang semantics: entry j is statement j's issue position /
+//         stage).
+// Output: every For of kind Pipelined that still needs pipelining has a canonical body
+//         (pipeline_body.h: wrappers around a flat Seq, Lets inlined) and explicit
+//         `stage` and `order` lists with one entry per statement; num_stages becomes the
+//         pipeline depth max(stage) + 1. Loops that need none become serial loops with
+//         their body in issue order: num_stages 0 or 1 without an explicit stage, a depth
+//         of 1, or (default planning) no copy global -> shared in the body.
+// Before: verify. After: inject_pipeline consumes the lists.
+//
+// Default planning (no `stage` given): the producers are the copies global -> shared;
+// they are at stage 0, and so is every statement that writes a buffer a stage-0
+// statement reads (what a copy's address depends on must run with it, ahead of the
+// rest); everything else is at stage num_stages - 1. Issue order defaults to statement
+// order.
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "passes/pipeline_body.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+namespace pl = pipeline;
+
+std::string list_str(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+Stmt serial_loop(const ForNode* op, const pl::Body& body, const std::vector<int>& order) {
+  std::vector<Stmt> stmts(body.stmts.size());
+  for (size_t j = 0; j < body.stmts.size(); ++j) stmts[order[j]] = body.stmts[j];
+  return make_for(op->loop_var, op->min, op->extent, ForKind::kSerial, pl::join_body(body.wrappers, std::move(stmts)),
+                  op->loc, {}, "", op->annotations);
+}
+
+std::vector<int> default_stages(const pl::Body& body, int last_stage) {
+  const size_t n = body.stmts.size();
+  std::vector<int> stage(n, last_stage);
+  std::vector<pl::Access> acc;
+  for (const auto& s : body.stmts) acc.push_back(pl::accesses(s));
+  for (size_t j = 0; j < n; ++j)
+    if (pl::is_global_to_shared_copy(body.stmts[j])) stage[j] = 0;
+  // Close over "writes what a stage-0 statement reads".
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t w = 0; w < n; ++w) {
+      if (stage[w] == 0) continue;
+      for (size_t r = 0; r < n && stage[w] != 0; ++r) {
+        if (stage[r] != 0 || r == w) continue;
+        for (const BufferNode* b : acc[w].writes)
+          if (b->scope != Scope::kGlobal && acc[r].reads.count(b)) {
+            stage[w] = 0;
+            changed = true;
+            break;
+          }
+      }
+    }
+  }
+  return stage;
+}
+
+class Planner : public IRMutator {
+ protected:
+  Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+    Stmt visited = IRMutator::mutate_For(s, op);
+    op = visited.as<ForNode>();
+    if (op->for_kind != ForKind::kPipelined) return visited;
+    const PipelineInfo& info = op->pipeline;
+    pl::Body body = pl::split_body(op->body);
+    const int n = static_cast<int>(body.stmts.size());
+
+    std::vector<int> order = info.order;
+    if (order.empty()) {
+      order.resize(n);
+      std::iota(order.begin(), order.end(), 0);
+    }
+    TILEC_USER_CHECK(static_cast<int>(order.size()) == n, op->loc, "give one entry per statement of the loop body")
+        << "T.Pipelined: `order` " << list_str(info.order) << " has " << order.size()
+        << " entries but the loop body has " << n << " statements";
+    {
+      std::vector<int> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      for (int j = 0; j < n; ++j)
+        TILEC_USER_CHECK(sorted[j] == j, op->loc, "order[j] is the issue position of statement j")
+            << "T.Pipelined: `order` " << list_str(info.order) << " must list each of 0.." << n - 1 << " once";
+    }
+
+    std::vector<int> stage = info.stage;
+    if (!stage.empty()) {
+      TILEC_USER_CHECK(static_cast<int>(stage.size()) == n, op->loc, "give one entry per statement of the loop body")
+          << "T.Pipelined: `stage` " << list_str(info.stage) << " has " << stage.size()
+          << " entries but the loop body has " << n << " statements";
+      for (int st : stage)
+        TILEC_USER_CHECK(st >= 0, op->loc, "stages count from 0 (the statements that run furthest ahead)")
+            << "T.Pipelined: `stage` " << list_str(info.stage) << " has a negative stage";
+    } else {
+      const bool has_producer = std::any_of(body.stmts.begin(), body.stmts.end(), pl::is_global_to_shared_copy);
+      if (info.num_stages <= 1 || !has_producer) return serial_loop(op, body, order);
+      stage = default_stages(body, info.num_stages - 1);
+    }
+    const int depth = *std::max_element(stage.begin(), stage.end()) + 1;
+    if (depth <= 1) return serial_loop(op, body, order);
+
+    auto n_for = std::make_shared<ForNode>(*op);
+    n_for->pipeline.num_stages = depth;
+    n_for->pipeline.order = order;
+    n_for->pipeline.stage = stage;
+    n_for->body = pl::join_body(body.wrappers, body.stmts);
+    return Stmt(std::shared_ptr<const ForNode>(std::move(n_for)));
+  }
+};
+
+}  // namespace
+
+Pass pipeline_planning_pass() {
+  return {"pipeline_planning", [](const PrimFunc& f, PassContext&) {
+            Planner p;
+            Stmt body = p.mutate(f->body);
+            return body.same_as(f->body) ? f : with_body(f, body);
+          }};
+}
+
+}  // namespace tilec::passes

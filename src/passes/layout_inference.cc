@@ -245,6 +245,10 @@ class Inference : public ops::LayoutInferenceState {
         if (a.buffer->scope != Scope::kFragment || !a.full_rank(n)) continue;
         Layout f = layout_of(a.buffer);
         if (!f) continue;
+        TILEC_USER_CHECK(layout::fit_digit_form(f).has_value(), a.loc.known() ? a.loc : u.nest.loc,
+                         "write the fragment's thread and register maps with // and % of the indices")
+            << "the layout of fragment '" << a.buffer->name << "' (from " << origin_of(a.buffer)
+            << ") cannot drive " << u.name() << ": tilec inverts only layouts built from mixed-radix digits";
         if (Layout l = ops::loop_layout_from_fragment(u.nest, a, f)) {
           set_loop_layout(u, l, "its thread mapping follows fragment '" + a.buffer->name + "' (layout from " +
                                     origin_of(a.buffer) + ")");

@@ -128,8 +128,14 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       auto* v = find_attr(op->annotations, "loop_layout");
       TILEC_ICHECK(v && std::holds_alternative<Layout>(*v)) << "T.Parallel loop without a loop layout";
       current_loc_ = op->loc;
-      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), false, *this,
-                                      op->loc);
+      // A replicated loop layout runs each iteration on every replica. That is needed
+      // when the body writes per-thread state (fragments, locals); stores to shared or
+      // global memory need only one of them.
+      bool per_thread_writes = false;
+      for (const auto& a : ops::collect_accesses(nest))
+        if (a.is_write && !is_shared(a.buffer->scope) && a.buffer->scope != Scope::kGlobal) per_thread_writes = true;
+      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), !per_thread_writes,
+                                      *this, op->loc);
     }
     loops_.push_back(op);
     Stmt r = IRMutator::mutate_For(s, op);

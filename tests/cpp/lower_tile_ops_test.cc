@@ -426,3 +426,62 @@ TEST(LowerTileOps, ElementwiseNestVectorizesGlobalAccesses) {
   for (size_t i = 0; i < at.data.size(); ++i) want.push_back(at.data[i] + bt.data[i]);
   expect_close(ct, want);
 }
+
+namespace {
+PrimFunc small_kernel() {
+  Builder b("small");
+  Buffer A = b.tensor("A", {ci(4), ci(8)}, f32);
+  b.begin_kernel({ci(1)}, {32});
+  Buffer x = b.alloc_fragment("x", {ci(4), ci(8)}, f32);
+  b.tile_op("fill", {BufferRegion::full(x), float_imm(1.0)});
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(4), ci(8)}, ForKind::kParallel);
+  b.store(x, {ij[0], ij[1]}, buffer_load(x, {ij[0], ij[1]}) + cast(f32, ij[1]));
+  b.end_frame();
+  b.tile_op("copy", {BufferRegion::full(x), BufferRegion::full(A)});
+  b.end_frame();
+  return b.finish();
+}
+}  // namespace
+
+TEST(LowerTileOps, GoldenSmallKernel) {
+  PrimFunc g = run_lowering(small_kernel());
+  std::string got = script(g);
+  // 32 elements over 32 threads, 4-element vectors: threads 0..7 hold one vector each.
+  // (Index order follows the simplifier's canonical form.)
+  const char* want = R"(@T.prim_func
+def small(A: T.Tensor((4, 8), "float32")):
+    with T.Kernel(1, threads=32) as bx:
+        tx = T.get_thread_binding(0)
+        x = T.alloc_local((4,), "float32")
+        if tx < 8:
+            for v in T.vectorized(4):
+                x[v] = T.float32(1)
+        if tx < 8:
+            for v_1 in T.vectorized(4):
+                x[v_1] = x[v_1] + T.cast(v_1 + tx % 2 * 4, "float32")
+        if tx < 8:
+            for v_2 in T.vectorized(4):
+                A[tx // 2, v_2 + tx % 2 * 4] = x[v_2]
+)";
+  EXPECT_EQ(got, want);
+}
+
+TEST(LowerTileOps, NonDigitUserLayoutCannotDriveALoop) {
+  Builder b("rotated");
+  b.begin_kernel({ci(1)}, {32});
+  Buffer x = b.alloc_fragment("x", {ci(32), ci(32)}, f32, line(60));
+  Layout rot = layout::make_fragment(
+      {32, 32}, [](const std::vector<Var>& v, const Var&) { return floormod(v[0] + v[1], 32); },
+      [](const std::vector<Var>& v) { return v[0]; });
+  b.begin_annotate("layout_map", LayoutMap{{x, rot}}, line(61));
+  auto ij = b.begin_loop_nest({"i", "j"}, {ci(32), ci(32)}, ForKind::kParallel, line(62));
+  b.store(x, {ij[0], ij[1]}, float_imm(0.0), line(63));
+  b.end_frame();
+  b.end_frame();
+  b.end_frame();
+  PrimFunc f = b.finish();
+  std::string msg = user_error_of([&] { run_lowering(f); });
+  EXPECT_NE(msg.find("the layout of fragment 'x' (from T.annotate_layout at kernel.py:61:5) cannot drive"),
+            std::string::npos)
+      << msg;
+}

@@ -56,7 +56,6 @@ TEST_P(LowerEndToEnd, SoftmaxUsesShufflesAndStaysInRegisters) {
     EXPECT_NE(art.cuda_source.find("shfl_xor"), std::string::npos) << art.cuda_source;
     EXPECT_EQ(art.ptxas.spill_stores_bytes, 0) << art.ptxas.log;
     EXPECT_EQ(art.ptxas.stack_frame_bytes, 0) << art.ptxas.log << "\n" << art.cuda_source;
-    if (getenv("LO_PRINT")) std::cerr << art.cuda_source << "\n" << art.ptxas.log;
   });
 }
 

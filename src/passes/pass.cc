@@ -41,7 +41,7 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tl.disable_vectorize_256", false, "Do not use 256-bit global loads/stores."},
     {"tl.disable_wgmma", false, "Do not use wgmma for T.gemm on sm_90a (use mma.sync)."},
     {"tl.disable_safe_memory_legalize", false,
-     "Do not insert bounds guards on global memory accesses (accepted; no effect yet)."},
+     "Do not insert bounds guards on global memory accesses (unsafe for partial tiles)."},
     {"tl.disable_dynamic_tail_split", false,
      "Do not split loops with symbolic extents into main and tail parts (accepted; no effect yet)."},
     {"tl.dynamic_alignment", int64_t{16},
@@ -144,6 +144,7 @@ struct PassTiming {
   std::string name;
   double ms = 0;
   bool disabled = false;
+  bool failed = false;
 };
 
 void print_timings(const std::string& kernel, const std::vector<PassTiming>& timings) {
@@ -154,10 +155,12 @@ void print_timings(const std::string& kernel, const std::vector<PassTiming>& tim
   os << "tilec: pass times for kernel '" << kernel << "'\n";
   for (const auto& t : timings) {
     os << "  " << std::left << std::setw(static_cast<int>(width)) << t.name << "  ";
-    if (t.disabled)
+    if (t.disabled) {
       os << "  (disabled)\n";
-    else
-      os << std::right << std::fixed << std::setprecision(3) << std::setw(10) << t.ms << " ms\n";
+      continue;
+    }
+    os << std::right << std::fixed << std::setprecision(3) << std::setw(10) << t.ms << " ms"
+       << (t.failed ? "  (failed)" : "") << "\n";
   }
   os << "  " << std::left << std::setw(static_cast<int>(width)) << "total" << "  " << std::right
      << std::fixed << std::setprecision(3) << std::setw(10) << total << " ms\n";
@@ -232,7 +235,11 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
       out = pass.run(f, ctx);
     } catch (...) {
       // The times so far still help to see where a failing compile went.
-      if (time_passes) print_timings(kernel, timings);
+      if (time_passes) {
+        auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        timings.push_back({pass.name, ms, false, true});
+        print_timings(kernel, timings);
+      }
       throw;
     }
     auto stop = std::chrono::steady_clock::now();

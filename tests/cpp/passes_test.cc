@@ -345,6 +345,7 @@ TEST_F(PassesTest, UserErrorsFromAPassPropagateAfterTheTimesSoFar) {
                UserError);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("before_failure"), std::string::npos) << err;
+  EXPECT_NE(err.find("(failed)"), std::string::npos) << err;
 }
 
 // ---------------- verify, simplify, pipeline ----------------

@@ -268,11 +268,14 @@ std::unordered_set<const BufferNode*> written_buffers(const Stmt& body) {
     }
     void visit_Call(const CallNode* op) override {
       if (op->op != "tl.address_of") {
-        for (const auto& a : op->args) {
-          auto* addr = a.as<CallNode>();
-          if (addr && addr->op == "tl.address_of" && !addr->args.empty()) {
-            if (auto* load = addr->args[0].as<BufferLoadNode>()) written.insert(load->buffer.get());
-          }
+        // Addresses passed to intrinsics: written unless the EFFECT row says read-only.
+        const std::string& spec = passes::back::intrinsic_effect(op->op);
+        for (size_t i = 0; i < op->args.size(); ++i) {
+          auto* addr = op->args[i].as<CallNode>();
+          if (!addr || addr->op != "tl.address_of" || addr->args.empty()) continue;
+          char effect = passes::back::effect_of_arg(spec, i);
+          if (effect == 'r' || effect == '.') continue;
+          if (auto* load = addr->args[0].as<BufferLoadNode>()) written.insert(load->buffer.get());
         }
       }
       IRVisitor::visit_Call(op);

@@ -1,5 +1,6 @@
 #include "passes/cuda_back_util.h"
 
+#include <cctype>
 #include <functional>
 #include <numeric>
 #include <unordered_map>
@@ -378,10 +379,31 @@ const std::string& intrinsic_effect(const std::string& op) {
   return it == table.end() ? none : it->second;
 }
 
+namespace {
+// "a16r16." -> {('a', 16), ('r', 16), ('.', 0)}
+std::vector<std::pair<char, int64_t>> parse_effect(const std::string& spec) {
+  std::vector<std::pair<char, int64_t>> out;
+  for (size_t p = 0; p < spec.size();) {
+    char letter = spec[p++];
+    int64_t bytes = 0;
+    while (p < spec.size() && std::isdigit(static_cast<unsigned char>(spec[p]))) bytes = bytes * 10 + (spec[p++] - '0');
+    out.push_back({letter, bytes});
+  }
+  return out;
+}
+}  // namespace
+
 char effect_of_arg(const std::string& spec, size_t i) {
   if (spec.empty() || spec == "barrier" || spec == "async_wait") return '?';
   if (spec == "none") return '.';
-  return i < spec.size() ? spec[i] : spec.back();
+  auto parts = parse_effect(spec);
+  return i < parts.size() ? parts[i].first : parts.back().first;
+}
+
+int64_t effect_bytes_of_arg(const std::string& spec, size_t i) {
+  if (spec.empty() || spec == "barrier" || spec == "async_wait" || spec == "none") return 0;
+  auto parts = parse_effect(spec);
+  return i < parts.size() ? parts[i].second : parts.back().second;
 }
 
 std::vector<Expr> strides_of(const Buffer& b) {

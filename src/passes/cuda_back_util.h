@@ -74,6 +74,8 @@ bool provably_nonneg(arith::Analyzer* az, const Expr& e,
 const std::string& intrinsic_effect(const std::string& op);
 // The effect letter of argument `i` of a call with spec `spec` ('?' when unknown).
 char effect_of_arg(const std::string& spec, size_t i);
+// The bytes argument `i` accesses per call (the number after its letter), 0 when not given.
+int64_t effect_bytes_of_arg(const std::string& spec, size_t i);
 
 // A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
 std::vector<Expr> strides_of(const ir::Buffer& b);

@@ -57,7 +57,10 @@ const BufferLoadNode* address_of_global(const Expr& e) {
 }
 
 bool has_async_write(const CallNode* c) {
-  return back::intrinsic_effect(c->op).find('a') != std::string::npos;
+  const std::string& spec = back::intrinsic_effect(c->op);
+  for (size_t i = 0; i < c->args.size(); ++i)
+    if (back::effect_of_arg(spec, i) == 'a') return true;
+  return false;
 }
 
 class Legalizer : public IRMutator {

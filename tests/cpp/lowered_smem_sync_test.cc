@@ -282,6 +282,13 @@ TEST(InsertSyncs, PipelinedGemmMainLoopHasExactlyTheNeededBarriers) {
   EXPECT_EQ(count, 2u) << text;
   // No barrier in the prologue: nothing was read or written before the first copies.
   EXPECT_LT(text.find("tl::cp_async_commit();\ntl::cp_async_cg16"), text.find("__syncthreads")) << text;
+  // 16-byte cp.async reads of A and B: the runtime must check 16-byte alignment.
+  auto plan = passes::build_launch_plan(out);
+  ASSERT_EQ(plan.tensors.size(), 3u);
+  EXPECT_EQ(plan.tensors[0].alignment_bytes, 16);
+  EXPECT_EQ(plan.tensors[1].alignment_bytes, 16);
+  EXPECT_EQ(plan.tensors[2].alignment_bytes, 4);  // C: scalar float stores
+  EXPECT_EQ(plan.dynamic_shared_bytes, 2 * 3 * 1024 * 2);
 }
 
 TEST(InsertSyncs, IssueAfterComputeOrderNeedsTwoBarriersPerStep) {

@@ -52,7 +52,7 @@ struct is_same<A, A> {
 };
 
 // Largest power of two dividing `bytes`, capped at 16: the alignment a vector of that size gets.
-constexpr int vec_alignment(int bytes) {
+__host__ __device__ constexpr int vec_alignment(int bytes) {
   return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
 }
 
@@ -212,14 +212,22 @@ TL_DEVICE double nan<double>() {
 // ---- Python-style integer division (rounds toward -inf; remainder has the divisor's sign) ----
 template <typename T>
 TL_DEVICE T floordiv(T a, T b) {
-  T q = a / b;
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+  if constexpr (T(-1) > T(0)) {  // unsigned: C division already rounds down
+    return a / b;
+  } else {
+    T q = a / b;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+  }
 }
 template <typename T>
 TL_DEVICE T floormod(T a, T b) {
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  if constexpr (T(-1) > T(0)) {
+    return a % b;
+  } else {
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
 }
 
 // ---- lane-wise operators on vectors ----

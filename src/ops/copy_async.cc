@@ -16,6 +16,7 @@
 // element). Otherwise the generic SIMT copy lowers it (still correct in a pipeline: the
 // data is in place before the step's barrier). The base pointer's alignment is assumed
 // (tilec.assume_aligned:<W>) and checked by the runtime at launch.
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -122,6 +123,33 @@ std::optional<AsyncPlan> plan_async(const TileOpNode& op, LowerContext& ctx, con
   return std::nullopt;
 }
 
+Expr guard_of(const TileOpNode& op) {
+  const AttrValue* g = find_attr(op.attrs, "guard");
+  return g && std::holds_alternative<Expr>(*g) ? std::get<Expr>(*g) : Expr();
+}
+
+// A guard `v + c < bound` (v an enclosing loop's variable, bound constant) tightens v's range.
+void tighten_with_guard(const Expr& guard, LowerContext& ctx, arith::Analyzer& an) {
+  auto* lt = guard.as<BinaryNode>();
+  if (!lt || guard->kind != NodeKind::kLT) return;
+  Expr bound = an.simplify(lt->b);
+  const int64_t* b = as_const_int(bound);
+  if (!b) return;
+  Expr lhs = lt->a;
+  int64_t c = 0;
+  if (auto* add = lhs.as<BinaryNode>(); add && lhs->kind == NodeKind::kAdd && as_const_int(add->b)) {
+    c = *as_const_int(add->b);
+    lhs = add->a;
+  }
+  auto* v = lhs.as<VarNode>();
+  if (!v) return;
+  for (const ForNode* l : ctx.enclosing_loops()) {
+    const int64_t* mn = as_const_int(l->min);
+    if (l->loop_var.get() != v || !mn) continue;
+    if (*b - c - 1 >= *mn) an.bind_bound(l->loop_var, *mn, *b - c - 1);
+  }
+}
+
 Stmt lower_async(const TileOpNode& op, LowerContext& ctx, const RegionLoop& loop, const AsyncPlan& plan) {
   const BufferRegion& src = region_arg(op, 0);
   const BufferRegion& dst = region_arg(op, 1);
@@ -145,8 +173,16 @@ Stmt lower_async(const TileOpNode& op, LowerContext& ctx, const RegionLoop& loop
   std::vector<Expr> src_idx, dst_idx;
   for (const auto& x : region_indices(src, loop.vars)) src_idx.push_back(substitute(x, vm));
   for (const auto& x : region_indices(dst, loop.vars)) dst_idx.push_back(substitute(x, vm));
-  arith::Analyzer& an = ctx.analyzer();
-  Expr pred;
+  // Which chunks may fall outside the source: decided with the ranges of the enclosing
+  // loops, the thread and chunk indices, and the guard (a pipelined copy's `it < n`).
+  arith::Analyzer an;
+  for (const ForNode* l : ctx.enclosing_loops()) an.bind_range(l->loop_var, l->min, l->extent);
+  if (Expr tid = ctx.thread_index(); tid.as<VarNode>())
+    an.bind_range(Var(std::static_pointer_cast<const VarNode>(tid.shared())), int_imm(0), int_imm(threads));
+  if (iters > 1) an.bind_range(it, int_imm(0), int_imm(iters));
+  Expr guard = guard_of(op);
+  if (guard) tighten_with_guard(guard, ctx, an);
+  Expr pred = guard;
   for (int d = 0; d < src.buffer->ndim(); ++d) {
     Expr in = src_idx[d] < src.buffer->shape[d];
     if (!an.can_prove(in)) pred = conj(pred, in);
@@ -163,10 +199,12 @@ Stmt lower_async(const TileOpNode& op, LowerContext& ctx, const RegionLoop& loop
   return annotate(passes::kAssumeAlignedPrefix + std::to_string(plan.bytes), src.buffer, body, op.loc);
 }
 
-// The generic copy of the same regions (the SIMT behaviour of T.copy).
+// The generic copy of the same regions (the SIMT behaviour of T.copy), under the guard.
 Stmt lower_simt(const TileOpNode& op, LowerContext& ctx) {
   Stmt copy = make_tile_op("copy", op.args, {}, op.loc);
-  return ops::lower(*copy.as<TileOpNode>(), ctx);
+  Stmt out = ops::lower(*copy.as<TileOpNode>(), ctx);
+  if (Expr g = guard_of(op)) out = if_then_else(g, out, nullptr, op.loc);
+  return out;
 }
 
 AccessRegions async_access(const TileOpNode& op) { return {{region_arg(op, 0)}, {region_arg(op, 1)}}; }

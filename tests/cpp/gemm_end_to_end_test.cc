@@ -13,6 +13,7 @@
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/passes.h"
 #include "tilec/pipeline/pipeline.h"
+#include "tilec/runtime/nvrtc.h"
 #include "tilec/target/cuda/lower.h"
 
 using namespace tilec;
@@ -52,6 +53,10 @@ LoopCounts main_loop_counts(const PrimFunc& f) {
 struct Case {
   const char* name;
   std::function<PrimFunc()> build;
+  // Static shapes: one barrier in the loop after insert_syncs too. With symbolic strides
+  // the copies branch at run time to a SIMT fallback, whose writes insert_syncs fences
+  // with barriers of its own.
+  bool one_barrier_after_syncs = true;
 };
 
 PrimFunc bf16_128x256() {
@@ -110,10 +115,11 @@ PrimFunc first_half(const PrimFunc& f, passes::PassContext& ctx) {
   return passes::run_passes(list, f, ctx);
 }
 
-void check_main_loop(const PrimFunc& lowered) {
+void check_main_loop(const PrimFunc& lowered, bool one_barrier = true) {
   LoopCounts n = main_loop_counts(lowered);
   ASSERT_EQ(n.loops, 1) << script(lowered);
-  EXPECT_EQ(n.barriers, 1) << "the pipelined main loop needs exactly one barrier\n" << script(lowered);
+  if (one_barrier) EXPECT_EQ(n.barriers, 1) << "the pipelined main loop needs exactly one barrier\n" << script(lowered);
+  else EXPECT_GE(n.barriers, 1) << script(lowered);
   EXPECT_EQ(n.gemms, 1) << script(lowered);
   EXPECT_EQ(n.commits, 1) << script(lowered);
   EXPECT_EQ(n.waits, 1) << script(lowered);
@@ -139,22 +145,23 @@ TEST_P(GemmEndToEnd, CompilesToMmaLdmatrixCpAsync) {
         GTEST_SKIP() << "the codegen half of the CUDA pipeline is incomplete: " << e.what();
       throw;
     }
-    check_main_loop(mod.lowered);  // insert_syncs adds no barrier to the loop
+    check_main_loop(mod.lowered, GetParam().one_barrier_after_syncs);  // insert_syncs adds none
     EXPECT_NE(mod.source.find("tl::gemm_ss<"), std::string::npos) << mod.source;
     EXPECT_NE(mod.source.find("tl::cp_async_cg16"), std::string::npos) << mod.source;
 
-    auto* nvrtc = gemm_test::Nvrtc::get();
-    if (!nvrtc) GTEST_SKIP() << "NVRTC not found";
-    gemm_test::NvrtcOutput out = nvrtc->compile(mod.source, target.str());
-    ASSERT_TRUE(out.ok) << out.log << "\n" << mod.source;
+    std::string why;
+    if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
+    runtime::CudaCompileRequest req;
+    req.source = mod.source;
+    req.kernel_name = mod.plan.kernel_name;
+    req.arch = target.str();
+    req.compiler = "nvrtc";
+    runtime::CudaBinary out = runtime::compile_cuda(req);
     for (const char* ins : {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned.m8n8.x4", "cp.async.cg.shared.global",
                             "cp.async.wait_group"})
       EXPECT_NE(out.ptx.find(ins), std::string::npos) << "PTX lacks " << ins;
-    for (size_t at = out.log.find(" bytes spill stores"); at != std::string::npos;
-         at = out.log.find(" bytes spill stores", at + 1)) {
-      size_t start = out.log.find_last_not_of("0123456789", at - 1);
-      EXPECT_EQ(out.log.substr(start + 1, at - start - 1), "0") << out.log;
-    }
+    EXPECT_EQ(out.ptxas.spill_stores_bytes, 0) << out.ptxas.log;
+    EXPECT_EQ(out.ptxas.spill_loads_bytes, 0) << out.ptxas.log;
     if (auto sass = gemm_test::disassemble(out.cubin)) {
       for (const char* ins : {"HMMA.16816.F32", "LDSM.16", "LDGSTS.E.BYPASS.128"})
         EXPECT_NE(sass->find(ins), std::string::npos) << "SASS lacks " << ins;
@@ -165,7 +172,7 @@ TEST_P(GemmEndToEnd, CompilesToMmaLdmatrixCpAsync) {
 INSTANTIATE_TEST_SUITE_P(Kernels, GemmEndToEnd,
                          ::testing::Values(Case{"example_f16", [] { return build_example_gemm({}); }},
                                            Case{"bf16_128x256x32_4stages", bf16_128x256},
-                                           Case{"f16_tt_symbolic", transposed_symbolic}),
+                                           Case{"f16_tt_symbolic", transposed_symbolic, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

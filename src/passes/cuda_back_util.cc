@@ -406,6 +406,35 @@ int64_t effect_bytes_of_arg(const std::string& spec, size_t i) {
   return i < parts.size() ? parts[i].second : parts.back().second;
 }
 
+Stmt renew_bound_vars(const Stmt& s) {
+  class Renew : public IRMutator {
+   protected:
+    Expr mutate_Var(const Expr& e, const VarNode* op) override {
+      auto it = map_.find(op);
+      return it == map_.end() ? e : it->second;
+    }
+    Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+      Var fresh = make_var(op->loop_var->name, op->loop_var->dtype, op->loop_var->loc);
+      map_[op->loop_var.get()] = fresh;
+      Stmt out = IRMutator::mutate_For(s, op);
+      auto n = std::make_shared<ForNode>(*out.as<ForNode>());
+      n->loop_var = fresh;
+      return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+    }
+    Stmt mutate_Let(const Stmt& s, const LetNode* op) override {
+      Var fresh = make_var(op->var->name, op->var->dtype, op->var->loc);
+      map_[op->var.get()] = fresh;
+      Stmt out = IRMutator::mutate_Let(s, op);
+      auto* l = out.as<LetNode>();
+      return let(fresh, l->value, l->body, s->loc);
+    }
+
+   private:
+    VarMap map_;
+  };
+  return Renew().mutate(s);
+}
+
 std::vector<Expr> strides_of(const Buffer& b) {
   if (!b->strides.empty()) return b->strides;
   std::vector<Expr> out(b->shape.size());

@@ -77,6 +77,10 @@ char effect_of_arg(const std::string& spec, size_t i);
 // The bytes argument `i` accesses per call (the number after its letter), 0 when not given.
 int64_t effect_bytes_of_arg(const std::string& spec, size_t i);
 
+// A copy of `s` whose loops and lets bind fresh variables (same names and types), for a
+// statement duplicated next to its original (each variable keeps one definition site).
+ir::Stmt renew_bound_vars(const ir::Stmt& s);
+
 // A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
 std::vector<Expr> strides_of(const ir::Buffer& b);
 

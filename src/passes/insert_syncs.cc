@@ -44,6 +44,7 @@
 //     evaluated once into a variable. A loop whose bounds differ between threads cannot be
 //     split: a barrier needed inside one is a UserError. A condition the analyzer proves
 //     true (e.g. tx // 128 < 1 with 128 threads) is not divergent.
+#include <algorithm>
 #include <functional>
 
 #include "passes/cuda_back_util.h"
@@ -93,7 +94,7 @@ class SyncPlanner {
     back::bind_kernel_vars(az_, kernel);
     for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
       divergent_.insert(kernel->thread_vars[i].get());
-      if (kernel->threads[i] > 1) active_threads_.push_back(kernel->thread_vars[i].get());
+      if (kernel->threads[i] > 1) active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
     }
     find_async_buffers(kernel->body);
   }
@@ -121,21 +122,47 @@ class SyncPlanner {
   }
 
   // Same thread, same address: see the file comment.
+  // Same index expression at both accesses, and that expression is injective in everything
+  // that can differ between them (the thread indices, the variables of loops whose back
+  // edge lies between, the lanes of a vector access): then the same address means the same
+  // thread in the same iteration, and program order suffices. Injectivity: the index is
+  // affine in those variables with constant coefficients forming a mixed radix (sorted by
+  // size, each coefficient exceeds the largest offset the smaller terms reach).
   bool thread_private(const Access& earlier, const Access& later) const {
     if (earlier.buffer != later.buffer || !earlier.index || !later.index) return false;
     if (!back::same_expr(earlier.index, later.index)) return false;
-    if (active_threads_.size() != 1) return false;
     Expr idx = az_.simplify(earlier.index);  // e.g. tx % 128 * 8 + x -> tx * 8 + x
-    int64_t span = 1;
+    std::vector<std::pair<int64_t, int64_t>> terms;  // (|coefficient|, extent)
     if (auto* r = idx.as<RampNode>()) {
       auto* s = as_const_int(r->stride);
       if (!s) return false;
-      span = r->lanes * std::abs(*s);
+      terms.push_back({std::abs(*s), r->lanes});
       idx = r->base;
     }
-    if (back::reads_memory(idx) || back::uses_any_var(idx, earlier.tainted)) return false;
-    auto aff = back::affine_in(idx, active_threads_[0]);
-    return aff && std::abs(aff->coeff) >= span;
+    if (back::reads_memory(idx)) return false;
+    Expr rest = idx;
+    for (const auto& [v, extent] : active_threads_) {
+      auto aff = back::affine_in(rest, v);
+      if (!aff || aff->coeff == 0) return false;  // all threads of that axis hit one address
+      terms.push_back({std::abs(aff->coeff), extent});
+      rest = aff->rest;
+    }
+    for (const VarNode* v : earlier.tainted) {
+      if (!back::uses_var(rest, v)) continue;
+      auto aff = back::affine_in(rest, v);
+      auto range = loop_extent_.find(v);
+      if (!aff || range == loop_extent_.end()) return false;
+      terms.push_back({std::abs(aff->coeff), range->second});
+      rest = aff->rest;
+    }
+    std::sort(terms.begin(), terms.end());
+    int64_t reach = 0;  // largest offset the smaller terms reach
+    for (const auto& [coeff, extent] : terms) {
+      if (extent <= 1) continue;
+      if (coeff <= reach) return false;
+      reach += coeff * (extent - 1);
+    }
+    return true;
   }
 
   bool conflict(const Access& p, const Access& a) const {
@@ -386,6 +413,16 @@ class SyncPlanner {
     Effects fx;
     expr_effects(op->cond, &fx);
     bool need = apply(fx, pending);
+    // A conflict with what is pending before the branch gets one barrier before the whole If
+    // (inside, it would be hoisted out of each arm separately).
+    std::vector<Access> first;
+    bool always = false;
+    exposed(op->then_case, &first, &always);
+    exposed(op->else_case, &first, &always);
+    if (conflicts(pending, first)) {
+      need = true;
+      pending.clear();
+    }
     Pending else_pending = pending;
     Stmt then_case = visit(op->then_case, pending);
     Stmt else_case = visit(op->else_case, else_pending);
@@ -588,6 +625,7 @@ class SyncPlanner {
       return apply(deep_effects(s), pending) ? with_barrier_before(s) : s;
     }
     az_.bind_range(op->loop_var, op->min, op->extent);
+    if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
     VarSet inside = vars_bound_in(op);
     // Back-edge pending: grow until the body's exit adds nothing new.
     Pending back_edge;
@@ -624,7 +662,8 @@ class SyncPlanner {
 
   std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges_;
   mutable arith::Analyzer az_;
-  std::vector<const VarNode*> active_threads_;
+  std::vector<std::pair<const VarNode*, int64_t>> active_threads_;  // (index, extent > 1)
+  std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
   VarSet divergent_;
   std::vector<const BufferNode*> async_buffers_;
 };

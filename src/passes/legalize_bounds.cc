@@ -340,7 +340,7 @@ class Legalizer : public IRMutator {
       cond = back::conj(cond, c);
     }
     hoisting_ = false;
-    Stmt slow = mutate_For_plain(s, op);
+    Stmt slow = back::renew_bound_vars(mutate_For_plain(s, op));
     hoisting_ = true;
     return if_then_else(cond, s, slow, s->loc);
   }

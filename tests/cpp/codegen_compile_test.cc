@@ -127,6 +127,7 @@ extern "C" __global__ void exercise_device_library(float* f, double* d, half* h,
   tl::atomic_add(reinterpret_cast<__half2*>(h + 32), __half2(h[0], h[1]));
   tl::store(h + 40, tl::cast<half>(tl::cast<float>(tl::load<8>(h + 48))));
   tl::store(f + 64, tl::cast<float>(tl::load<4>(b + 64)));
+  tl::print("values", f[0], d[0], h[0], b[0], i[0], u[0], l[0], ul[0], c[0], f8[0], tl::load<2>(f), true);
 }
 )";
 

@@ -516,6 +516,78 @@ TEST(InsertSyncs, LoopWithPerThreadTripCountThatNeedsABarrierIsAnError) {
   }
 }
 
+TEST(InsertSyncs, InjectiveIndicesAcrossIterationsNeedNoBarrier) {
+  // Thread tx, iteration k writes S[k * 512 + tx * 4 + lane]: every (k, tx, lane) has its own
+  // address, so iterations need no barrier between them. S2 is read-modified-written by each
+  // thread at its own addresses. Only the final read by other threads needs a barrier.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(1024)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(1024)}, Float32());
+  Buffer S2 = b.alloc_shared("S2", {int_imm(1024)}, Float32());
+  Var k = b.begin_for("k", int_imm(0), int_imm(2), ForKind::kUnrolled);
+  b.store(S, {ramp(k * 512 + tx * 4, int_imm(1), 4)}, buffer_load(A, {ramp(k * 512 + tx * 4, int_imm(1), 4)}));
+  b.end_frame();
+  Var x = b.begin_for("x", int_imm(0), int_imm(8), ForKind::kSerial);
+  b.store(S2, {tx * 8 + x}, buffer_load(S2, {tx * 8 + x}) + float_imm(1.0));
+  b.end_frame();
+  b.store(A, {tx}, buffer_load(S, {int_imm(1023) - tx}) + buffer_load(S2, {int_imm(1023) - tx}));
+  b.end_frame();
+  std::string text = body_text(syncs(b.finish()));
+  EXPECT_EQ(text,
+            "__shared__ float S[1024];  // not planned yet\n"
+            "__shared__ float S2[1024];  // not planned yet\n"
+            "#pragma unroll\n"
+            "for (int k = 0; k < 2; ++k) {\n"
+            "  tl::store(&S[k * 512 + tx * 4], tl::load<4>(&A[k * 512 + tx * 4]));\n"
+            "}\n"
+            "for (int x = 0; x < 8; ++x) {\n"
+            "  S2[tx * 8 + x] = S2[tx * 8 + x] + 1.0f;\n"
+            "}\n"
+            "__syncthreads();\n"
+            "A[tx] = S[1023 - tx] + S2[1023 - tx];\n");
+}
+
+TEST(InsertSyncs, OverlappingIterationsOfDifferentThreadsAreOrdered) {
+  // Iteration k of thread tx writes S[k * 64 + tx]: thread 64 in iteration 0 and thread 0 in
+  // iteration 1 write the same element, so the iterations must be ordered.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(1024)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(1024)}, Float32());
+  Var k = b.begin_for("k", int_imm(0), int_imm(4), ForKind::kSerial);
+  b.store(S, {k * 64 + tx}, buffer_load(A, {k * 128 + tx}));
+  b.end_frame();
+  b.end_frame();
+  EXPECT_TRUE(contains(body_text(syncs(b.finish())), "for (int k = 0; k < 4; ++k) {\n  __syncthreads();\n"));
+}
+
+TEST(InsertSyncs, ConflictBeforeADivergentBranchGetsOneBarrierBeforeIt) {
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(128)}, Float32());
+  b.store(S, {tx}, buffer_load(A, {tx}));
+  b.begin_if(tx < int_imm(64));
+  b.store(A, {tx}, buffer_load(S, {tx + 64}));
+  b.begin_else();
+  b.store(A, {tx}, buffer_load(S, {tx - 64}));
+  b.end_frame();
+  b.end_frame();
+  EXPECT_EQ(body_text(syncs(b.finish())),
+            "__shared__ float S[128];  // not planned yet\n"
+            "S[tx] = A[tx];\n"
+            "__syncthreads();\n"
+            "if (tx < 64) {\n"
+            "  A[tx] = S[tx + 64];\n"
+            "} else {\n"
+            "  A[tx] = S[tx - 64];\n"
+            "}\n");
+}
+
 TEST(InsertSyncs, DisabledByConfig) {
   Builder b("k");
   Buffer A = b.tensor("A", {int_imm(128)}, Float32());

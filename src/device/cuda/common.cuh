@@ -7,7 +7,8 @@
 //    compile to single ld/st instructions (ld.global.v4.u32 for 16 bytes, ...),
 //  * tl::cast<To>(x): conversions including half / bfloat16 / fp8 (through float where the
 //    type has no direct conversion),
-//  * Python-style floor division and modulo on signed integers, special float values.
+//  * Python-style floor division and modulo on signed integers, special float values,
+//  * tl::print (T.print).
 //
 // Destination-first signatures; no dependency beyond the CUDA toolkit's own headers.
 #pragma once
@@ -303,6 +304,42 @@ TL_DEVICE vec<T, N> select(const vec<bool, N>& c, const vec<T, N>& a, const vec<
 #pragma unroll
   for (int i = 0; i < N; ++i) r[i] = c[i] ? a[i] : b[i];
   return r;
+}
+
+// ---- T.print: values of any scalar type, vectors and strings, prefixed by the block and
+// thread indices. (Each piece is its own printf: lines of different threads may interleave.)
+TL_DEVICE void print_value(bool v) { printf("%s", v ? "True" : "False"); }
+TL_DEVICE void print_value(signed char v) { printf("%d", static_cast<int>(v)); }
+TL_DEVICE void print_value(unsigned char v) { printf("%u", static_cast<unsigned>(v)); }
+TL_DEVICE void print_value(short v) { printf("%d", static_cast<int>(v)); }
+TL_DEVICE void print_value(unsigned short v) { printf("%u", static_cast<unsigned>(v)); }
+TL_DEVICE void print_value(int v) { printf("%d", v); }
+TL_DEVICE void print_value(unsigned int v) { printf("%u", v); }
+TL_DEVICE void print_value(long long v) { printf("%lld", v); }
+TL_DEVICE void print_value(unsigned long long v) { printf("%llu", v); }
+TL_DEVICE void print_value(float v) { printf("%g", v); }
+TL_DEVICE void print_value(double v) { printf("%g", v); }
+TL_DEVICE void print_value(__half v) { printf("%g", __half2float(v)); }
+TL_DEVICE void print_value(__nv_bfloat16 v) { printf("%g", __bfloat162float(v)); }
+TL_DEVICE void print_value(__nv_fp8_e4m3 v) { printf("%g", static_cast<float>(v)); }
+TL_DEVICE void print_value(__nv_fp8_e5m2 v) { printf("%g", static_cast<float>(v)); }
+TL_DEVICE void print_value(const char* v) { printf("%s", v); }
+template <typename T, int N>
+TL_DEVICE void print_value(const vec<T, N>& v) {
+  printf("[");
+  for (int i = 0; i < N; ++i) {
+    if (i) printf(", ");
+    print_value(v[i]);
+  }
+  printf("]");
+}
+template <typename... Ts>
+TL_DEVICE void print(const Ts&... values) {
+  printf("block (%d, %d, %d) thread (%d, %d, %d):", static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+         static_cast<int>(blockIdx.z), static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y),
+         static_cast<int>(threadIdx.z));
+  ((printf(" "), print_value(values)), ...);
+  printf("\n");
 }
 
 }  // namespace tl

@@ -50,7 +50,9 @@ def compile_only(func, out_idx, targets=COMPILE_TARGETS, show_source=False):
         t0 = time.perf_counter()
         kernel = tilec.compile(func, out_idx=out_idx, target=target)
         dt = time.perf_counter() - t0
-        info = kernel.ptxas_info() if hasattr(kernel, "ptxas_info") else {}
+        info = getattr(kernel, "ptxas_info", {})
+        info = info() if callable(info) else info
+        info = {k: v for k, v in dict(info).items() if k != "log"}
         print(f"  compiled for {target} in {dt * 1e3:.0f} ms  {info}")
         if show_source:
             print(kernel.get_kernel_source())

@@ -1,4 +1,539 @@
-// STUB: replaced by the runtime bindings.
+// Runtime bindings: compile a PrimFunc (or hand-written CUDA C + a launch plan) to a
+// Kernel object that launches on torch tensors.
+//
+// The call path is the product here: Kernel.__call__ is C++ all the way to
+// cuLaunchKernel. torch tensors are read through a handful of attribute lookups
+// (data_ptr, shape, stride, dtype, is_cuda, get_device) once torch.Tensor is registered
+// by tilec/kernel.py (_set_torch_hooks, done lazily on the first call after torch is
+// imported); other arrays go through DLPack / the buffer protocol (nb::ndarray).
+// Outputs are allocated with the registered torch.empty, the stream is torch's current
+// stream of the tensors' device. Per call: no heap allocation in C++ beyond the Python
+// objects the call must create (argument tuple, outputs). Argument errors raise
+// tilec.KernelArgumentError (a ValueError) before anything reaches the GPU.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "tilec/ir/stmt.h"
+#include "tilec/runtime/cache.h"
+#include "tilec/runtime/compiler.h"
+#include "tilec/runtime/cuda_paths.h"
+#include "tilec/runtime/driver.h"
+#include "tilec/runtime/kernel.h"
+#include "tilec/runtime/nvrtc.h"
+#include "tilec/runtime/plan_text.h"
+#include "tilec/support/diag.h"
+
 namespace nb = nanobind;
-void bind_runtime(nb::module_& m) {}
+
+namespace {
+
+using namespace tilec;
+using namespace tilec::runtime;
+
+// ---------------------------------------------------------------- torch hooks
+struct TorchHooks {
+  bool ready = false;
+  PyTypeObject* tensor_type = nullptr;
+  std::vector<std::pair<PyObject*, ir::DataType>> dtypes;  // torch dtype object <-> tilec type
+  PyObject* empty = nullptr;                                // torch.empty
+  PyObject* current_stream = nullptr;                       // device index -> raw stream (int)
+};
+TorchHooks g_torch;  // strong references, kept for the process
+
+PyObject* g_argument_error = nullptr;  // tilec.KernelArgumentError (ValueError)
+PyObject* s_data_ptr;
+PyObject* s_shape;
+PyObject* s_stride;
+PyObject* s_dtype;
+PyObject* s_is_cuda;
+PyObject* s_get_device;
+PyObject* s_device;
+PyObject* s_cuda_stream;
+PyObject* s_empty_kwnames;  // ("dtype", "device")
+
+void intern_names() {
+  s_data_ptr = PyUnicode_InternFromString("data_ptr");
+  s_shape = PyUnicode_InternFromString("shape");
+  s_stride = PyUnicode_InternFromString("stride");
+  s_dtype = PyUnicode_InternFromString("dtype");
+  s_is_cuda = PyUnicode_InternFromString("is_cuda");
+  s_get_device = PyUnicode_InternFromString("get_device");
+  s_device = PyUnicode_InternFromString("device");
+  s_cuda_stream = PyUnicode_InternFromString("cuda_stream");
+  s_empty_kwnames = PyTuple_Pack(2, s_dtype, s_device);
+}
+
+// Installs the torch hooks once torch has been imported by the user (never imports it).
+void maybe_install_torch_hooks() {
+  if (g_torch.ready) return;
+  PyObject* modules = PyImport_GetModuleDict();
+  if (!PyDict_GetItemString(modules, "torch")) return;
+  nb::module_::import_("tilec.kernel").attr("_install_torch_hooks")();
+}
+
+[[noreturn]] void raise_argument_error(const std::string& message) {
+  PyErr_SetString(g_argument_error, message.c_str());
+  throw nb::python_error();
+}
+
+// ---------------------------------------------------------------- argument conversion
+ir::DataType dlpack_dtype(const nb::dlpack::dtype& t, bool* ok) {
+  *ok = t.lanes == 1;
+  switch (t.code) {
+    case 0: return ir::DataType::Int(t.bits);
+    case 1: return ir::DataType::UInt(t.bits);
+    case 2: return ir::DataType::Float(t.bits);
+    case 4: return ir::DataType::BFloat16();
+    case 6: return ir::DataType::Bool();
+    case 10: return ir::DataType::Float8E4M3();  // kDLFloat8_e4m3fn
+    case 12: return ir::DataType::Float8E5M2();  // kDLFloat8_e5m2
+    default: *ok = false; return ir::DataType::Void();
+  }
+}
+
+int64_t long_of(PyObject* o) {
+  int64_t v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
+// A tuple-like of ints (torch.Size, tuple) into `out`; returns its length.
+int read_int_tuple(PyObject* seq, int64_t* out, const std::string& what) {
+  if (!PyTuple_Check(seq)) raise_argument_error(what + " is not a tuple");
+  Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  if (n > kMaxRank) raise_argument_error(what + " has " + std::to_string(n) + " dimensions; at most 8 are supported");
+  for (Py_ssize_t i = 0; i < n; ++i) out[i] = long_of(PyTuple_GET_ITEM(seq, i));
+  return static_cast<int>(n);
+}
+
+struct PyRef {  // owns one new reference
+  PyObject* p;
+  explicit PyRef(PyObject* o) : p(o) {
+    if (!p) throw nb::python_error();
+  }
+  ~PyRef() { Py_XDECREF(p); }
+};
+
+void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* strides) {
+  {
+    PyRef dtype(PyObject_GetAttr(t, s_dtype));
+    bool found = false;
+    for (const auto& [obj, dt] : g_torch.dtypes) {
+      if (obj == dtype.p) {
+        v.dtype = dt;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      raise_argument_error("tensors of dtype " + nb::cast<std::string>(nb::str(dtype.p)) + " are not supported by tilec");
+    }
+  }
+  {
+    PyRef ptr(PyObject_CallMethodNoArgs(t, s_data_ptr));
+    v.data = PyLong_AsUnsignedLongLong(ptr.p);
+  }
+  {
+    PyRef s(PyObject_GetAttr(t, s_shape));
+    v.ndim = read_int_tuple(s.p, shape, "the tensor's shape");
+    v.shape = shape;
+  }
+  {
+    PyRef s(PyObject_CallMethodNoArgs(t, s_stride));
+    read_int_tuple(s.p, strides, "the tensor's strides");
+    v.strides = strides;
+  }
+  PyRef is_cuda(PyObject_GetAttr(t, s_is_cuda));
+  if (is_cuda.p == Py_True) {
+    v.device_type = DeviceType::kCUDA;
+    PyRef dev(PyObject_CallMethodNoArgs(t, s_get_device));
+    v.device_id = static_cast<int>(long_of(dev.p));
+  } else {
+    v.device_type = DeviceType::kOther;
+    v.device_label = "a non-CUDA device";
+    PyRef dev(PyObject_GetAttr(t, s_device));
+    static thread_local std::string label;  // lives until the error message is built
+    label = nb::cast<std::string>(nb::str(dev.p));
+    v.device_label = label.c_str();
+  }
+}
+
+// Holds what the DLPack path must keep alive for the call.
+struct Keep {
+  std::vector<nb::ndarray<>> arrays;
+};
+
+void fill_arg(PyObject* o, ArgValue& a, int64_t* shape, int64_t* strides, Keep& keep) {
+  a = ArgValue{};
+  if (g_torch.tensor_type && PyObject_TypeCheck(o, g_torch.tensor_type)) {
+    a.kind = ArgValue::kTensor;
+    torch_tensor_view(o, a.tensor, shape, strides);
+    return;
+  }
+  if (PyBool_Check(o)) {
+    a.kind = ArgValue::kBool;
+    a.int_value = o == Py_True;
+    return;
+  }
+  if (PyLong_Check(o)) {
+    a.kind = ArgValue::kInt;
+    a.int_value = PyLong_AsLongLong(o);
+    if (a.int_value == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      raise_argument_error("the integer argument " + nb::cast<std::string>(nb::str(o)) + " does not fit in 64 bits");
+    }
+    return;
+  }
+  if (PyFloat_Check(o)) {
+    a.kind = ArgValue::kFloat;
+    a.float_value = PyFloat_AS_DOUBLE(o);
+    return;
+  }
+  nb::ndarray<> array;
+  if (nb::try_cast(nb::handle(o), array, /*convert=*/false)) {
+    bool ok = false;
+    a.kind = ArgValue::kTensor;
+    TensorView& v = a.tensor;
+    v.dtype = dlpack_dtype(array.dtype(), &ok);
+    if (!ok) raise_argument_error("an array argument has an element type tilec does not support");
+    v.ndim = static_cast<int>(array.ndim());
+    if (v.ndim > kMaxRank) raise_argument_error("arrays of more than 8 dimensions are not supported");
+    for (int i = 0; i < v.ndim; ++i) {
+      shape[i] = array.shape(i);
+      strides[i] = array.stride(i);
+    }
+    v.shape = shape;
+    v.strides = strides;
+    v.data = reinterpret_cast<uint64_t>(array.data());
+    int dev = array.device_type();
+    v.device_type = dev == nb::device::cuda::value ? DeviceType::kCUDA
+                    : dev == nb::device::cpu::value ? DeviceType::kCPU
+                                                    : DeviceType::kOther;
+    v.device_label = v.device_type == DeviceType::kCPU ? "cpu" : "a non-CUDA device";
+    v.device_id = array.device_id();
+    keep.arrays.push_back(std::move(array));
+    return;
+  }
+  if (PyIndex_Check(o)) {  // numpy integer scalars
+    PyRef i(PyNumber_Index(o));
+    a.kind = ArgValue::kInt;
+    a.int_value = long_of(i.p);
+    return;
+  }
+  a.kind = ArgValue::kOther;
+  a.type_name = Py_TYPE(o)->tp_name;
+}
+
+// ---------------------------------------------------------------- the kernel object
+struct PyKernel {
+  std::shared_ptr<Kernel> kernel;
+  std::vector<int> output_params;          // parameter positions of the outputs
+  std::vector<PyObject*> output_dtypes;    // torch dtype objects (borrowed from g_torch), lazily
+};
+
+PyObject* torch_dtype_for(ir::DataType t) {
+  for (const auto& [obj, dt] : g_torch.dtypes) {
+    if (dt == t) return obj;
+  }
+  raise_argument_error("torch has no dtype for " + t.str() + ", so the output cannot be allocated");
+}
+
+CuStream stream_from(PyObject* s) {
+  if (PyLong_Check(s)) return reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(s));
+  PyRef raw(PyObject_GetAttr(s, s_cuda_stream));  // torch.cuda.Stream and the like
+  return reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(raw.p));
+}
+
+// `dry_run`: everything but the launch itself (host-overhead measurements, tests).
+nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bool dry_run) {
+  maybe_install_torch_hooks();
+  const Kernel& k = *self.kernel;
+  const int np = k.num_params();
+  const int given = static_cast<int>(PyTuple_GET_SIZE(args.ptr()));
+  PyObject* stream_obj = nullptr;
+  if (kwargs.size() != 0) {
+    for (auto [key, value] : kwargs) {
+      if (nb::cast<std::string>(key) != "stream") {
+        throw nb::type_error(("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'").c_str());
+      }
+      stream_obj = value.ptr();
+    }
+  }
+  // Only the first np ArgValues are constructed: building all kMaxParams costs more than
+  // the whole validation of a small call.
+  alignas(ArgValue) unsigned char value_storage[sizeof(ArgValue) * kMaxParams];
+  ArgValue* values = reinterpret_cast<ArgValue*>(value_storage);
+  static_assert(std::is_trivially_destructible_v<ArgValue>);
+  for (int i = 0; i < np; ++i) new (&values[i]) ArgValue();
+  int64_t shapes[kMaxParams][kMaxRank];
+  int64_t strides[kMaxParams][kMaxRank];
+  PyObject* outputs[kMaxParams];
+  Keep keep;
+  BoundCall call;
+  std::vector<nb::object> allocated;  // only when the runtime allocates outputs
+  const bool with_outputs = given == np;
+  try {
+    k.check_count(given);
+    int ai = 0;
+    for (int pos = 0; pos < np; ++pos) {
+      bool is_output = k.param_is_tensor(pos) && k.plan().tensors[k.param_index(pos)].is_output;
+      if (is_output && !with_outputs) {
+        values[pos] = ArgValue{};
+        continue;
+      }
+      fill_arg(PyTuple_GET_ITEM(args.ptr(), ai++), values[pos], shapes[pos], strides[pos], keep);
+    }
+    k.bind(values, call, !with_outputs);
+    int out_count = 0;
+    for (int pos : self.output_params) {
+      if (with_outputs) {
+        outputs[out_count++] = PyTuple_GET_ITEM(args.ptr(), pos);
+        continue;
+      }
+      if (!g_torch.ready) {
+        raise_argument_error("kernel " + k.signature() + " allocates its outputs with torch, which is not imported; "
+                             "import torch or pass the outputs explicitly");
+      }
+      int64_t shape[kMaxRank];
+      int rank = k.output_shape(pos, call, shape);
+      PyRef shape_tuple(PyTuple_New(rank));
+      for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(shape[i]));
+      PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));
+      PyObject* dtype = torch_dtype_for(k.plan().tensors[k.param_index(pos)].dtype);
+      PyObject* argv[] = {shape_tuple.p, dtype, device.p};
+      nb::object tensor = nb::steal(PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames));
+      if (!tensor.is_valid()) throw nb::python_error();
+      fill_arg(tensor.ptr(), values[pos], shapes[pos], strides[pos], keep);
+      if (values[pos].kind != ArgValue::kTensor) raise_argument_error("the allocator did not return a tensor");
+      k.check_tensor(pos, values[pos].tensor, call);
+      outputs[out_count++] = tensor.ptr();
+      allocated.push_back(std::move(tensor));
+    }
+    k.finalize(values, call);
+  } catch (const UserError& e) {
+    raise_argument_error(e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint());
+  }
+  CuStream stream = nullptr;
+  if (stream_obj && stream_obj != Py_None) {
+    stream = stream_from(stream_obj);
+  } else if (g_torch.current_stream && !call.empty_grid) {
+    PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));
+    PyRef s(PyObject_CallOneArg(g_torch.current_stream, device.p));
+    stream = reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(s.p));
+  }
+  if (!dry_run) {
+    try {
+      k.launch(call, stream);
+    } catch (const UserError& e) {  // no driver, wrong architecture, launch failure
+      std::string text = e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint();
+      PyErr_SetString(PyExc_RuntimeError, text.c_str());
+      throw nb::python_error();
+    }
+  }
+  const size_t n_out = self.output_params.size();
+  if (n_out == 0) return nb::none();
+  if (n_out == 1) return nb::borrow(outputs[0]);
+  nb::list result;
+  for (size_t i = 0; i < n_out; ++i) result.append(nb::borrow(outputs[i]));
+  return result;
+}
+
+nb::object kernel_call(PyKernel& self, nb::args args, nb::kwargs kwargs) {
+  return kernel_call_impl(self, std::move(args), std::move(kwargs), false);
+}
+
+nb::object kernel_dry_run(PyKernel& self, nb::args args, nb::kwargs kwargs) {
+  return kernel_call_impl(self, std::move(args), std::move(kwargs), true);
+}
+
+PyKernel make_kernel(CompiledArtifact artifact) {
+  PyKernel pk;
+  pk.kernel = std::make_shared<Kernel>(std::move(artifact));
+  for (int pos = 0; pos < pk.kernel->num_params(); ++pos) {
+    if (pk.kernel->param_is_tensor(pos) && pk.kernel->plan().tensors[pk.kernel->param_index(pos)].is_output) {
+      pk.output_params.push_back(pos);
+    }
+  }
+  return pk;
+}
+
+nb::dict ptxas_dict(const PtxasInfo& p) {
+  nb::dict d;
+  d["registers"] = p.registers;
+  d["spill_stores_bytes"] = p.spill_stores_bytes;
+  d["spill_loads_bytes"] = p.spill_loads_bytes;
+  d["static_shared_bytes"] = p.static_shared_bytes;
+  d["stack_frame_bytes"] = p.stack_frame_bytes;
+  d["log"] = p.log;
+  return d;
+}
+
+nb::list params_list(const Kernel& k) {
+  nb::list out;
+  for (int pos = 0; pos < k.num_params(); ++pos) {
+    nb::dict d;
+    d["name"] = k.param_name(pos);
+    if (k.param_is_tensor(pos)) {
+      const TensorParam& t = k.plan().tensors[k.param_index(pos)];
+      d["kind"] = "tensor";
+      d["dtype"] = t.dtype.str();
+      nb::list shape, strides;
+      for (const auto& dim : t.shape) shape.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim.symbol.c_str())));
+      for (const auto& dim : t.strides) strides.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim.symbol.c_str())));
+      d["shape"] = shape;
+      d["strides"] = strides;
+      d["is_output"] = t.is_output;
+      d["alignment_bytes"] = t.alignment_bytes;
+    } else {
+      d["kind"] = "scalar";
+      d["dtype"] = k.plan().scalars[k.param_index(pos)].dtype.str();
+      d["is_output"] = false;
+    }
+    out.append(d);
+  }
+  return out;
+}
+
+passes::ConfigValue config_value(nb::handle v, const std::string& key) {
+  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  if (PyLong_Check(v.ptr())) return static_cast<int64_t>(nb::cast<int64_t>(v));
+  if (PyFloat_Check(v.ptr())) return nb::cast<double>(v);
+  if (PyUnicode_Check(v.ptr())) return nb::cast<std::string>(v);
+  throw nb::type_error(("pass config '" + key + "' must be a bool, int, float or str").c_str());
+}
+
+CompileOptions make_options(const std::string& target, nb::handle out_idx, nb::handle pass_configs, nb::handle compiler,
+                            nb::handle compile_flags, bool use_cache, nb::handle cache_dir) {
+  CompileOptions o;
+  o.target = target;
+  if (!out_idx.is_none()) {
+    if (PyLong_Check(out_idx.ptr())) o.out_idx = {nb::cast<int>(out_idx)};
+    else o.out_idx = nb::cast<std::vector<int>>(out_idx);
+  }
+  if (!pass_configs.is_none()) {
+    for (auto [k, v] : nb::cast<nb::dict>(pass_configs)) {
+      std::string key = nb::cast<std::string>(k);
+      o.pass_configs[key] = config_value(v, key);
+    }
+  }
+  if (!compiler.is_none()) o.compiler = nb::cast<std::string>(compiler);
+  else o.compiler = "";  // knobs decide (TILEC_COMPILER), default nvrtc
+  if (!compile_flags.is_none()) {
+    if (PyUnicode_Check(compile_flags.ptr())) o.compile_flags = {nb::cast<std::string>(compile_flags)};
+    else o.compile_flags = nb::cast<std::vector<std::string>>(compile_flags);
+  }
+  o.use_cache = use_cache;
+  if (!cache_dir.is_none()) o.cache_dir = nb::cast<std::string>(nb::str(cache_dir));
+  return o;
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  intern_names();
+  g_argument_error = PyErr_NewExceptionWithDoc(
+      "tilec.KernelArgumentError",
+      "The arguments of a kernel call do not match the kernel (count, dtype, shape, strides, device or alignment).",
+      PyExc_ValueError, nullptr);
+  m.attr("KernelArgumentError") = nb::handle(g_argument_error);
+
+  nb::class_<PyKernel>(m, "Kernel",
+                       "A compiled kernel. Call it with tensors (and scalars); outputs named by out_idx are "
+                       "allocated and returned (one tensor, or a list).")
+      .def("__call__", &kernel_call)
+      .def("_dry_run", &kernel_dry_run, "A call without the launch: validation, outputs and stream only.")
+      .def("get_kernel_source", [](const PyKernel& k) { return k.kernel->artifact().cuda_source; })
+      .def("get_ptx", [](const PyKernel& k) { return k.kernel->artifact().ptx; })
+      .def_prop_ro("ptxas_info", [](const PyKernel& k) { return ptxas_dict(k.kernel->artifact().ptxas); })
+      .def_prop_ro("signature", [](const PyKernel& k) { return k.kernel->signature(); })
+      .def("launch_plan_summary", [](const PyKernel& k) { return k.kernel->summary(); })
+      .def_prop_ro("launch_plan_text", [](const PyKernel& k) { return launch_plan_to_text(k.kernel->plan()); })
+      .def_prop_ro("kernel_name", [](const PyKernel& k) { return k.kernel->plan().kernel_name; })
+      .def_prop_ro("target", [](const PyKernel& k) { return k.kernel->artifact().target; })
+      .def_prop_ro("from_cache", [](const PyKernel& k) { return k.kernel->artifact().from_cache; })
+      .def_prop_ro("cache_key", [](const PyKernel& k) { return k.kernel->artifact().cache_key; })
+      .def_prop_ro("symbols", [](const PyKernel& k) { return k.kernel->plan().symbols; })
+      .def("params", [](const PyKernel& k) { return params_list(*k.kernel); },
+           "One dict per parameter: name, kind, dtype, shape (ints and symbol names), is_output.")
+      .def("prepare", [](const PyKernel& k, int device) { k.kernel->prepare(device); }, nb::arg("device") = 0,
+           "Loads the module on a device now (the first call does it otherwise).")
+      .def("get_profiler",
+           [](nb::handle self, nb::kwargs kwargs) {
+             return nb::module_::import_("tilec.profiler").attr("Profiler")(self, **kwargs);
+           })
+      .def("__repr__", [](const PyKernel& k) { return "<tilec.Kernel " + k.kernel->signature() + ">"; });
+
+  m.def(
+      "compile",
+      [](const ir::PrimFunc& f, const std::string& target, nb::handle out_idx, nb::handle pass_configs,
+         nb::handle compiler, nb::handle compile_flags, bool use_cache, nb::handle cache_dir) {
+        CompileOptions o = make_options(target, out_idx, pass_configs, compiler, compile_flags, use_cache, cache_dir);
+        CompiledArtifact a;
+        {
+          nb::gil_scoped_release release;
+          a = compile(f, o);
+        }
+        return make_kernel(std::move(a));
+      },
+      nb::arg("func"), nb::arg("target") = "auto", nb::arg("out_idx") = nb::none(), nb::arg("pass_configs") = nb::none(),
+      nb::arg("compiler") = nb::none(), nb::arg("compile_flags") = nb::none(), nb::arg("use_cache") = true,
+      nb::arg("cache_dir") = nb::none(), "Lowers, compiles (cached) and returns a Kernel.");
+
+  m.def(
+      "compile_source",
+      [](const std::string& source, const std::string& plan_text, const std::string& target, nb::handle out_idx,
+         nb::handle compiler, nb::handle compile_flags, bool use_cache, nb::handle cache_dir) {
+        CompileOptions o = make_options(target, out_idx, nb::none(), compiler, compile_flags, use_cache, cache_dir);
+        LaunchPlan plan = launch_plan_from_text(plan_text);
+        CompiledArtifact a;
+        {
+          nb::gil_scoped_release release;
+          a = compile_source(source, plan, o);
+        }
+        return make_kernel(std::move(a));
+      },
+      nb::arg("source"), nb::arg("plan"), nb::arg("target") = "auto", nb::arg("out_idx") = nb::none(),
+      nb::arg("compiler") = nb::none(), nb::arg("compile_flags") = nb::none(), nb::arg("use_cache") = true,
+      nb::arg("cache_dir") = nb::none(),
+      "Compiles hand-written CUDA C with a launch plan in text form (see plan_text.h) to a Kernel.");
+
+  m.def("normalize_launch_plan", [](const std::string& text) { return launch_plan_to_text(launch_plan_from_text(text)); },
+        "Parses launch plan text and prints it back in canonical form.");
+  m.def("clear_memory_cache", &memory_cache_clear, "Empties the in-process kernel cache (the disk cache stays).");
+  m.def("default_cache_dir", &default_cache_dir);
+  m.def("add_cuda_search_dirs", &add_cuda_search_dirs, nb::arg("lib_dirs"), nb::arg("include_dirs"));
+  m.def("nvrtc_available", []() {
+    std::string why;
+    bool ok = nvrtc_available(&why);
+    return nb::make_tuple(ok, why);
+  });
+  m.def("driver_available", []() {
+    std::string why;
+    bool ok = CudaDriver::available(&why);
+    return nb::make_tuple(ok, why);
+  });
+  m.def(
+      "_set_torch_hooks",
+      [](nb::handle tensor_type, nb::list dtypes, nb::handle empty, nb::handle current_stream) {
+        TorchHooks h;
+        h.tensor_type = reinterpret_cast<PyTypeObject*>(tensor_type.inc_ref().ptr());
+        for (nb::handle item : dtypes) {
+          nb::tuple pair = nb::cast<nb::tuple>(item);
+          auto t = ir::DataType::parse(nb::cast<std::string>(pair[1]));
+          if (!t) throw nb::value_error("unknown dtype name in the torch hooks");
+          h.dtypes.emplace_back(pair[0].inc_ref().ptr(), *t);
+        }
+        h.empty = empty.inc_ref().ptr();
+        h.current_stream = current_stream.is_none() ? nullptr : current_stream.inc_ref().ptr();
+        h.ready = true;
+        g_torch = std::move(h);
+      },
+      "Registers torch.Tensor, its dtypes, torch.empty and a current-stream function (tilec/kernel.py does this).");
+}

@@ -26,11 +26,12 @@ std::vector<TileOpSchema> builtin_schemas() {
                 {"eviction_policy", AttrKind::kString, {}},
                 {"coalesced_width", AttrKind::kInt, {}}}});
   // T.async_copy: a global -> shared copy with cp.async. Inside a pipelined loop the
-  // pipeline pass issues the commit/wait groups (no_implicit_commit_wait=True); written by
-  // hand it commits and waits for itself.
+  // pipeline pass issues the commit/wait groups (no_implicit_commit_wait=True) and may
+  // give a `guard`: when false the copy reads nothing (the destination gets zeros).
+  // Written by hand it commits and waits for itself.
   v.push_back({"async_copy",
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
-               {{"no_implicit_commit_wait", AttrKind::kBool, false}}});
+               {{"no_implicit_commit_wait", AttrKind::kBool, false}, {"guard", AttrKind::kExpr, {}}}});
   v.push_back({"tma_copy",
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
                {{"barrier", AttrKind::kExpr, {}}, {"eviction_policy", AttrKind::kString, {}}}});

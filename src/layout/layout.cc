@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_set>
 #include <sstream>
 
 #include "layout/digit_form.h"
@@ -264,9 +265,23 @@ bool layout_equal(const Layout& a, const Layout& b) {
 
 bool is_injective(const Layout& l) {
   Compiled c(l);
-  std::set<std::vector<int64_t>> seen;
-  bool ok = true;
   int64_t r = replicate_factor(l);
+  bool ok = true;
+  // One output (plus the thread for fragments): pack the slot into one integer.
+  if (c.index.size() == 1) {
+    std::unordered_set<int64_t> seen;
+    for_each_index(const_shape(l), [&](const std::vector<int64_t>& idx) {
+      if (!ok) return;
+      for (int64_t k = 0; k < r; ++k) {
+        c.set(idx, k);
+        int64_t key = c.idx(0);
+        if (l->is_fragment()) key = key * (int64_t{1} << 32) + c.thr();
+        if (!seen.insert(key).second) ok = false;
+      }
+    });
+    return ok;
+  }
+  std::set<std::vector<int64_t>> seen;
   for_each_index(const_shape(l), [&](const std::vector<int64_t>& idx) {
     if (!ok) return;
     for (int64_t k = 0; k < r; ++k) {

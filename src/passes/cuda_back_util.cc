@@ -1,7 +1,9 @@
 #include "passes/cuda_back_util.h"
 
+#include <cctype>
 #include <functional>
 #include <numeric>
+#include <unordered_map>
 
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
@@ -45,7 +47,11 @@ bool any_node(const Expr& e, const std::function<bool(const ExprNode*)>& fn) {
   }
 }
 
-bool is_pure_call(const CallNode* c) {
+bool is_pure_call(const CallNode* c);
+
+}  // namespace
+
+bool is_pure_intrinsic(const std::string& op) {
   static const std::unordered_set<std::string> kPure = [] {
     std::unordered_set<std::string> s;
 #define TILEC_INTRIN(name, arity, pure, cuda) \
@@ -53,8 +59,12 @@ bool is_pure_call(const CallNode* c) {
 #include "tilec/ir/intrinsics.def"
     return s;
   }();
-  return kPure.count(c->op) > 0 && c->op != "tl.address_of";
+  return kPure.count(op) > 0;
 }
+
+namespace {
+
+bool is_pure_call(const CallNode* c) { return is_pure_intrinsic(c->op) && c->op != "tl.address_of"; }
 
 int64_t gcd64(int64_t a, int64_t b) { return std::gcd(a < 0 ? -a : a, b < 0 ? -b : b); }
 
@@ -241,6 +251,9 @@ Expr add(const Expr& a, const Expr& b) {
   if (x && y) return int_imm(*x + *y, a->dtype.is_integer() ? a->dtype : b->dtype);
   if (x && *x == 0) return b;
   if (y && *y == 0) return a;
+  if (y && a->kind == NodeKind::kAdd) {  // (e + c1) + c2 -> e + (c1 + c2)
+    if (auto* c1 = as_const_int(a.as<BinaryNode>()->b)) return add(a.as<BinaryNode>()->a, int_imm(*c1 + *y, a->dtype));
+  }
   if (y && *y < 0) return binary(NodeKind::kSub, a, int_imm(-*y, a->dtype));
   return binary(NodeKind::kAdd, a, b);
 }
@@ -265,6 +278,24 @@ Expr mul(const Expr& a, const Expr& b) {
       return mul(a.as<BinaryNode>()->a, int_imm(*c1 * *y, a->dtype));
   }
   return binary(NodeKind::kMul, a, b);
+}
+
+Expr fold_constants(const Expr& e) {
+  class Folder : public IRMutator {
+   protected:
+    Expr mutate_binary(const Expr& e, const BinaryNode* op) override {
+      Expr x = IRMutator::mutate_binary(e, op);
+      auto* b = x.as<BinaryNode>();
+      if (!b || !x->dtype.is_integer() || x->dtype.is_vector()) return x;
+      switch (x->kind) {
+        case NodeKind::kAdd: return add(b->a, b->b);
+        case NodeKind::kSub: return sub(b->a, b->b);
+        case NodeKind::kMul: return mul(b->a, b->b);
+        default: return x;
+      }
+    }
+  };
+  return Folder().mutate(e);
 }
 
 Expr conj(const Expr& a, const Expr& b) {
@@ -334,6 +365,93 @@ bool provably_nonneg(arith::Analyzer* az, const Expr& e, const std::unordered_se
   }
   if (az && e->dtype.is_integer()) return az->const_int_bound(e).min_value >= 0;
   return false;
+}
+
+const std::string& intrinsic_effect(const std::string& op) {
+  static const std::unordered_map<std::string, std::string> table = [] {
+    std::unordered_map<std::string, std::string> t;
+#define TILEC_INTRIN_EFFECT(name, spec) t[name] = spec;
+#include "tilec/ir/intrinsics.def"
+    return t;
+  }();
+  static const std::string none;
+  auto it = table.find(op);
+  return it == table.end() ? none : it->second;
+}
+
+namespace {
+// "a16r16." -> {('a', 16), ('r', 16), ('.', 0)}
+std::vector<std::pair<char, int64_t>> parse_effect(const std::string& spec) {
+  std::vector<std::pair<char, int64_t>> out;
+  for (size_t p = 0; p < spec.size();) {
+    char letter = spec[p++];
+    int64_t bytes = 0;
+    while (p < spec.size() && std::isdigit(static_cast<unsigned char>(spec[p]))) bytes = bytes * 10 + (spec[p++] - '0');
+    out.push_back({letter, bytes});
+  }
+  return out;
+}
+}  // namespace
+
+char effect_of_arg(const std::string& spec, size_t i) {
+  if (spec.empty() || spec == "barrier" || spec == "async_wait") return '?';
+  if (spec == "none") return '.';
+  auto parts = parse_effect(spec);
+  return i < parts.size() ? parts[i].first : parts.back().first;
+}
+
+int64_t effect_bytes_of_arg(const std::string& spec, size_t i) {
+  if (spec.empty() || spec == "barrier" || spec == "async_wait" || spec == "none") return 0;
+  auto parts = parse_effect(spec);
+  return i < parts.size() ? parts[i].second : parts.back().second;
+}
+
+Stmt renew_bound_vars(const Stmt& s) {
+  class Renew : public IRMutator {
+   protected:
+    Expr mutate_Var(const Expr& e, const VarNode* op) override {
+      auto it = map_.find(op);
+      return it == map_.end() ? e : it->second;
+    }
+    Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+      Var fresh = make_var(op->loop_var->name, op->loop_var->dtype, op->loop_var->loc);
+      map_[op->loop_var.get()] = fresh;
+      Stmt out = IRMutator::mutate_For(s, op);
+      auto n = std::make_shared<ForNode>(*out.as<ForNode>());
+      n->loop_var = fresh;
+      return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+    }
+    Stmt mutate_Let(const Stmt& s, const LetNode* op) override {
+      Var fresh = make_var(op->var->name, op->var->dtype, op->var->loc);
+      map_[op->var.get()] = fresh;
+      Stmt out = IRMutator::mutate_Let(s, op);
+      auto* l = out.as<LetNode>();
+      return let(fresh, l->value, l->body, s->loc);
+    }
+
+   private:
+    VarMap map_;
+  };
+  return Renew().mutate(s);
+}
+
+std::vector<Expr> strides_of(const Buffer& b) {
+  if (!b->strides.empty()) return b->strides;
+  std::vector<Expr> out(b->shape.size());
+  Expr acc = int_imm(1, b->shape.empty() ? DataType::Int(32) : b->shape.back()->dtype);
+  for (int d = b->ndim() - 1; d >= 0; --d) {
+    out[d] = acc;
+    if (d > 0) {
+      Expr ext = b->shape[d];
+      if (ext->dtype != acc->dtype) {
+        DataType t = ext->dtype.bits() > acc->dtype.bits() ? ext->dtype : acc->dtype;
+        ext = ext->dtype == t ? ext : cast(t, ext);
+        acc = acc->dtype == t ? acc : (as_const_int(acc) ? int_imm(*as_const_int(acc), t) : cast(t, acc));
+      }
+      acc = mul(acc, ext);
+    }
+  }
+  return out;
 }
 
 Expr zero_of(DataType t) {

@@ -34,6 +34,8 @@ bool uses_var(const Expr& e, const ir::VarNode* v);
 bool uses_any_var(const Expr& e, const std::unordered_set<const ir::VarNode*>& vars);
 // Whether `e` reads memory (contains a BufferLoad or a non-pure call).
 bool reads_memory(const Expr& e);
+// Whether the intrinsic is marked pure in intrinsics.def.
+bool is_pure_intrinsic(const std::string& op);
 // Every variable `e` mentions, in order of first use.
 std::vector<Var> free_vars(const Expr& e);
 // The variables `s` uses but does not bind itself (For, Let, KernelLaunch), in order of
@@ -48,6 +50,8 @@ bool same_expr(const Expr& a, const Expr& b);
 Expr add(const Expr& a, const Expr& b);
 Expr sub(const Expr& a, const Expr& b);
 Expr mul(const Expr& a, const Expr& b);
+// `e` with + - * of integer constants folded bottom-up (x * 1, 1 * 512, 3 + 0, ...).
+Expr fold_constants(const Expr& e);
 // a && b where either side may be null (= true).
 Expr conj(const Expr& a, const Expr& b);
 // The conjuncts of a (nested) And.
@@ -64,6 +68,21 @@ Expr non_divisible_part(const Expr& e, int64_t factor);
 // + * and floor division / modulo by positive constants. `nonneg_vars` are known >= 0.
 bool provably_nonneg(arith::Analyzer* az, const Expr& e,
                      const std::unordered_set<const ir::VarNode*>& nonneg_vars);
+
+// The memory-effect spec of an intrinsic (TILEC_INTRIN_EFFECT in intrinsics.def): "barrier",
+// "async_wait", "none", or one letter per argument; "" when the intrinsic has no row.
+const std::string& intrinsic_effect(const std::string& op);
+// The effect letter of argument `i` of a call with spec `spec` ('?' when unknown).
+char effect_of_arg(const std::string& spec, size_t i);
+// The bytes argument `i` accesses per call (the number after its letter), 0 when not given.
+int64_t effect_bytes_of_arg(const std::string& spec, size_t i);
+
+// A copy of `s` whose loops and lets bind fresh variables (same names and types), for a
+// statement duplicated next to its original (each variable keeps one definition site).
+ir::Stmt renew_bound_vars(const ir::Stmt& s);
+
+// A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
+std::vector<Expr> strides_of(const ir::Buffer& b);
 
 // A zero of the given (scalar) type.
 Expr zero_of(ir::DataType t);

@@ -1,5 +1,167 @@
-// TEMPORARY: identity until implemented.
+// Pass flatten_buffers: multi-dimensional global accesses -> 1-D.
+//
+// Input:  lowered IR after vectorize: global parameters keep their logical indices (any
+//         rank; a vector access has a Ramp in one index); local/shared buffers are 1-D.
+// Output: every load/store/address-of of a global parameter has one index,
+//           sum_d index_d * stride_d
+//         with the parameter's strides (its explicit strides, else row-major over its shape;
+//         symbolic allowed). A Ramp index stays a Ramp (base and stride scaled). The buffer
+//         parameters are replaced by 1-D buffers of the same name and dtype; the originals,
+//         each with the layout (logical index -> flat offset), are kept in param order in
+//         attr kUnflattenedParamsAttr (the LaunchPlan needs their shapes). Index
+//         arithmetic is int64 when any index or stride is, or when a constant-shaped
+//         tensor has 2^31 elements or more; otherwise int32.
+// Runs after: vectorize (vector decisions use the logical indices). Runs once: a function
+//         that already has the attr is returned unchanged.
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
+
 namespace tilec::passes {
-Pass flatten_buffers_pass() { return {"flatten_buffers", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
+
+using namespace ir;
+
+namespace {
+
+struct FlatInfo {
+  Buffer flat;
+  std::vector<Expr> strides;
+  DataType index_type;
+};
+
+Expr to_type(const Expr& e, DataType t) {
+  if (e->dtype.element_of() == t) return e;
+  if (auto* c = as_const_int(e)) return int_imm(*c, t);
+  if (auto* r = e.as<RampNode>()) return ramp(to_type(r->base, t), to_type(r->stride, t), r->lanes);
+  return cast(t.with_lanes(e->dtype.lanes()), e);
+}
+
+// a + b where either may be a Ramp (lanes must agree).
+Expr add_lanes(const Expr& a, const Expr& b) {
+  auto *ra = a.as<RampNode>(), *rb = b.as<RampNode>();
+  if (ra && rb) {
+    TILEC_ICHECK(ra->lanes == rb->lanes) << "ramps of different lanes in one access";
+    return ramp(back::add(ra->base, rb->base), back::add(ra->stride, rb->stride), ra->lanes);
+  }
+  if (ra) return ramp(back::add(ra->base, b), ra->stride, ra->lanes);
+  if (rb) return ramp(back::add(a, rb->base), rb->stride, rb->lanes);
+  return back::add(a, b);
+}
+
+Expr scale_lanes(const Expr& a, const Expr& s) {
+  if (auto* r = a.as<RampNode>()) return ramp(back::mul(r->base, s), back::mul(r->stride, s), r->lanes);
+  TILEC_ICHECK(a->dtype.is_scalar()) << "vector index that is not a Ramp: flatten needs Ramp indices";
+  return back::mul(a, s);
+}
+
+class Flattener : public IRMutator {
+ public:
+  std::unordered_map<const BufferNode*, FlatInfo> info;
+
+  Expr flat_index(const FlatInfo& fi, const std::vector<Expr>& indices) const {
+    Expr acc;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      Expr term = scale_lanes(to_type(indices[d], fi.index_type), fi.strides[d]);
+      acc = acc ? add_lanes(acc, term) : term;
+    }
+    return acc ? acc : int_imm(0, fi.index_type);
+  }
+
+ protected:
+  Buffer mutate_buffer(const Buffer& b) override {
+    auto it = info.find(b.get());
+    return it == info.end() ? b : it->second.flat;
+  }
+  Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
+    auto it = info.find(op->buffer.get());
+    if (it == info.end()) return IRMutator::mutate_BufferLoad(e, op);
+    bool changed = false;
+    auto idx = mutate_all(op->indices, &changed);
+    return buffer_load(it->second.flat, {flat_index(it->second, idx)}, e->loc);
+  }
+  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
+    auto it = info.find(op->buffer.get());
+    if (it == info.end()) return IRMutator::mutate_BufferStore(s, op);
+    bool changed = false;
+    auto idx = mutate_all(op->indices, &changed);
+    return buffer_store(it->second.flat, {flat_index(it->second, idx)}, mutate(op->value), s->loc);
+  }
+};
+
+bool has_int64(const std::vector<Expr>& xs) {
+  for (const auto& x : xs)
+    if (x->dtype.is_integer() && x->dtype.bits() == 64) return true;
+  return false;
+}
+
+class IndexWidth : public IRMutator {
+ public:
+  std::unordered_set<const BufferNode*> wide;  // buffers indexed with int64 somewhere
+
+ protected:
+  Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
+    if (has_int64(op->indices)) wide.insert(op->buffer.get());
+    return IRMutator::mutate_BufferLoad(e, op);
+  }
+  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
+    if (has_int64(op->indices)) wide.insert(op->buffer.get());
+    return IRMutator::mutate_BufferStore(s, op);
+  }
+};
+
+PrimFunc flatten(const PrimFunc& f) {
+  if (find_attr(f->attrs, kUnflattenedParamsAttr)) return f;
+  IndexWidth width;
+  width.mutate(f->body);
+  Flattener flattener;
+  LayoutMap originals;
+  std::vector<Param> params;
+  for (const auto& p : f->params) {
+    if (!p.is_buffer()) {
+      params.push_back(p);
+      continue;
+    }
+    const Buffer& b = p.buffer;
+    FlatInfo fi;
+    fi.strides = back::strides_of(b);
+    bool wide = width.wide.count(b.get()) > 0 || has_int64(fi.strides) || has_int64(b->shape);
+    int64_t numel = 1;
+    bool constant = true;
+    for (const auto& e : b->shape) {
+      if (auto* c = as_const_int(e)) numel *= std::max<int64_t>(*c, 1);
+      else constant = false;
+    }
+    if (constant && numel >= (int64_t{1} << 31)) wide = true;
+    fi.index_type = wide ? Int64() : Int32();
+    for (auto& s : fi.strides) s = to_type(s, fi.index_type);
+    // Extent of the flat view: 1 + sum (shape_d - 1) * stride_d (= numel when row-major).
+    Expr extent = int_imm(1, fi.index_type);
+    for (int d = 0; d < b->ndim(); ++d)
+      extent = back::add(extent, back::mul(back::sub(to_type(b->shape[d], fi.index_type), int_imm(1, fi.index_type)),
+                                           fi.strides[d]));
+    fi.flat = make_buffer(b->name, {extent}, b->dtype, Scope::kGlobal, {}, b->loc);
+    std::vector<Var> vars;
+    std::vector<Expr> var_exprs;
+    for (int d = 0; d < b->ndim(); ++d) {
+      vars.push_back(make_var("i" + std::to_string(d), fi.index_type));
+      var_exprs.push_back(vars.back());
+    }
+    Layout layout = make_layout(b->shape, vars, {flattener.flat_index(fi, var_exprs)});
+    originals.emplace_back(b, layout);
+    params.push_back(Param{nullptr, fi.flat});
+    flattener.info[b.get()] = std::move(fi);
+  }
+  Stmt body = flattener.mutate(f->body);
+  AttrMap attrs = f->attrs;
+  attrs.emplace_back(kUnflattenedParamsAttr, originals);
+  return make_prim_func(f->name, std::move(params), body, std::move(attrs), f->loc);
+}
+
+}  // namespace
+
+Pass flatten_buffers_pass() {
+  return {"flatten_buffers", [](const PrimFunc& f, PassContext&) { return flatten(f); }};
+}
+
 }  // namespace tilec::passes

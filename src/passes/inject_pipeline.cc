@@ -7,7 +7,8 @@
 //           prologue: steps p = 0 .. S-1, each running every st_j with s_j <= p for
 //                     iteration p - s_j (guarded by p - s_j < n unless provable);
 //           loop:     for i in [0, n): st_j runs iteration i + S - s_j, guarded by
-//                     i + S - s_j < n when s_j < S;
+//                     i + S - s_j < n when s_j < S (an If; for async copies their
+//                     `guard`: out of range they fill a version nobody reads with zeros);
 //         so statement j runs each iteration exactly once, S - s_j steps ahead of the
 //         last stage. A buffer written at one stage and read at a later one becomes a
 //         buffer with a leading dimension of num_stages versions; an access for
@@ -341,8 +342,9 @@ class Injector : public IRMutator {
       if (p.async[by_order[pos]]) last_async_pos = pos;
     const bool has_async = last_async_pos < n;
 
-    // Statement j for iteration `it` (an expression), accessing version `slot`.
-    auto instance = [&](size_t j, const Expr& it, const Expr& slot) {
+    // Statement j for iteration `it` (an expression), accessing version `slot`; `guard`
+    // (may be null) is given to async copies, which then need no enclosing If.
+    auto instance = [&](size_t j, const Expr& it, const Expr& slot, const Expr& guard) {
       VarMap vm;
       vm[op->loop_var.get()] = is_zero(op->min) ? it : op->min + it;
       Stmt s = substitute(p.body.stmts[j], vm);
@@ -350,17 +352,25 @@ class Injector : public IRMutator {
       s = ConstFolder().mutate(s);
       if (p.async[j]) {
         auto* c = s.as<TileOpNode>();
-        s = make_tile_op("async_copy", c->args, {{"no_implicit_commit_wait", true}}, c->loc);
+        AttrMap attrs = {{"no_implicit_commit_wait", true}};
+        if (guard) attrs.emplace_back("guard", guard);
+        s = make_tile_op("async_copy", c->args, attrs, c->loc);
       }
       return s;
     };
-    // Runs `body` only while it < n, unless that is known.
-    auto guarded = [&](Stmt body, const Expr& it) -> std::optional<Stmt> {
+    // Statement j for iteration `it`, run only while it < n (unless that is known). An async
+    // copy carries the condition as its guard: out of range it writes zeros into a version
+    // no later step reads, and a copy without an If around it lets its lowering prove the
+    // source rows in bounds under the guard (one predicate instead of one per chunk) and
+    // keeps the step straight-line for insert_syncs.
+    auto guarded = [&](size_t j, const Expr& it, const Expr& slot) -> std::optional<Stmt> {
       if (const int64_t* c = as_const_int(it); c && const_n.has_value()) {
         if (*c >= *const_n) return std::nullopt;
-        return body;
+        return instance(j, it, slot, nullptr);
       }
-      return if_then_else(it < op->extent, body, nullptr, body->loc);
+      Expr in_range = it < op->extent;
+      if (p.async[j]) return instance(j, it, slot, in_range);
+      return if_then_else(in_range, instance(j, it, slot, nullptr), nullptr, op->loc);
     };
 
     std::vector<Stmt> out;
@@ -383,8 +393,7 @@ class Injector : public IRMutator {
         const size_t j = by_order[pos];
         if (stage[j] <= step) {
           const int64_t it = step - stage[j];
-          if (auto s = guarded(instance(j, int_imm(it, it_type), int_imm(it % D, it_type)), int_imm(it, it_type)))
-            stmts.push_back(*s);
+          if (auto s = guarded(j, int_imm(it, it_type), int_imm(it % D, it_type))) stmts.push_back(*s);
         }
         if (has_async && pos == last_async_pos) stmts.push_back(call_stmt("tl.cp_async_commit", {}, op->loc));
       }
@@ -401,10 +410,9 @@ class Injector : public IRMutator {
       const size_t j = by_order[pos];
       const int ahead = S - stage[j];
       Expr it = ahead == 0 ? Expr(i) : i + int64_t(ahead);
-      Stmt s = instance(j, it, floormod(it, int64_t(D)));
       if (ahead == 0) {
-        step.push_back(s);
-      } else if (auto g = guarded(s, it)) {
+        step.push_back(instance(j, it, floormod(it, int64_t(D)), nullptr));
+      } else if (auto g = guarded(j, it, floormod(it, int64_t(D)))) {
         step.push_back(*g);
       }
       if (has_async && pos == last_async_pos) step.push_back(call_stmt("tl.cp_async_commit", {}, op->loc));

@@ -1,5 +1,706 @@
-// TEMPORARY: identity until implemented.
+// Pass insert_syncs: __syncthreads where shared memory accesses of different threads conflict.
+//
+// Input:  lowered IR after plan_shared_memory (shared.dyn buffers carry their arena offsets,
+//         so buffers that share bytes are known to alias). Barriers may already be present.
+// Output: Evaluate(tl.syncthreads()) inserted so that every pair of accesses to the same
+//         shared bytes, at least one a write, possibly by different threads, is separated by a
+//         barrier on every path between them, loop back edges included — and no barrier that
+//         separates nothing is added. Existing barriers are kept (they may order global
+//         memory); two barriers with nothing between them become one.
+// Config: tl.disable_thread_storage_sync returns the function unchanged (unsafe).
+//
+// Model of an access (buffer granularity; arena byte ranges decide aliasing):
+//   - BufferLoad / BufferStore of a shared buffer: a read / a write at that index;
+//   - a call taking tl.address_of(S[i]): what the intrinsic's TILEC_INTRIN_EFFECT row says
+//     for that argument (r read, w write, m atomic, a asynchronous write), read+write when
+//     the intrinsic has no row;
+//   - an asynchronous write (cp.async) may start at its call and is complete only after the
+//     next tl.cp_async_wait (docs/LOWERED_IR.md point 7): at the call it must come after
+//     earlier accesses (checked, like a write), and every wait counts as a write of every
+//     buffer the kernel writes asynchronously (so reads after the wait come after a barrier).
+//   Two accesses of one thread to one address need no barrier: a store and a load with the
+//   same index expression that is affine in the (only) thread index with a non-zero
+//   coefficient, and whose variables have not changed between the two (a loop back edge
+//   changes the variables bound inside the loop). Two atomics never conflict.
+//
+// Algorithm: a forward walk carrying the accesses made since the last barrier ("pending").
+//   - A statement whose accesses conflict with pending gets a barrier right before it (as
+//     late as possible: the placement that needs the fewest barriers on a straight line);
+//     pending is then cleared.
+//   - A uniform If (its condition does not depend on the thread index or memory) walks both
+//     branches from the same pending; afterwards pending is the union. Barriers may go
+//     inside the branches: every thread takes the same branch.
+//   - A uniform loop: the pending at the end of the body flows to the next iteration. The
+//     body is walked repeatedly with the accumulated back-edge pending until it no longer
+//     grows, then once more to place its barriers. Conflicts between what was pending before
+//     the loop and what the body does before its first barrier get one barrier before the
+//     loop (not one per iteration).
+//   - Divergent code (an If on the thread index or on memory): __syncthreads inside it
+//     would hang or be undefined, because not every thread reaches it. Its branches are
+//     planned as if every thread ran them, then every barrier that landed inside is moved
+//     to the enclosing uniform point by splitting the branch around it
+//     (if c {A; sync; B} -> if c {A}; sync; if c {B}; loops with uniform bounds move
+//     outside the condition; see hoist_barriers). A condition that reads memory is first
+//     evaluated once into a variable. A loop whose bounds differ between threads cannot be
+//     split: a barrier needed inside one is a UserError. A condition the analyzer proves
+//     true (e.g. tx // 128 < 1 with 128 threads) is not divergent.
+#include <algorithm>
+#include <functional>
+
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
+
 namespace tilec::passes {
-Pass insert_syncs_pass() { return {"insert_syncs", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
+
+using namespace ir;
+
+namespace {
+
+using VarSet = std::unordered_set<const VarNode*>;
+
+struct Access {
+  const BufferNode* buffer = nullptr;
+  bool write = false;
+  bool atomic = false;
+  Expr index;      // plain loads/stores only; null when unknown
+  VarSet tainted;  // variables rebound since the access (crossed loop back edges)
+};
+using Pending = std::vector<Access>;
+
+// What one statement (summarised as a whole) does to shared memory.
+struct Effects {
+  std::vector<Access> accesses;  // checked against pending, then pending
+  std::vector<Access> issues;    // asynchronous writes starting here: checked only
+  bool async_wait = false;       // completes asynchronous writes
+  bool barrier = false;          // contains a block barrier
+};
+
+Stmt make_barrier() { return evaluate(call(DataType::Void(), "tl.syncthreads", {})); }
+
+bool is_barrier(const Stmt& s) {
+  auto* e = s.as<EvaluateNode>();
+  if (!e) return false;
+  auto* c = e->value.as<CallNode>();
+  return c && back::intrinsic_effect(c->op) == "barrier";
+}
+
+class SyncPlanner {
+ public:
+  SyncPlanner(const KernelLaunchNode* kernel, std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges)
+      : ranges_(std::move(ranges)) {
+    back::bind_kernel_vars(az_, kernel);
+    for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
+      divergent_.insert(kernel->thread_vars[i].get());
+      if (kernel->threads[i] > 1) active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
+    }
+    find_async_buffers(kernel->body);
+  }
+
+  Stmt run(const Stmt& body) {
+    Pending pending;
+    return visit(body, pending);
+  }
+
+ private:
+  // ---- classification ----
+  bool is_shared_buffer(const BufferNode* b) const { return is_shared(b->scope); }
+
+  bool divergent_expr(const Expr& e) const {
+    return back::uses_any_var(e, divergent_) || back::reads_memory(e);
+  }
+  // A branch condition some threads may see false and others true.
+  bool divergent_cond(const Expr& c) { return divergent_expr(c) && !az_.can_prove(c); }
+
+  bool same_memory(const BufferNode* a, const BufferNode* b) const {
+    if (a == b) return true;
+    auto ia = ranges_.find(a), ib = ranges_.find(b);
+    if (ia == ranges_.end() || ib == ranges_.end()) return false;
+    return ia->second.first < ib->second.second && ib->second.first < ia->second.second;
+  }
+
+  // Same thread, same address: see the file comment.
+  // Same index expression at both accesses, and that expression is injective in everything
+  // that can differ between them (the thread indices, the variables of loops whose back
+  // edge lies between, the lanes of a vector access): then the same address means the same
+  // thread in the same iteration, and program order suffices. Injectivity: the index is
+  // affine in those variables with constant coefficients forming a mixed radix (sorted by
+  // size, each coefficient exceeds the largest offset the smaller terms reach).
+  bool thread_private(const Access& earlier, const Access& later) const {
+    if (earlier.buffer != later.buffer || !earlier.index || !later.index) return false;
+    if (!back::same_expr(earlier.index, later.index)) return false;
+    Expr idx = az_.simplify(earlier.index);  // e.g. tx % 128 * 8 + x -> tx * 8 + x
+    std::vector<std::pair<int64_t, int64_t>> terms;  // (|coefficient|, extent)
+    if (auto* r = idx.as<RampNode>()) {
+      auto* s = as_const_int(r->stride);
+      if (!s) return false;
+      terms.push_back({std::abs(*s), r->lanes});
+      idx = r->base;
+    }
+    if (back::reads_memory(idx)) return false;
+    Expr rest = idx;
+    for (const auto& [v, extent] : active_threads_) {
+      auto aff = back::affine_in(rest, v);
+      if (!aff || aff->coeff == 0) return false;  // all threads of that axis hit one address
+      terms.push_back({std::abs(aff->coeff), extent});
+      rest = aff->rest;
+    }
+    for (const VarNode* v : earlier.tainted) {
+      if (!back::uses_var(rest, v)) continue;
+      auto aff = back::affine_in(rest, v);
+      auto range = loop_extent_.find(v);
+      if (!aff || range == loop_extent_.end()) return false;
+      terms.push_back({std::abs(aff->coeff), range->second});
+      rest = aff->rest;
+    }
+    std::sort(terms.begin(), terms.end());
+    int64_t reach = 0;  // largest offset the smaller terms reach
+    for (const auto& [coeff, extent] : terms) {
+      if (extent <= 1) continue;
+      if (coeff <= reach) return false;
+      reach += coeff * (extent - 1);
+    }
+    return true;
+  }
+
+  bool conflict(const Access& p, const Access& a) const {
+    if (!same_memory(p.buffer, a.buffer)) return false;
+    if (!p.write && !a.write) return false;
+    if (p.atomic && a.atomic) return false;
+    return !thread_private(p, a);
+  }
+
+  bool conflicts(const Pending& pending, const std::vector<Access>& checked) const {
+    for (const auto& a : checked)
+      for (const auto& p : pending)
+        if (conflict(p, a)) return true;
+    return false;
+  }
+
+  // ---- effects ----
+  void find_async_buffers(const Stmt& s) {
+    for_each_node(s, [&](const Node* n) {
+      if (n->kind != NodeKind::kCall) return;
+      auto* c = static_cast<const CallNode*>(n);
+      const std::string& spec = back::intrinsic_effect(c->op);
+      for (size_t i = 0; i < c->args.size(); ++i) {
+        if (back::effect_of_arg(spec, i) != 'a') continue;
+        if (auto* addr = c->args[i].as<CallNode>(); addr && addr->op == "tl.address_of") {
+          if (auto* l = addr->args[0].as<BufferLoadNode>())
+            if (is_shared_buffer(l->buffer.get())) async_buffers_.push_back(l->buffer.get());
+        }
+      }
+    });
+  }
+
+  // Accesses made by the expressions of one statement (not its child statements).
+  void expr_effects(const Expr& e, Effects* fx) const {
+    if (!e) return;
+    class Walk : public IRVisitor {
+     public:
+      const SyncPlanner* self;
+      Effects* fx;
+      void visit_BufferLoad(const BufferLoadNode* op) override {
+        if (self->is_shared_buffer(op->buffer.get())) fx->accesses.push_back({op->buffer.get(), false, false, op->indices[0], {}});
+        IRVisitor::visit_BufferLoad(op);
+      }
+      void visit_Call(const CallNode* op) override {
+        const std::string& spec = back::intrinsic_effect(op->op);
+        if (spec == "barrier") fx->barrier = true;
+        if (spec == "async_wait") fx->async_wait = true;
+        for (size_t i = 0; i < op->args.size(); ++i) {
+          auto* addr = op->args[i].as<CallNode>();
+          auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>() : nullptr;
+          if (!load) {
+            visit(op->args[i]);
+            continue;
+          }
+          for (const auto& idx : load->indices) visit(idx);  // index expressions may read
+          if (!self->is_shared_buffer(load->buffer.get())) continue;
+          const BufferNode* b = load->buffer.get();
+          switch (back::effect_of_arg(spec, i)) {
+            case 'r': fx->accesses.push_back({b, false, false, nullptr, {}}); break;
+            case 'w': fx->accesses.push_back({b, true, false, nullptr, {}}); break;
+            case 'm': fx->accesses.push_back({b, true, true, nullptr, {}}); break;
+            case 'a': fx->issues.push_back({b, true, false, nullptr, {}}); break;
+            case '.': break;
+            default:
+              fx->accesses.push_back({b, true, false, nullptr, {}});
+              break;
+          }
+        }
+      }
+    } w;
+    w.self = this;
+    w.fx = fx;
+    w.visit(e);
+  }
+
+  // Everything a statement subtree does, for divergent regions treated as one unit.
+  Effects deep_effects(const Stmt& s) const {
+    Effects fx;
+    class Walk : public IRVisitor {
+     public:
+      const SyncPlanner* self;
+      Effects* fx;
+      void visit_BufferStore(const BufferStoreNode* op) override {
+        for (const auto& i : op->indices) self->expr_effects(i, fx);
+        self->expr_effects(op->value, fx);
+        if (self->is_shared_buffer(op->buffer.get())) fx->accesses.push_back({op->buffer.get(), true, false, op->indices[0], {}});
+      }
+      void visit_Evaluate(const EvaluateNode* op) override { self->expr_effects(op->value, fx); }
+      void visit_If(const IfNode* op) override {
+        self->expr_effects(op->cond, fx);
+        visit(op->then_case);
+        visit(op->else_case);
+      }
+      void visit_For(const ForNode* op) override {
+        self->expr_effects(op->min, fx);
+        self->expr_effects(op->extent, fx);
+        visit(op->body);
+      }
+      void visit_Let(const LetNode* op) override {
+        self->expr_effects(op->value, fx);
+        visit(op->body);
+      }
+    } w;
+    w.self = this;
+    w.fx = &fx;
+    w.visit(s);
+    return fx;
+  }
+
+  // Applies a leaf-like effect to pending; returns true when a barrier is needed before it.
+  bool apply(const Effects& fx, Pending& pending) {
+    bool need = conflicts(pending, fx.accesses) || conflicts(pending, fx.issues);
+    if (need) pending.clear();
+    for (const auto& a : fx.accesses) add(pending, a);
+    if (fx.async_wait)
+      for (const BufferNode* b : async_buffers_) add(pending, {b, true, false, nullptr, {}});
+    if (fx.barrier) pending.clear();
+    return need;
+  }
+
+  static bool same_access(const Access& a, const Access& b) {
+    if (a.buffer != b.buffer || a.write != b.write || a.atomic != b.atomic) return false;
+    if (!a.index || !b.index) return !a.index && !b.index;
+    return back::same_expr(a.index, b.index);
+  }
+  static bool taint_covers(const VarSet& big, const VarSet& small) {
+    for (auto* v : small)
+      if (!big.count(v)) return false;
+    return true;
+  }
+  static void add(Pending& pending, const Access& a) {
+    for (auto& p : pending) {
+      if (!same_access(p, a)) continue;
+      p.tainted.insert(a.tainted.begin(), a.tainted.end());
+      return;
+    }
+    pending.push_back(a);
+  }
+  static bool contains(const Pending& big, const Pending& small) {
+    for (const auto& s : small) {
+      bool found = false;
+      for (const auto& b : big) found |= same_access(b, s) && taint_covers(b.tainted, s.tainted);
+      if (!found) return false;
+    }
+    return true;
+  }
+
+  static Stmt with_barrier_before(const Stmt& s) { return seq({make_barrier(), s}, s->loc); }
+
+  // ---- the walk ----
+  Stmt visit(const Stmt& s, Pending& pending) {
+    if (!s) return s;
+    switch (s->kind) {
+      case NodeKind::kSeq: {
+        std::vector<Stmt> out;
+        bool changed = false;
+        for (const auto& x : s.as<SeqNode>()->stmts) {
+          Stmt y = visit(x, pending);
+          changed |= !y.same_as(x);
+          // Two barriers with nothing in between: keep one.
+          std::vector<Stmt> parts;
+          if (auto* q = y.as<SeqNode>()) parts = q->stmts;
+          else parts = {y};
+          for (auto& part : parts) {
+            if (is_barrier(part) && !out.empty() && is_barrier(out.back())) {
+              changed = true;
+              continue;
+            }
+            out.push_back(part);
+          }
+        }
+        return changed ? seq(out, s->loc) : s;
+      }
+      case NodeKind::kBufferStore: {
+        auto* op = s.as<BufferStoreNode>();
+        Effects fx;
+        for (const auto& i : op->indices) expr_effects(i, &fx);
+        expr_effects(op->value, &fx);
+        if (is_shared_buffer(op->buffer.get())) fx.accesses.push_back({op->buffer.get(), true, false, op->indices[0], {}});
+        return apply(fx, pending) ? with_barrier_before(s) : s;
+      }
+      case NodeKind::kEvaluate: {
+        if (is_barrier(s)) {
+          pending.clear();
+          return s;
+        }
+        Effects fx;
+        expr_effects(s.as<EvaluateNode>()->value, &fx);
+        return apply(fx, pending) ? with_barrier_before(s) : s;
+      }
+      case NodeKind::kLet: {
+        auto* op = s.as<LetNode>();
+        Effects fx;
+        expr_effects(op->value, &fx);
+        bool need = apply(fx, pending);
+        if (divergent_expr(op->value)) divergent_.insert(op->var.get());
+        Stmt body = visit(op->body, pending);
+        Stmt out = body.same_as(op->body) ? s : let(op->var, op->value, body, s->loc);
+        return need ? with_barrier_before(out) : out;
+      }
+      case NodeKind::kAllocate: {
+        auto* op = s.as<AllocateNode>();
+        Stmt body = visit(op->body, pending);
+        return body.same_as(op->body) ? s : allocate(op->buffer, body, s->loc);
+      }
+      case NodeKind::kAnnotate: {
+        auto* op = s.as<AnnotateNode>();
+        Stmt body = visit(op->body, pending);
+        return body.same_as(op->body) ? s : annotate(op->key, op->value, body, s->loc);
+      }
+      case NodeKind::kIf:
+        return visit_if(s, s.as<IfNode>(), pending);
+      case NodeKind::kFor:
+        return visit_for(s, s.as<ForNode>(), pending);
+      default:
+        TILEC_UNREACHABLE() << "insert_syncs: unexpected " << node_kind_name(s->kind) << " in lowered IR";
+    }
+  }
+
+  Stmt visit_if(const Stmt& s, const IfNode* op, Pending& pending) {
+    if (divergent_cond(op->cond)) return visit_divergent_if(s, op, pending);
+    Effects fx;
+    expr_effects(op->cond, &fx);
+    bool need = apply(fx, pending);
+    Pending else_pending = pending;
+    Stmt then_case = visit(op->then_case, pending);
+    Stmt else_case = visit(op->else_case, else_pending);
+    for (const auto& a : else_pending) add(pending, a);
+    Stmt out = then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+                   ? s
+                   : if_then_else(op->cond, then_case, else_case, s->loc);
+    return need ? with_barrier_before(out) : out;
+  }
+
+  static bool contains_barrier(const Stmt& s) {
+    bool found = false;
+    for_each_node(s, [&](const Node* node) {
+      if (node->kind != NodeKind::kEvaluate) return;
+      auto* c = static_cast<const EvaluateNode*>(node)->value.as<CallNode>();
+      found |= c && back::intrinsic_effect(c->op) == "barrier";
+    });
+    return found;
+  }
+
+  // A branch on the thread index (or on memory): its statements are placed as if every
+  // thread ran them; barriers that lands inside are then moved out by hoist_barriers.
+  Stmt visit_divergent_if(const Stmt& s, const IfNode* op, Pending& pending) {
+    Effects fx;
+    expr_effects(op->cond, &fx);
+    bool need = apply(fx, pending);
+    // A conflict with what is pending before the branch gets one barrier before the whole If
+    // (inside, it would be hoisted out of each arm separately).
+    std::vector<Access> first;
+    bool always = false;
+    exposed(op->then_case, &first, &always);
+    exposed(op->else_case, &first, &always);
+    if (conflicts(pending, first)) {
+      need = true;
+      pending.clear();
+    }
+    Pending else_pending = pending;
+    Stmt then_case = visit(op->then_case, pending);
+    Stmt else_case = visit(op->else_case, else_pending);
+    for (const auto& a : else_pending) add(pending, a);
+    Stmt out;
+    if (!contains_barrier(then_case) && !contains_barrier(else_case)) {
+      out = then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+                ? s
+                : if_then_else(op->cond, then_case, else_case, s->loc);
+    } else {
+      // The condition is evaluated once into a variable when it reads memory (the split
+      // branches must all see the same value).
+      Var cv;
+      Expr cond = op->cond;
+      if (back::reads_memory(cond)) {
+        cv = make_var("cond", DataType::Bool(), s->loc);
+        cond = cv;
+      }
+      std::vector<Stmt> parts = {hoist_barriers(cond, then_case, s->loc)};
+      if (else_case) parts.push_back(hoist_barriers(logical_not(cond), else_case, s->loc));
+      out = seq(parts, s->loc);
+      if (cv) out = let(cv, op->cond, out, s->loc);
+    }
+    return need ? with_barrier_before(out) : out;
+  }
+
+  // `if (cond) { s }` rewritten so that no barrier is inside a branch on `cond`: statement
+  // runs between barriers keep the condition, barriers are executed by every thread.
+  //   if c {A; sync; B}          -> if c {A}; sync; if c {B}
+  //   if c {for i {A; sync; B}}  -> for i {if c {A}; sync; if c {B}}   (uniform loop bounds)
+  //   if c {if d {T} else {E}}   -> the same on c && d and c && !d (d uniform: kept outside)
+  //   if c {let x = v; S}        -> let x = (c ? v : 0); ...   (v not evaluated outside c)
+  // Exact: every thread runs the same statements in the same order as before, and the
+  // barriers now also order the threads that skip them. `cond` must read no memory.
+  Stmt hoist_barriers(const Expr& cond, const Stmt& s, const SourceLoc& loc) {
+    if (!s) return s;
+    if (!contains_barrier(s)) return if_then_else(cond, s, nullptr, loc);
+    if (is_barrier(s)) return s;
+    switch (s->kind) {
+      case NodeKind::kSeq: {
+        std::vector<Stmt> out, run;
+        auto flush = [&]() {
+          if (run.empty()) return;
+          out.push_back(if_then_else(cond, seq(run, loc), nullptr, loc));
+          run.clear();
+        };
+        for (const auto& x : s.as<SeqNode>()->stmts) {
+          if (!contains_barrier(x)) {
+            run.push_back(x);
+            continue;
+          }
+          flush();
+          out.push_back(hoist_barriers(cond, x, loc));
+        }
+        flush();
+        return seq(out, loc);
+      }
+      case NodeKind::kFor: {
+        auto* op = s.as<ForNode>();
+        TILEC_USER_CHECK(!divergent_expr(op->min) && !divergent_expr(op->extent), op->loc,
+                         "give the loop bounds that are the same for every thread, or move the shared-memory "
+                         "accesses that conflict out of the loop")
+            << "shared memory accesses in a loop whose trip count depends on the thread index need "
+               "__syncthreads inside the loop, which not every thread would reach";
+        auto n = std::make_shared<ForNode>(*op);
+        n->body = hoist_barriers(cond, op->body, loc);
+        return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+      }
+      case NodeKind::kIf: {
+        auto* op = s.as<IfNode>();
+        if (!divergent_expr(op->cond)) {
+          return if_then_else(op->cond, hoist_barriers(cond, op->then_case, loc),
+                              op->else_case ? hoist_barriers(cond, op->else_case, loc) : Stmt(), op->loc);
+        }
+        Expr inner = op->cond;
+        Var cv;
+        if (back::reads_memory(inner)) {
+          cv = make_var("cond", DataType::Bool(), op->loc);
+          inner = cv;
+        }
+        std::vector<Stmt> parts = {hoist_barriers(binary(NodeKind::kAnd, cond, inner), op->then_case, loc)};
+        if (op->else_case)
+          parts.push_back(hoist_barriers(binary(NodeKind::kAnd, cond, logical_not(inner)), op->else_case, loc));
+        Stmt out = seq(parts, loc);
+        // C's ?: evaluates the memory read only where the outer condition holds.
+        if (cv) out = let(cv, select(cond, op->cond, bool_imm(false)), out, op->loc);
+        return out;
+      }
+      case NodeKind::kLet: {
+        auto* op = s.as<LetNode>();
+        Expr value = back::reads_memory(op->value) ? select(cond, op->value, back::zero_of(op->value->dtype)) : op->value;
+        return let(op->var, value, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      case NodeKind::kAllocate: {
+        auto* op = s.as<AllocateNode>();
+        return allocate(op->buffer, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      case NodeKind::kAnnotate: {
+        auto* op = s.as<AnnotateNode>();
+        return annotate(op->key, op->value, hoist_barriers(cond, op->body, loc), op->loc);
+      }
+      default:
+        TILEC_UNREACHABLE() << "a barrier inside a " << node_kind_name(s->kind);
+    }
+  }
+
+  static VarSet vars_bound_in(const ForNode* op) {
+    VarSet out = {op->loop_var.get()};
+    for_each_node(op->body, [&](const Node* n) {
+      if (n->kind == NodeKind::kFor) out.insert(static_cast<const ForNode*>(n)->loop_var.get());
+      if (n->kind == NodeKind::kLet) out.insert(static_cast<const LetNode*>(n)->var.get());
+    });
+    return out;
+  }
+
+  static Pending tainted(Pending p, const VarSet& vars) {
+    for (auto& a : p) a.tainted.insert(vars.begin(), vars.end());
+    return p;
+  }
+
+  // Accesses reachable from the start of `s` before any barrier; sets *always_barrier when
+  // every path through `s` crosses a barrier.
+  void exposed(const Stmt& s, std::vector<Access>* out, bool* always_barrier) {
+    *always_barrier = false;
+    if (!s) return;
+    switch (s->kind) {
+      case NodeKind::kSeq:
+        for (const auto& x : s.as<SeqNode>()->stmts) {
+          bool always = false;
+          exposed(x, out, &always);
+          if (always) {
+            *always_barrier = true;
+            return;
+          }
+        }
+        return;
+      case NodeKind::kEvaluate:
+        if (is_barrier(s)) {
+          *always_barrier = true;
+          return;
+        }
+        break;
+      case NodeKind::kLet: {
+        Effects fx;
+        expr_effects(s.as<LetNode>()->value, &fx);
+        for (auto& a : fx.accesses) out->push_back(a);
+        for (auto& a : fx.issues) out->push_back(a);
+        return exposed(s.as<LetNode>()->body, out, always_barrier);
+      }
+      case NodeKind::kAllocate:
+        return exposed(s.as<AllocateNode>()->body, out, always_barrier);
+      case NodeKind::kAnnotate:
+        return exposed(s.as<AnnotateNode>()->body, out, always_barrier);
+      case NodeKind::kIf: {
+        auto* op = s.as<IfNode>();
+        if (divergent_cond(op->cond)) break;
+        Effects fx;
+        expr_effects(op->cond, &fx);
+        for (auto& a : fx.accesses) out->push_back(a);
+        bool t = false, e = false;
+        exposed(op->then_case, out, &t);
+        exposed(op->else_case, out, &e);
+        *always_barrier = t && e && op->else_case;
+        return;
+      }
+      case NodeKind::kFor: {
+        auto* op = s.as<ForNode>();
+        if (divergent_expr(op->min) || divergent_expr(op->extent)) break;
+        bool body_always = false;
+        exposed(op->body, out, &body_always);
+        *always_barrier = body_always && at_least_one_iteration(op);
+        return;
+      }
+      default:
+        break;
+    }
+    Effects fx = deep_effects(s);
+    for (auto& a : fx.accesses) out->push_back(a);
+    for (auto& a : fx.issues) out->push_back(a);
+  }
+
+  static bool at_least_one_iteration(const ForNode* op) {
+    auto* e = as_const_int(op->extent);
+    return e && *e >= 1;
+  }
+
+  Stmt visit_for(const Stmt& s, const ForNode* op, Pending& pending) {
+    if (divergent_expr(op->min) || divergent_expr(op->extent)) {
+      // A loop whose trip count differs between threads: a divergent region.
+      divergent_.insert(op->loop_var.get());
+      Pending inner;
+      VarSet saved = divergent_;
+      Stmt probe = visit(op->body, inner);
+      divergent_ = saved;
+      TILEC_USER_CHECK(!contains_barrier(probe) || contains_barrier(op->body), s->loc,
+                       "give the loop bounds that are the same for every thread, or move the shared-memory "
+                       "accesses that conflict out of the loop")
+          << "shared memory accesses in a loop whose trip count depends on the thread index need "
+             "__syncthreads inside the loop, which not every thread would reach";
+      return apply(deep_effects(s), pending) ? with_barrier_before(s) : s;
+    }
+    az_.bind_range(op->loop_var, op->min, op->extent);
+    if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
+    VarSet inside = vars_bound_in(op);
+    // Back-edge pending: grow until the body's exit adds nothing new.
+    Pending back_edge;
+    for (int iter = 0; iter < 64; ++iter) {
+      Pending p = back_edge;
+      VarSet saved = divergent_;
+      (void)visit(op->body, p);
+      divergent_ = saved;
+      Pending exit = tainted(p, inside);
+      if (contains(back_edge, exit)) break;
+      for (const auto& a : exit) add(back_edge, a);
+      TILEC_ICHECK(iter < 63) << "insert_syncs: loop analysis did not converge";
+    }
+    Pending p = back_edge;
+    Stmt body = visit(op->body, p);
+    std::vector<Access> first_accesses;
+    bool always = false;
+    exposed(body, &first_accesses, &always);
+    bool need = conflicts(pending, first_accesses);
+    if (need) pending.clear();
+    bool passthrough = !always || !at_least_one_iteration(op);
+    Pending out = tainted(p, inside);
+    if (passthrough)
+      for (const auto& a : pending) add(out, a);
+    pending = std::move(out);
+    Stmt loop = s;
+    if (!body.same_as(op->body)) {
+      auto n = std::make_shared<ForNode>(*op);
+      n->body = body;
+      loop = Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+    }
+    return need ? with_barrier_before(loop) : loop;
+  }
+
+  std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges_;
+  mutable arith::Analyzer az_;
+  std::vector<std::pair<const VarNode*, int64_t>> active_threads_;  // (index, extent > 1)
+  std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
+  VarSet divergent_;
+  std::vector<const BufferNode*> async_buffers_;
+};
+
+// Arena byte ranges of the shared.dyn buffers (from plan_shared_memory's annotations).
+std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> arena_ranges(const Stmt& body) {
+  std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> out;
+  for_each_node(body, [&](const Node* n) {
+    if (n->kind != NodeKind::kAnnotate) return;
+    auto* a = static_cast<const AnnotateNode*>(n);
+    if (a->key != kSmemOffsetKey) return;
+    auto* alloc = a->body.as<AllocateNode>();
+    auto* off = std::get_if<Expr>(&a->value);
+    if (!alloc || !off || !as_const_int(*off)) return;
+    int64_t numel = 1;
+    for (const auto& e : alloc->buffer->shape) numel *= as_const_int(e) ? *as_const_int(e) : 1;
+    int64_t bytes = (numel * alloc->buffer->dtype.bits() * alloc->buffer->dtype.lanes() + 7) / 8;
+    int64_t lo = *as_const_int(*off);
+    out[alloc->buffer.get()] = {lo, lo + bytes};
+  });
+  return out;
+}
+
+PrimFunc insert(const PrimFunc& f, PassContext& ctx) {
+  if (back::config_flag(ctx, "tl.disable_thread_storage_sync")) return f;
+  const KernelLaunchNode* kernel = back::find_kernel(f->body);
+  if (!kernel) return f;
+  SyncPlanner planner(kernel, arena_ranges(kernel->body));
+  Stmt body = planner.run(kernel->body);
+  if (body.same_as(kernel->body)) return f;
+  auto k = std::make_shared<KernelLaunchNode>(*kernel);
+  k->body = body;
+  return with_body(f, back::replace_kernel(f->body, Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(k)))));
+}
+
+}  // namespace
+
+Pass insert_syncs_pass() { return {"insert_syncs", insert}; }
+
 }  // namespace tilec::passes

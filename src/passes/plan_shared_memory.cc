@@ -1,5 +1,263 @@
-// TEMPORARY: identity until implemented.
+// Pass plan_shared_memory: all shared.dyn buffers -> offsets in one dynamic arena.
+//
+// Input:  flattened lowered IR: shared.dyn buffers are 1-D with constant shapes, declared by
+//         Allocate anywhere inside the kernel. Optional Annotate(kSwizzle128BKey, Buffer)
+//         marks buffers holding 128-byte swizzle atoms.
+// Output: every shared.dyn Allocate is removed from where it was and re-created at the top
+//         of the kernel body, wrapped in Annotate(kSmemOffsetKey, int32 byte offset); codegen
+//         declares the buffer as a pointer into
+//           extern __shared__ __align__(1024) unsigned char tilec_smem[];
+//         PrimFunc attr kDynamicSharedBytesAttr = arena bytes (a multiple of 16).
+//         Offsets are 128-byte aligned (1024 for swizzled buffers, so swizzle atoms stay
+//         aligned to the pattern's period).
+// Errors: UserError naming every buffer and its size when the arena plus static shared
+//         memory exceeds target::Target::max_shared_memory_per_block().
+// Runs after: flatten_buffers. Runs before: insert_syncs (which reads the offsets to know
+//         which buffers share bytes).
+//
+// Algorithm. Statements get positions in program order (a pre-order walk). A buffer's live
+// range is [first access, last access]; an access inside a loop that does not also enclose
+// the buffer's Allocate extends the range over that whole loop (the next iteration may use
+// what this one left). Buffers are placed largest first, each at the lowest aligned offset
+// that does not overlap a placed buffer whose live range intersects its own.
+#include <algorithm>
+#include <sstream>
+
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
+
 namespace tilec::passes {
-Pass plan_shared_memory_pass() { return {"plan_shared_memory", [](const ir::PrimFunc& f, PassContext&) { return f; }}; }
+
+using namespace ir;
+
+namespace {
+
+constexpr int64_t kDefaultAlign = 128;
+constexpr int64_t kSwizzleAlign = 1024;
+
+struct BufferPlan {
+  Buffer buffer;
+  int64_t bytes = 0;
+  int64_t align = kDefaultAlign;
+  int64_t first = -1, last = -1;  // live range (positions), -1: never used
+  int64_t offset = 0;
+  size_t alloc_order = 0;
+  bool overlaps_in_time(const BufferPlan& o) const {
+    if (first < 0 || o.first < 0) return false;
+    return first <= o.last && o.first <= last;
+  }
+};
+
+int64_t buffer_bytes(const Buffer& b) {
+  int64_t numel = 1;
+  for (const auto& e : b->shape) {
+    auto* c = as_const_int(e);
+    TILEC_USER_CHECK(c != nullptr, b->loc, "shared buffers need constant shapes")
+        << "shared buffer '" << b->name << "' has a non-constant shape";
+    numel *= *c;
+  }
+  return (numel * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
+}
+
+// Positions, loop extents, allocation sites and accesses of shared.dyn buffers.
+class LiveRanges : public IRVisitor {
+ public:
+  struct Loop {
+    int64_t start = 0, end = 0;
+  };
+  std::vector<Loop> loops;
+  std::unordered_map<const BufferNode*, size_t> alloc_depth;  // loops enclosing the Allocate
+  std::vector<const BufferNode*> alloc_order;
+  std::unordered_map<const BufferNode*, const AllocateNode*> allocs;
+  std::unordered_set<const BufferNode*> swizzled;
+  std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> range;
+
+ protected:
+  void enter(const Node* n) { ++pos_; }
+  void touch(const BufferNode* b) {
+    if (!allocs.count(b)) return;
+    int64_t lo = pos_, hi = pos_;
+    size_t depth = alloc_depth[b];
+    if (loop_stack_.size() > depth) {
+      const Loop& outer = loops[loop_stack_[depth]];
+      lo = outer.start;
+      hi = std::max(hi, outer.end);
+      pending_.push_back({b, loop_stack_[depth]});  // the loop's end is not known yet
+    }
+    auto it = range.find(b);
+    if (it == range.end()) range[b] = {lo, hi};
+    else it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
+  }
+
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    touch(op->buffer.get());
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    enter(op);
+    touch(op->buffer.get());
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_Evaluate(const EvaluateNode* op) override {
+    enter(op);
+    IRVisitor::visit_Evaluate(op);
+  }
+  void visit_Let(const LetNode* op) override {
+    enter(op);
+    IRVisitor::visit_Let(op);
+  }
+  void visit_If(const IfNode* op) override {
+    enter(op);
+    IRVisitor::visit_If(op);
+  }
+  void visit_For(const ForNode* op) override {
+    enter(op);
+    size_t id = loops.size();
+    loops.push_back({pos_, pos_});
+    loop_stack_.push_back(id);
+    IRVisitor::visit_For(op);
+    loop_stack_.pop_back();
+    loops[id].end = pos_;
+    // Accesses that were extended over this loop before its end was known.
+    for (auto& [b, loop] : pending_) {
+      if (loop != id) continue;
+      auto& r = range[b];
+      r.second = std::max(r.second, loops[id].end);
+    }
+  }
+  void visit_Allocate(const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::kSharedDyn) {
+      allocs[op->buffer.get()] = op;
+      alloc_depth[op->buffer.get()] = loop_stack_.size();
+      alloc_order.push_back(op->buffer.get());
+    }
+    IRVisitor::visit_Allocate(op);
+  }
+  void visit_Annotate(const AnnotateNode* op) override {
+    if (op->key == kSwizzle128BKey) {
+      if (auto* b = std::get_if<Buffer>(&op->value)) swizzled.insert(b->get());
+    }
+    IRVisitor::visit_Annotate(op);
+  }
+
+ private:
+  int64_t pos_ = 0;
+  std::vector<size_t> loop_stack_;
+  std::vector<std::pair<const BufferNode*, size_t>> pending_;
+};
+
+class StaticShared : public IRVisitor {
+ public:
+  int64_t bytes = 0;
+
+ protected:
+  void visit_Allocate(const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::kShared) bytes += buffer_bytes(op->buffer);
+    IRVisitor::visit_Allocate(op);
+  }
+};
+
+class RemoveDynAllocs : public IRMutator {
+ protected:
+  Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::kSharedDyn) return mutate(op->body);
+    return IRMutator::mutate_Allocate(s, op);
+  }
+};
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+void place(std::vector<BufferPlan>& plans) {
+  std::vector<size_t> order(plans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (plans[a].bytes != plans[b].bytes) return plans[a].bytes > plans[b].bytes;
+    return plans[a].alloc_order < plans[b].alloc_order;
+  });
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    BufferPlan& p = plans[i];
+    // Candidate offsets: 0 and the end of every time-overlapping placed buffer.
+    std::vector<int64_t> candidates = {0};
+    for (size_t j : placed)
+      if (p.overlaps_in_time(plans[j])) candidates.push_back(plans[j].offset + plans[j].bytes);
+    std::sort(candidates.begin(), candidates.end());
+    for (int64_t c : candidates) {
+      int64_t o = align_up(c, p.align);
+      bool fits = true;
+      for (size_t j : placed) {
+        const BufferPlan& q = plans[j];
+        bool space = o < q.offset + q.bytes && q.offset < o + p.bytes;
+        if (space && p.overlaps_in_time(q)) {
+          fits = false;
+          break;
+        }
+      }
+      if (fits) {
+        p.offset = o;
+        break;
+      }
+    }
+    placed.push_back(i);
+  }
+}
+
+PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
+  const KernelLaunchNode* kernel = back::find_kernel(f->body);
+  if (!kernel || find_attr(f->attrs, kDynamicSharedBytesAttr)) return f;  // nothing to do / planned
+  LiveRanges lr;
+  lr.visit(kernel->body);
+  if (lr.alloc_order.empty()) return f;
+
+  std::vector<BufferPlan> plans;
+  for (size_t i = 0; i < lr.alloc_order.size(); ++i) {
+    const BufferNode* b = lr.alloc_order[i];
+    BufferPlan p;
+    p.buffer = lr.allocs[b]->buffer;
+    p.bytes = buffer_bytes(p.buffer);
+    p.align = lr.swizzled.count(b) ? kSwizzleAlign : kDefaultAlign;
+    p.alloc_order = i;
+    if (auto it = lr.range.find(b); it != lr.range.end()) std::tie(p.first, p.last) = it->second;
+    plans.push_back(std::move(p));
+  }
+  place(plans);
+  int64_t total = 0;
+  for (const auto& p : plans) total = std::max(total, p.offset + p.bytes);
+  total = align_up(total, 16);
+
+  StaticShared st;
+  st.visit(kernel->body);
+  int64_t limit = ctx.target().max_shared_memory_per_block();
+  if (total + st.bytes > limit) {
+    std::ostringstream os;
+    os << "kernel '" << f->name << "' needs " << total + st.bytes << " bytes of shared memory, more than the "
+       << limit << " bytes a block can have on " << ctx.target().str() << ": ";
+    for (size_t i = 0; i < plans.size(); ++i)
+      os << (i ? ", " : "") << plans[i].buffer->name << " " << plans[i].bytes << " bytes";
+    if (st.bytes) os << ", static shared " << st.bytes << " bytes";
+    os << " (buffers whose lifetimes do not overlap already share memory)";
+    throw_user_error(os.str(), f->loc, "use smaller tiles, fewer pipeline stages (num_stages) or narrower types");
+  }
+
+  Stmt body = RemoveDynAllocs().mutate(kernel->body);
+  for (size_t i = plans.size(); i-- > 0;) {
+    const BufferPlan& p = plans[i];
+    body = annotate(kSmemOffsetKey, int_imm(p.offset, Int32()), allocate(p.buffer, body, p.buffer->loc), p.buffer->loc);
+  }
+  auto k = std::make_shared<KernelLaunchNode>(*kernel);
+  k->body = body;
+  Stmt new_kernel(std::shared_ptr<const KernelLaunchNode>(std::move(k)));
+  PrimFunc out = with_body(f, back::replace_kernel(f->body, new_kernel));
+  AttrMap attrs = out->attrs;
+  attrs.emplace_back(kDynamicSharedBytesAttr, total);
+  return make_prim_func(out->name, out->params, out->body, std::move(attrs), out->loc);
+}
+
+}  // namespace
+
+Pass plan_shared_memory_pass() { return {"plan_shared_memory", plan}; }
+
 }  // namespace tilec::passes

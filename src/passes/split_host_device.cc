@@ -9,7 +9,8 @@
 //     DimSpecs (a constant, or a T.dynamic variable by name), strides likewise when the
 //     parameter has explicit strides (empty = contiguous row-major), alignment_bytes = the
 //     widest access the kernel makes through that tensor (vector loads/stores found in the
-//     body, kAssumeAlignedPrefix annotations), at least one element;
+//     body, intrinsics whose EFFECT row gives the bytes they access, e.g. 16-byte cp.async,
+//     kAssumeAlignedPrefix annotations), at least one element;
 //   - scalars, param_order, symbols (every variable in a tensor's shape or strides, in order
 //     of first appearance);
 //   - kernel_args: every tensor's data pointer, then every scalar, then the symbols the
@@ -91,6 +92,20 @@ class AccessWidths : public IRVisitor {
   void visit_BufferStore(const BufferStoreNode* op) override {
     note(op->buffer, op->indices);
     IRVisitor::visit_BufferStore(op);
+  }
+  void visit_Call(const CallNode* op) override {
+    // Intrinsics that access global memory in units of N bytes (EFFECT rows, e.g. cp.async).
+    const std::string& spec = back::intrinsic_effect(op->op);
+    for (size_t i = 0; i < op->args.size(); ++i) {
+      auto* addr = op->args[i].as<CallNode>();
+      int64_t w = back::effect_bytes_of_arg(spec, i);
+      if (!addr || addr->op != "tl.address_of" || addr->args.empty() || w <= 0) continue;
+      if (auto* load = addr->args[0].as<BufferLoadNode>()) {
+        int64_t& cur = bytes[load->buffer.get()];
+        cur = std::max(cur, w);
+      }
+    }
+    IRVisitor::visit_Call(op);
   }
   void visit_Annotate(const AnnotateNode* op) override {
     const std::string prefix = kAssumeAlignedPrefix;

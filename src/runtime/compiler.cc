@@ -70,6 +70,8 @@ std::string options_text(const std::string& arch, const std::string& compiler, c
   for (int i : opts.out_idx) os << ' ' << i;
   os << "\npass_configs";
   for (const auto& [k, v] : opts.pass_configs) os << ' ' << k << '=' << config_value_text(v);  // std::map: sorted
+  os << "\ncompile_flags";
+  for (const auto& flag : opts.compile_flags) os << ' ' << flag.size() << ':' << flag;
   os << "\ncompiler " << compiler << ' ' << compiler_identity(compiler) << "\nline_directives "
      << (opts.line_directives || knobs::line_directives()) << "\n" << build_stamp() << "\n";
   return os.str();
@@ -128,8 +130,10 @@ void store(const std::string& key, const CompiledArtifact& a, const CompileOptio
   }
 }
 
-CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, const std::string& key) {
+CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, const std::string& key,
+                       const CompileOptions& opts) {
   CudaCompileRequest req;
+  req.extra_options = opts.compile_flags;
   req.source = source;
   req.kernel_name = plan.kernel_name;
   req.arch = r.arch;
@@ -147,38 +151,61 @@ CompiledArtifact build(std::string source, LaunchPlan plan, const Resolved& r, c
   return a;
 }
 
-}  // namespace
+std::vector<std::string> split_flags(const std::string& text) {
+  std::vector<std::string> flags;
+  std::istringstream in(text);
+  for (std::string flag; in >> flag;) flags.push_back(flag);
+  return flags;
+}
 
-std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) {
-  Resolved r = resolve(opts);
-  std::string ir_text = ir::script(f);
+void report_ptxas(const CompiledArtifact& a) {
+  std::fprintf(stderr, "tilec: ptxas report for '%s' (%s%s):\n%s", a.plan.kernel_name.c_str(), a.target.c_str(),
+               a.from_cache ? ", from the cache" : "", a.ptxas.log.c_str());
+}
+
+// Everything compile() decides before lowering: target, compiler, pass context, the
+// effective options (device flags from the pass configs) and the cache key.
+struct Prepared {
+  Resolved resolved;
+  passes::PassContext ctx;
+  CompileOptions effective;
+  std::string key;
+  bool print_ptxas = false;
+};
+
+Prepared prepare(const ir::PrimFunc& f, const CompileOptions& opts) {
+  Prepared p{resolve(opts), passes::PassContext(target::parse_target(opts.target)), opts, "", false};
+  // Unknown or ill-typed pass configs are errors even when the cache would hit.
+  for (const auto& [k, v] : opts.pass_configs) p.ctx.set(k, v);
+  if (opts.line_directives) p.ctx.set("tilec.line_directives", true);
+  for (const auto& flag : split_flags(p.ctx.get_string("tl.device_compile_flags"))) p.effective.compile_flags.push_back(flag);
+  p.print_ptxas = p.ctx.get_bool("tl.enable_ptxas_verbose_output");
   Sha256 h;
   h.update("tilec-kernel-key 1\nir\n");
-  h.update(ir_text);
+  h.update(ir::script(f));
   h.update("\n");
-  h.update(options_text(r.arch, r.compiler, opts));
-  return h.hex_digest();
+  h.update(options_text(p.resolved.arch, p.resolved.compiler, p.effective));
+  p.key = h.hex_digest();
+  return p;
 }
+
+}  // namespace
+
+std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) { return prepare(f, opts).key; }
 
 CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   TILEC_ICHECK(f.defined()) << "compile() of a null function";
-  Resolved r = resolve(opts);
-  std::string ir_text = ir::script(f);
-  Sha256 h;
-  h.update("tilec-kernel-key 1\nir\n");
-  h.update(ir_text);
-  h.update("\n");
-  h.update(options_text(r.arch, r.compiler, opts));
-  std::string key = h.hex_digest();
-  if (auto hit = lookup(key, opts)) return std::move(*hit);
-
-  passes::PassContext ctx(target::parse_target(opts.target));
-  for (const auto& [k, v] : opts.pass_configs) ctx.set(k, v);
-  cuda::DeviceModule m = cuda::lower_to_cuda(f, ctx);
+  Prepared p = prepare(f, opts);
+  if (auto hit = lookup(p.key, p.effective)) {
+    if (p.print_ptxas) report_ptxas(*hit);
+    return std::move(*hit);
+  }
+  cuda::DeviceModule m = cuda::lower_to_cuda(f, p.ctx);
   mark_outputs(m.plan, opts.out_idx, f->name);
   check_launch_plan(m.plan);
-  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), r, key);
-  store(key, a, opts);
+  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), p.resolved, p.key, p.effective);
+  store(p.key, a, p.effective);
+  if (p.print_ptxas) report_ptxas(a);
   return a;
 }
 
@@ -194,7 +221,7 @@ CompiledArtifact compile_source(const std::string& cuda_source, const LaunchPlan
   h.update(options_text(r.arch, r.compiler, opts));
   std::string key = h.hex_digest();
   if (auto hit = lookup(key, opts)) return std::move(*hit);
-  CompiledArtifact a = build(cuda_source, std::move(marked), r, key);
+  CompiledArtifact a = build(cuda_source, std::move(marked), r, key, opts);
   store(key, a, opts);
   return a;
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "tilec/ir/printer.h"
 #include "tilec/runtime/kernel.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/support/diag.h"
@@ -189,7 +190,7 @@ std::string Kernel::summary() const {
   const LaunchPlan& p = artifact_.plan;
   std::ostringstream os;
   os << "kernel " << signature() << "\n  target " << artifact_.target << ", grid (";
-  for (size_t i = 0; i < p.grid.size(); ++i) os << (i ? ", " : "") << launch_expr_to_text(p.grid[i]);
+  for (size_t i = 0; i < p.grid.size(); ++i) os << (i ? ", " : "") << ir::script(p.grid[i]);
   os << "), block (" << p.block[0] << ", " << p.block[1] << ", " << p.block[2] << ")";
   if (p.cluster[0] * p.cluster[1] * p.cluster[2] > 1) {
     os << ", cluster (" << p.cluster[0] << ", " << p.cluster[1] << ", " << p.cluster[2] << ")";
@@ -220,22 +221,31 @@ void Kernel::bind(const ArgValue* args, BoundCall& call, bool outputs_optional) 
   call.device = -1;
   call.device_param = -1;
   call.empty_grid = false;
+  // Two passes: what the tensors are (dtype, rank, shape, strides) for every parameter
+  // first, then where they are (device, alignment), so a wrong shape is reported as
+  // such even when the tensor is also on the wrong device.
   for (int pos = 0; pos < num_params(); ++pos) {
     const ArgValue& a = args[pos];
     if (param_is_tensor(pos)) {
       const TensorParam& tp = p.tensors[param_index(pos)];
       if (a.kind == ArgValue::kMissing && outputs_optional && tp.is_output) continue;
       if (a.kind != ArgValue::kTensor) arg_error(pos, std::string("expected a tensor, got ") + kind_text(a));
-      bind_tensor(pos, a.tensor, call);
+      bind_tensor_structure(pos, a.tensor, call);
     } else {
       bind_scalar(pos, a, call);
     }
   }
+  for (int pos = 0; pos < num_params(); ++pos) {
+    if (param_is_tensor(pos) && args[pos].kind == ArgValue::kTensor) check_tensor_placement(pos, args[pos].tensor, call);
+  }
 }
 
-void Kernel::check_tensor(int param, const TensorView& t, BoundCall& call) const { bind_tensor(param, t, call); }
+void Kernel::check_tensor(int param, const TensorView& t, BoundCall& call) const {
+  bind_tensor_structure(param, t, call);
+  check_tensor_placement(param, t, call);
+}
 
-void Kernel::bind_tensor(int pos, const TensorView& t, BoundCall& call) const {
+void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call) const {
   const int ti = param_index(pos);
   const TensorParam& tp = artifact_.plan.tensors[ti];
   const int rank = static_cast<int>(tp.shape.size());
@@ -311,6 +321,12 @@ void Kernel::bind_tensor(int pos, const TensorView& t, BoundCall& call) const {
       }
     }
   }
+}
+
+void Kernel::check_tensor_placement(int pos, const TensorView& t, BoundCall& call) const {
+  const TensorParam& tp = artifact_.plan.tensors[param_index(pos)];
+  int64_t numel = 1;
+  for (int i = 0; i < t.ndim; ++i) numel *= t.shape[i];
   if (t.device_type != DeviceType::kCUDA) {
     arg_error(pos, std::string("expected a CUDA tensor, got a tensor on ") + (t.device_label ? t.device_label : "the host"),
               "move it to the GPU, e.g. tensor.cuda()");

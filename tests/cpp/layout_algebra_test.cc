@@ -34,6 +34,9 @@ void expect_inverse_roundtrip(const Layout& frag, int64_t num_threads) {
   auto shape = const_shape(frag);
   int64_t R = replicate_factor(frag);
   std::map<std::vector<int64_t>, int> hits;
+  std::vector<Var> fslots = frag->vars;
+  fslots.push_back(frag->rep_var);
+  IntProgram fwd_local(frag->forward_index[0], fslots), fwd_thread(frag->forward_thread, fslots);
   std::optional<IntProgram> valid;
   if (inv->valid) valid.emplace(inv->valid, std::vector<Var>{t, k});
   std::vector<IntProgram> index;
@@ -48,9 +51,14 @@ void expect_inverse_roundtrip(const Layout& frag, int64_t num_threads) {
         ASSERT_GE(idx.back(), 0);
         ASSERT_LT(idx.back(), shape[d]);
       }
-      EXPECT_EQ(eval_index(frag, idx)[0], kv);
+      std::vector<int64_t> slots = idx;
+      slots.push_back(0);
+      EXPECT_EQ(fwd_local.eval(slots.data()), kv);
       std::set<int64_t> owners;
-      for (int64_t r = 0; r < R; ++r) owners.insert(eval_thread(frag, idx, r));
+      for (int64_t r = 0; r < R; ++r) {
+        slots.back() = r;
+        owners.insert(fwd_thread.eval(slots.data()));
+      }
       EXPECT_TRUE(owners.count(tv)) << "thread " << tv << " does not hold the element it is given";
       hits[idx]++;
     }

@@ -95,10 +95,8 @@ TEST(InjectPipeline, ThreeStageGemmMainloop) {
         for ko in T.serial(T.ceildiv(1024, 32)):
             T.call_intrin("void", "tl.cp_async_wait", 1)
             T.call_intrin("void", "tl.syncthreads")
-            if ko + 2 < T.ceildiv(1024, 32):
-                T.async_copy(A[by * 128:by * 128 + 128, (ko + 2) * 32:(ko + 2) * 32 + 32], A_shared[(ko + 2) % 3, 0:128, 0:32], no_implicit_commit_wait=True)
-            if ko + 2 < T.ceildiv(1024, 32):
-                T.async_copy(B[(ko + 2) * 32:(ko + 2) * 32 + 32, bx * 128:bx * 128 + 128], B_shared[(ko + 2) % 3, 0:32, 0:128], no_implicit_commit_wait=True)
+            T.async_copy(A[by * 128:by * 128 + 128, (ko + 2) * 32:(ko + 2) * 32 + 32], A_shared[(ko + 2) % 3, 0:128, 0:32], no_implicit_commit_wait=True, guard=ko + 2 < T.ceildiv(1024, 32))
+            T.async_copy(B[(ko + 2) * 32:(ko + 2) * 32 + 32, bx * 128:bx * 128 + 128], B_shared[(ko + 2) % 3, 0:32, 0:128], no_implicit_commit_wait=True, guard=ko + 2 < T.ceildiv(1024, 32))
             T.call_intrin("void", "tl.cp_async_commit")
             T.gemm(A_shared[ko % 3, 0:128, 0:32], B_shared[ko % 3, 0:32, 0:128], C_local)
         T.call_intrin("void", "tl.cp_async_wait", 0)
@@ -110,10 +108,12 @@ TEST(InjectPipeline, SymbolicTripCountGuardsThePrologue) {
   PrimFunc f = run(gemm_loop(3));
   std::string s = kernel_text(f);
   // Iteration 0 and 1 of the copies only when the loop has that many iterations.
-  EXPECT_NE(s.find("if 0 < T.ceildiv(k, 32):\n            T.async_copy(A[0:128, 0:32], A_shared[0, 0:128, 0:32]"),
+  EXPECT_NE(s.find("T.async_copy(A[0:128, 0:32], A_shared[0, 0:128, 0:32], no_implicit_commit_wait=True, "
+                   "guard=0 < T.ceildiv(k, 32))"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("if 1 < T.ceildiv(k, 32):\n            T.async_copy(A[0:128, 32:64], A_shared[1, 0:128, 0:32]"),
+  EXPECT_NE(s.find("T.async_copy(A[0:128, 32:64], A_shared[1, 0:128, 0:32], no_implicit_commit_wait=True, "
+                   "guard=1 < T.ceildiv(k, 32))"),
             std::string::npos)
       << s;
   EXPECT_NE(s.find("for ko in T.serial(T.ceildiv(k, 32)):"), std::string::npos) << s;
@@ -127,10 +127,8 @@ TEST(InjectPipeline, ExplicitOrderAndStageIssueTheCopiesAfterTheGemm) {
             T.call_intrin("void", "tl.cp_async_wait", 0)
             T.call_intrin("void", "tl.syncthreads")
             T.gemm(A_shared[ko % 2, 0:128, 0:32], B_shared[ko % 2, 0:32, 0:128], C_local)
-            if ko + 1 < T.ceildiv(64, 32):
-                T.async_copy(A[0:128, (ko + 1) * 32:(ko + 1) * 32 + 32], A_shared[(ko + 1) % 2, 0:128, 0:32], no_implicit_commit_wait=True)
-            if ko + 1 < T.ceildiv(64, 32):
-                T.async_copy(B[(ko + 1) * 32:(ko + 1) * 32 + 32, 0:128], B_shared[(ko + 1) % 2, 0:32, 0:128], no_implicit_commit_wait=True)
+            T.async_copy(A[0:128, (ko + 1) * 32:(ko + 1) * 32 + 32], A_shared[(ko + 1) % 2, 0:128, 0:32], no_implicit_commit_wait=True, guard=ko + 1 < T.ceildiv(64, 32))
+            T.async_copy(B[(ko + 1) * 32:(ko + 1) * 32 + 32, 0:128], B_shared[(ko + 1) % 2, 0:32, 0:128], no_implicit_commit_wait=True, guard=ko + 1 < T.ceildiv(64, 32))
             T.call_intrin("void", "tl.cp_async_commit")
 )";
   EXPECT_NE(s.find(expected_loop), std::string::npos) << s;

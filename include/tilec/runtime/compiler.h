@@ -21,6 +21,7 @@ struct CompileOptions {
   std::map<std::string, passes::ConfigValue> pass_configs;
   std::string compiler = "nvrtc";                         // or "nvcc"
   bool line_directives = false;                           // #line back to the Python source
+  std::vector<std::string> compile_flags;                 // extra NVRTC / nvcc options
   bool use_cache = true;                                  // memory + disk caches
   std::string cache_dir;                                  // "": TILEC_CACHE_DIR / ~/.cache/tilec
 };

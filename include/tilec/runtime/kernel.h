@@ -2,9 +2,9 @@
 //
 // A call goes through three steps so that everything except the last runs without a GPU
 // (and is tested that way, with fake tensor descriptors):
-//   1. bind:     check each argument against the plan (count, kind, dtype, rank, shape
-//                with symbolic dimensions bound from the first tensor that has them,
-//                strides, device, alignment) and bind the symbols. Outputs may be absent
+//   1. bind:     check each argument against the plan (kind, dtype, rank, shape with
+//                symbolic dimensions bound from the first tensor that has them, strides;
+//                then, for all tensors, device and alignment) and bind the symbols. Outputs may be absent
 //                (allocated by the caller afterwards from output_shape()).
 //   2. finalize: evaluate the grid, pack the kernel parameters.
 //   3. launch:   load the module on the tensors' device (once), cuLaunchKernel[Ex].
@@ -109,7 +109,8 @@ class Kernel {
 
  private:
   [[noreturn]] void arg_error(int param, const std::string& message, const std::string& hint = "") const;
-  void bind_tensor(int param, const TensorView& t, BoundCall& call) const;
+  void bind_tensor_structure(int param, const TensorView& t, BoundCall& call) const;
+  void check_tensor_placement(int param, const TensorView& t, BoundCall& call) const;
   void bind_scalar(int param, const ArgValue& a, BoundCall& call) const;
   std::string describe_param(int param) const;
   std::string dim_text(const DimSpec& d) const;

@@ -7,7 +7,8 @@
 //    compile to single ld/st instructions (ld.global.v4.u32 for 16 bytes, ...),
 //  * tl::cast<To>(x): conversions including half / bfloat16 / fp8 (through float where the
 //    type has no direct conversion),
-//  * Python-style floor division and modulo on signed integers, special float values.
+//  * Python-style floor division and modulo on signed integers, special float values,
+//  * tl::print (T.print).
 //
 // Destination-first signatures; no dependency beyond the CUDA toolkit's own headers.
 #pragma once
@@ -52,7 +53,7 @@ struct is_same<A, A> {
 };
 
 // Largest power of two dividing `bytes`, capped at 16: the alignment a vector of that size gets.
-constexpr int vec_alignment(int bytes) {
+__host__ __device__ constexpr int vec_alignment(int bytes) {
   return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
 }
 
@@ -212,14 +213,22 @@ TL_DEVICE double nan<double>() {
 // ---- Python-style integer division (rounds toward -inf; remainder has the divisor's sign) ----
 template <typename T>
 TL_DEVICE T floordiv(T a, T b) {
-  T q = a / b;
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+  if constexpr (T(-1) > T(0)) {  // unsigned: C division already rounds down
+    return a / b;
+  } else {
+    T q = a / b;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+  }
 }
 template <typename T>
 TL_DEVICE T floormod(T a, T b) {
-  T r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  if constexpr (T(-1) > T(0)) {
+    return a % b;
+  } else {
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  }
 }
 
 // ---- lane-wise operators on vectors ----
@@ -295,6 +304,42 @@ TL_DEVICE vec<T, N> select(const vec<bool, N>& c, const vec<T, N>& a, const vec<
 #pragma unroll
   for (int i = 0; i < N; ++i) r[i] = c[i] ? a[i] : b[i];
   return r;
+}
+
+// ---- T.print: values of any scalar type, vectors and strings, prefixed by the block and
+// thread indices. (Each piece is its own printf: lines of different threads may interleave.)
+TL_DEVICE void print_value(bool v) { printf("%s", v ? "True" : "False"); }
+TL_DEVICE void print_value(signed char v) { printf("%d", static_cast<int>(v)); }
+TL_DEVICE void print_value(unsigned char v) { printf("%u", static_cast<unsigned>(v)); }
+TL_DEVICE void print_value(short v) { printf("%d", static_cast<int>(v)); }
+TL_DEVICE void print_value(unsigned short v) { printf("%u", static_cast<unsigned>(v)); }
+TL_DEVICE void print_value(int v) { printf("%d", v); }
+TL_DEVICE void print_value(unsigned int v) { printf("%u", v); }
+TL_DEVICE void print_value(long long v) { printf("%lld", v); }
+TL_DEVICE void print_value(unsigned long long v) { printf("%llu", v); }
+TL_DEVICE void print_value(float v) { printf("%g", v); }
+TL_DEVICE void print_value(double v) { printf("%g", v); }
+TL_DEVICE void print_value(__half v) { printf("%g", __half2float(v)); }
+TL_DEVICE void print_value(__nv_bfloat16 v) { printf("%g", __bfloat162float(v)); }
+TL_DEVICE void print_value(__nv_fp8_e4m3 v) { printf("%g", static_cast<float>(v)); }
+TL_DEVICE void print_value(__nv_fp8_e5m2 v) { printf("%g", static_cast<float>(v)); }
+TL_DEVICE void print_value(const char* v) { printf("%s", v); }
+template <typename T, int N>
+TL_DEVICE void print_value(const vec<T, N>& v) {
+  printf("[");
+  for (int i = 0; i < N; ++i) {
+    if (i) printf(", ");
+    print_value(v[i]);
+  }
+  printf("]");
+}
+template <typename... Ts>
+TL_DEVICE void print(const Ts&... values) {
+  printf("block (%d, %d, %d) thread (%d, %d, %d):", static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+         static_cast<int>(blockIdx.z), static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y),
+         static_cast<int>(threadIdx.z));
+  ((printf(" "), print_value(values)), ...);
+  printf("\n");
 }
 
 }  // namespace tl

@@ -179,6 +179,17 @@ void CudaPrinter::print_if(const IfNode* op, bool as_else_if) {
 }
 
 void CudaPrinter::print_store(const BufferStoreNode* op) {
+  if (debug && op->indices.size() != 1) {
+    std::string s = name_of(op->buffer.get());
+    bool vector = false;
+    for (const auto& i : op->indices) {
+      auto* r = i.as<RampNode>();
+      vector |= r != nullptr;
+      s += "[" + expr(r ? r->base : i) + "]";
+    }
+    std::string value = expr(op->value);
+    return line(vector ? "tl::store(&" + s + ", " + value + ");" : s + " = " + value + ";");
+  }
   TILEC_ICHECK(op->indices.size() == 1)
       << "buffer '" << op->buffer->name << "' reached codegen with " << op->indices.size()
       << " indices; flatten_buffers must make every access 1-D";
@@ -210,6 +221,10 @@ void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset
   std::string count = std::to_string(elems);
   switch (b->scope) {
     case Scope::kSharedDyn:
+      if (debug && smem_offset == nullptr) {
+        line("__shared__ " + type + " " + name + "[" + count + "];  // not planned yet");
+        break;
+      }
       TILEC_ICHECK(smem_offset != nullptr)
           << "shared.dyn buffer '" << b->name << "' reached codegen without an arena offset (plan_shared_memory)";
       line(type + "* " + name + " = reinterpret_cast<" + type + "*>(tilec_smem + " + expr(*smem_offset) + ");");
@@ -253,11 +268,14 @@ std::unordered_set<const BufferNode*> written_buffers(const Stmt& body) {
     }
     void visit_Call(const CallNode* op) override {
       if (op->op != "tl.address_of") {
-        for (const auto& a : op->args) {
-          auto* addr = a.as<CallNode>();
-          if (addr && addr->op == "tl.address_of" && !addr->args.empty()) {
-            if (auto* load = addr->args[0].as<BufferLoadNode>()) written.insert(load->buffer.get());
-          }
+        // Addresses passed to intrinsics: written unless the EFFECT row says read-only.
+        const std::string& spec = passes::back::intrinsic_effect(op->op);
+        for (size_t i = 0; i < op->args.size(); ++i) {
+          auto* addr = op->args[i].as<CallNode>();
+          if (!addr || addr->op != "tl.address_of" || addr->args.empty()) continue;
+          char effect = passes::back::effect_of_arg(spec, i);
+          if (effect == 'r' || effect == '.') continue;
+          if (auto* load = addr->args[0].as<BufferLoadNode>()) written.insert(load->buffer.get());
         }
       }
       IRVisitor::visit_Call(op);
@@ -362,12 +380,14 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
 
 std::string codegen_cuda_stmt(const Stmt& s) {
   detail::CudaPrinter p(CodegenOptions{}, 0);
+  p.debug = true;
   p.stmt(s);
   return p.take_body();
 }
 
 std::string codegen_cuda_expr(const Expr& e) {
   detail::CudaPrinter p(CodegenOptions{});
+  p.debug = true;
   return p.expr(e);
 }
 

@@ -239,9 +239,11 @@ Printed CudaPrinter::print_binary(const BinaryNode* op) {
     default: TILEC_UNREACHABLE() << "binary kind " << node_kind_name(k);
   }
   int p = infix_prec(sym);
-  // Left-associative: the right operand needs strictly higher precedence.
+  // Left-associative: the right operand needs strictly higher precedence — except integer
+  // a + (b + c) and a * (b * c), which are associative, so the parentheses only add noise.
+  bool assoc = (k == NodeKind::kAdd || k == NodeKind::kMul) && op->dtype.is_integer() && op->b->kind == k;
   std::string a = operand(op->a, p);
-  return {a + " " + sym + " " + operand(op->b, p + 1), p};
+  return {a + " " + sym + " " + operand(op->b, assoc ? p : p + 1), p};
 }
 
 Printed CudaPrinter::print_floor_div_mod(const BinaryNode* op) {
@@ -275,6 +277,17 @@ Printed CudaPrinter::print_cast(const CastNode* op) {
 }
 
 Printed CudaPrinter::print_load(const BufferLoadNode* op) {
+  if (debug && op->indices.size() != 1) {
+    std::string s = name_of(op->buffer.get());
+    int lanes = 1;
+    for (const auto& i : op->indices) {
+      auto* r = i.as<RampNode>();
+      if (r) lanes = r->lanes;
+      s += "[" + expr(r ? r->base : i) + "]";
+    }
+    if (lanes > 1) return {"tl::load<" + std::to_string(lanes) + ">(&" + s + ")"};
+    return {s};
+  }
   TILEC_ICHECK(op->indices.size() == 1)
       << "buffer '" << op->buffer->name << "' reached codegen with " << op->indices.size()
       << " indices; flatten_buffers must make every access 1-D";
@@ -293,6 +306,17 @@ Printed CudaPrinter::print_load(const BufferLoadNode* op) {
 
 Printed CudaPrinter::print_call(const CallNode* op) {
   const IntrinInfo* info = find_intrinsic(op->op);
+  if (!info && debug) {
+    // Dumps of IR using intrinsics this build has no row for: print the name as a call.
+    std::string name = op->op;
+    for (size_t p = name.find('.'); p != std::string::npos; p = name.find('.')) name.replace(p, 1, "::");
+    std::string s = name + "(";
+    for (size_t i = 0; i < op->args.size(); ++i) {
+      if (i) s += ", ";
+      s += expr(op->args[i]);
+    }
+    return {s + ")"};
+  }
   if (!info) {
     throw_user_error("unknown intrinsic '" + op->op + "'", op->loc,
                      "intrinsics are the rows of include/tilec/ir/intrinsics.def");

@@ -55,6 +55,9 @@ struct Printed {
 class CudaPrinter {
  public:
   explicit CudaPrinter(CodegenOptions opts, int indent = 1) : opts_(opts), indent_(indent) {}
+  // Debug printing (tests, dumps) of IR that is not ready for codegen yet: multi-dimensional
+  // accesses print as A[i][j], unplanned shared.dyn buffers as __shared__ arrays.
+  bool debug = false;
 
   // ---- names ----
   // Gives a node (VarNode / BufferNode) a unique C identifier derived from `hint`.

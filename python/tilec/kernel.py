@@ -1,0 +1,125 @@
+"""The kernel object and its Python-side helpers.
+
+``tilec.compile`` / ``@tilec.jit`` return a :class:`Kernel` (implemented in C++, see
+python/src/bind_runtime.cc), with TileLang's object API::
+
+    kernel = tilec.compile(func, out_idx=[-1], target="auto")
+    c = kernel(a, b)                 # torch tensors in, outputs (per out_idx) out
+    kernel.get_kernel_source()       # the CUDA C
+    kernel.ptxas_info                # registers, spills, shared memory, raw report
+    kernel.launch_plan_summary()     # grid / block / shared memory / signature
+    kernel.get_profiler().assert_allclose(ref_fn); kernel.get_profiler().do_bench()
+
+A call is C++ all the way to cuLaunchKernel: arguments are validated (count, dtype, rank,
+shape with symbolic dimensions, strides, device, alignment; errors raise
+:class:`KernelArgumentError`), outputs are allocated with ``torch.empty`` on the inputs'
+device, and the kernel runs on ``torch.cuda.current_stream()`` of that device unless
+``stream=`` is given. This module tells the C++ side about torch (lazily: torch is never
+imported here unless the user imported it) and about CUDA libraries installed as pip
+wheels. It does not need torch itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from typing import Any, Optional, Sequence
+
+from . import _tilec
+
+Kernel = _tilec.Kernel
+KernelArgumentError = _tilec.KernelArgumentError
+
+__all__ = ["Kernel", "KernelArgumentError", "compile_cuda", "param_shapes", "compile_prim_func"]
+
+# torch dtype attribute -> tilec dtype name. Missing attributes (older torch) are skipped.
+_TORCH_DTYPES = (
+    ("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"), ("float64", "float64"),
+    ("int8", "int8"), ("int16", "int16"), ("int32", "int32"), ("int64", "int64"),
+    ("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
+    ("bool", "bool"), ("float8_e4m3fn", "float8_e4m3"), ("float8_e5m2", "float8_e5m2"),
+)
+
+
+def _install_torch_hooks() -> None:
+    """Registers torch.Tensor, its dtypes, torch.empty and the current-stream function
+    with the C++ call path. Called by the extension on the first kernel call after torch
+    has been imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    pairs = [(getattr(torch, t), name) for t, name in _TORCH_DTYPES if hasattr(torch, t)]
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw_stream is None:  # pragma: no cover - very old torch
+        def raw_stream(device: int) -> int:
+            return torch.cuda.current_stream(device).cuda_stream
+    _tilec._set_torch_hooks(torch.Tensor, pairs, torch.empty, raw_stream)
+
+
+def _register_pip_cuda_dirs() -> None:
+    """Lets NVRTC be found in the pip wheels (nvidia-cuda-nvrtc, nvidia-cuda-runtime, or the
+    combined CUDA 13 layout nvidia/cu13) when no toolkit is installed."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return
+    if spec is None or not spec.submodule_search_locations:
+        return
+    lib_dirs, include_dirs = [], []
+    for root in spec.submodule_search_locations:
+        for sub in ("cu13", "cu12", "cuda_nvrtc", "cuda_runtime"):
+            lib = os.path.join(root, sub, "lib")
+            inc = os.path.join(root, sub, "include")
+            if os.path.isdir(lib):
+                lib_dirs.append(lib)
+            if os.path.isdir(inc):
+                include_dirs.append(inc)
+    if lib_dirs or include_dirs:
+        _tilec.add_cuda_search_dirs(lib_dirs, include_dirs)
+
+
+_register_pip_cuda_dirs()
+if "torch" in sys.modules:
+    _install_torch_hooks()
+
+
+def compile_prim_func(func: Any, out_idx: Optional[Sequence[int]] = None, target: str = "auto",
+                      pass_configs: Optional[dict] = None, compiler: Optional[str] = None,
+                      compile_flags: Any = None) -> Kernel:
+    """Compiles a PrimFunc (cached in memory and on disk). `compiler`: "nvrtc" (default,
+    or TILEC_COMPILER) or "nvcc"."""
+    return _tilec.compile(func, target=target, out_idx=out_idx, pass_configs=pass_configs,
+                          compiler=compiler, compile_flags=compile_flags)
+
+
+def compile_cuda(source: str, plan: str, target: str = "auto", out_idx: Optional[Sequence[int]] = None,
+                 compiler: Optional[str] = None, compile_flags: Any = None, use_cache: bool = True,
+                 cache_dir: Optional[str] = None) -> Kernel:
+    """Compiles hand-written CUDA C with a launch plan in text form (the format is described
+    in include/tilec/runtime/plan_text.h) to a Kernel, through the same caches."""
+    return _tilec.compile_source(source, plan, target=target, out_idx=out_idx, compiler=compiler,
+                                 compile_flags=compile_flags, use_cache=use_cache, cache_dir=cache_dir)
+
+
+def param_shapes(kernel: Kernel, symbols: Optional[dict] = None) -> list:
+    """The shape of every tensor parameter (None for scalars), with symbolic dimensions
+    taken from `symbols`. Raises KernelArgumentError naming a symbol without a value."""
+    symbols = dict(symbols or {})
+    shapes = []
+    for p in kernel.params():
+        if p["kind"] != "tensor":
+            shapes.append(None)
+            continue
+        shape = []
+        for d in p["shape"]:
+            if isinstance(d, str):
+                if d not in symbols:
+                    raise KernelArgumentError(
+                        f"parameter '{p['name']}' of kernel {kernel.signature} has the symbolic dimension '{d}'; "
+                        f"give its value, e.g. symbols={{'{d}': 1024}}")
+                shape.append(int(symbols[d]))
+            else:
+                shape.append(int(d))
+        shapes.append(tuple(shape))
+    return shapes

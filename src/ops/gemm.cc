@@ -1,0 +1,298 @@
+// T.gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, ..., instruction) on CUDA:
+// layouts and lowering for the mma.sync path and the FMA fallback (selection in
+// src/target/cuda/gemm_isel.cc).
+//
+// Operands: the last two dimensions of each region are the matrix, leading dimensions
+// (e.g. the version index a pipelined loop adds) must have extent 1. A is M x K (K x M when
+// transposed), B is K x N (N x K when transposed), C is the whole M x N fragment.
+//
+// Layouts (strict: the instruction fixes them):
+//   C        the accumulator fragment of tl::layout::c_frag_* (mma) or fma_frag_* (FMA),
+//            the formulas the device code uses;
+//   A, B     each shared tile (the buffer's last two dimensions) in the layout library's
+//            widest swizzle (tl::layout::tile_offset in the device code), leading
+//            dimensions one tile apart (rounded to 128 bytes). A layout the user annotated
+//            is kept when it is one of these forms for some swizzle mode (row-major
+//            included); any other is a UserError.
+// Lowering: one call of the device library per T.gemm:
+//   tl.gemm_ss("M, N, K, WARP_M, WARP_N, TA, TB, CLEAR, tl::SmemTile<R, C, bits>, ..., KIND",
+//              &A[tile], a_row0, a_col0, &B[tile], b_row0, b_col0, &C[0], thread)
+// (tl.gemm_fma_ss with the thread grid for the FMA path).
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "ops/op_util.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/layout/layout.h"
+#include "tilec/layout/swizzle.h"
+#include "tilec/ops/op_behaviour.h"
+#include "tilec/target/cuda/gemm_isel.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+struct Matrix {
+  const BufferRegion* region = nullptr;
+  int64_t rows = 0, cols = 0;          // extents of the region's last two dimensions
+  int64_t tile_rows = 0, tile_cols = 0;  // the buffer's last two dimensions
+};
+
+Matrix matrix_of(const BufferRegion& r, const char* name, const SourceLoc& loc) {
+  const int nd = static_cast<int>(r.region.size());
+  TILEC_USER_CHECK(nd >= 2, loc, "pass a 2-D buffer or region")
+      << "T.gemm: operand " << name << " ('" << r.buffer->name << "') has " << nd << " dimension(s), not 2";
+  for (int d = 0; d + 2 < nd; ++d)
+    TILEC_USER_CHECK(is_one(r.region[d].extent), loc, "index the leading dimensions with a single value")
+        << "T.gemm: operand " << name << " ('" << r.buffer->name << "') must be 2-D after its leading dimensions";
+  Matrix m;
+  m.region = &r;
+  const int64_t* e0 = as_const_int(r.region[nd - 2].extent);
+  const int64_t* e1 = as_const_int(r.region[nd - 1].extent);
+  const int64_t* s0 = as_const_int(r.buffer->shape[nd - 2]);
+  const int64_t* s1 = as_const_int(r.buffer->shape[nd - 1]);
+  TILEC_USER_CHECK(e0 && e1 && s0 && s1, loc, "tile shapes must be compile-time constants")
+      << "T.gemm: operand " << name << " ('" << r.buffer->name << "') has a symbolic shape";
+  m.rows = *e0, m.cols = *e1, m.tile_rows = *s0, m.tile_cols = *s1;
+  return m;
+}
+
+struct GemmOp {
+  Matrix a, b, c;
+  cuda::GemmQuery query;
+};
+
+GemmOp analyze(const TileOpNode& op, int64_t num_threads) {
+  GemmOp g;
+  g.a = matrix_of(region_arg(op, 0), "A", op.loc);
+  g.b = matrix_of(region_arg(op, 1), "B", op.loc);
+  g.c = matrix_of(region_arg(op, 2), "C", op.loc);
+  cuda::GemmQuery& q = g.query;
+  q.trans_a = attr_bool(op, "transpose_A");
+  q.trans_b = attr_bool(op, "transpose_B");
+  q.m = q.trans_a ? g.a.cols : g.a.rows;
+  q.k = q.trans_a ? g.a.rows : g.a.cols;
+  q.n = q.trans_b ? g.b.rows : g.b.cols;
+  const int64_t kb = q.trans_b ? g.b.cols : g.b.rows;
+  TILEC_USER_CHECK(kb == q.k, op.loc, "A's K extent must equal B's (check transpose_A / transpose_B)")
+      << "T.gemm: A is " << g.a.rows << "x" << g.a.cols << (q.trans_a ? " (transposed)" : "") << " and B is "
+      << g.b.rows << "x" << g.b.cols << (q.trans_b ? " (transposed)" : "") << ": K is " << q.k << " for A but " << kb
+      << " for B";
+  TILEC_USER_CHECK(g.c.rows == q.m && g.c.cols == q.n, op.loc, "C must be M x N")
+      << "T.gemm: C ('" << g.c.region->buffer->name << "') is " << g.c.rows << "x" << g.c.cols << " but A * B is "
+      << q.m << "x" << q.n;
+  TILEC_USER_CHECK(region_is_full(*g.c.region) && g.c.region->buffer->ndim() == 2, op.loc,
+                   "accumulate into a whole fragment")
+      << "T.gemm: C must be a whole 2-D fragment, not a part of '" << g.c.region->buffer->name << "'";
+  q.a_dtype = g.a.region->buffer->dtype;
+  q.b_dtype = g.b.region->buffer->dtype;
+  q.c_dtype = g.c.region->buffer->dtype;
+  q.a_scope = g.a.region->buffer->scope;
+  q.b_scope = g.b.region->buffer->scope;
+  q.c_scope = g.c.region->buffer->scope;
+  q.lda = g.a.tile_cols;
+  q.ldb = g.b.tile_cols;
+  q.num_threads = static_cast<int>(num_threads);
+  q.instruction = attr_string(op, "instruction");
+  const std::string policy = attr_string(op, "policy", "Square");
+  auto p = cuda::parse_warp_policy(policy);
+  TILEC_USER_CHECK(p.has_value(), op.loc, "use Square, FullRow or FullCol")
+      << "T.gemm: unknown policy '" << policy << "'";
+  q.policy = *p;
+  q.loc = op.loc;
+  return g;
+}
+
+// ---- layouts ----
+
+Layout accumulator_layout(const cuda::GemmQuery& q, const cuda::GemmPlan& plan) {
+  if (plan.inst == cuda::GemmInst::kMma) {
+    const int64_t wm = q.m / plan.warp_m, wn = q.n / plan.warp_n, warp_m = plan.warp_m;
+    // tl::layout::c_frag_thread / c_frag_index (src/device/cuda/gemm_sm80_layout.cuh).
+    return layout::make_fragment(
+        {q.m, q.n},
+        [=](const std::vector<Var>& v, const Var&) {
+          Expr i = v[0], j = v[1];
+          return (floordiv(j, wn) * warp_m + floordiv(i, wm)) * 32 + floormod(i, 8) * 4 + floordiv(floormod(j, 8), 2);
+        },
+        [=](const std::vector<Var>& v) {
+          Expr i = v[0], j = v[1];
+          return (floordiv(floormod(i, wm), 16) * (wn / 8) + floordiv(floormod(j, wn), 8)) * 4 +
+                 floordiv(floormod(i, 16), 8) * 2 + floormod(j, 2);
+        });
+  }
+  const int64_t tm = plan.thread_m, tn = plan.thread_n;
+  return layout::make_fragment(
+      {q.m, q.n}, [=](const std::vector<Var>& v, const Var&) { return floormod(v[0], tm) * tn + floormod(v[1], tn); },
+      [=](const std::vector<Var>& v) { return floordiv(v[0], tm) * (q.n / tn) + floordiv(v[1], tn); });
+}
+
+int swizzle_bits(layout::SwizzleMode m) {
+  switch (m) {
+    case layout::SwizzleMode::kNone: return 0;
+    case layout::SwizzleMode::k32B: return 1;
+    case layout::SwizzleMode::k64B: return 2;
+    case layout::SwizzleMode::k128B: return 3;
+  }
+  return 0;
+}
+
+// The layout of a whole operand buffer: its last two dimensions a tile in `mode`, leading
+// dimensions one tile (rounded up to 128 bytes) apart.
+Layout operand_layout(const Buffer& b, layout::SwizzleMode mode) {
+  std::vector<int64_t> shape = const_shape(b);
+  const int nd = static_cast<int>(shape.size());
+  std::vector<int64_t> tile = {shape[nd - 2], shape[nd - 1]};
+  Layout t = layout::swizzled_layout(tile, b->dtype, mode);
+  if (nd == 2) return t;
+  const int64_t align = std::max<int64_t>(1, 128 / b->dtype.bytes());
+  const int64_t stride = (tile[0] * tile[1] + align - 1) / align * align;
+  return layout::make_plain(shape, [&](const std::vector<Var>& v) {
+    Expr lead = nullptr;
+    for (int d = 0; d + 2 < nd; ++d) lead = lead ? lead * shape[d] + v[d] : Expr(v[d]);
+    std::vector<Expr> in = layout::apply_index(t, {v[nd - 2], v[nd - 1]});
+    return std::vector<Expr>{lead * stride + in[0]};
+  });
+}
+
+// Layouts this file made, with their swizzle mode: recognising them again (at lowering,
+// or when a second T.gemm reads the buffer) needs no element-wise comparison.
+class KnownLayouts {
+ public:
+  void remember(const Layout& l, layout::SwizzleMode m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (known_.size() > 4096) known_.clear();
+    known_[l.get()] = {std::weak_ptr<const LayoutNode>(l.shared()), m};
+  }
+  std::optional<layout::SwizzleMode> find(const Layout& l) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = known_.find(l.get());
+    if (it == known_.end() || it->second.first.lock().get() != l.get()) return std::nullopt;
+    return it->second.second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const LayoutNode*, std::pair<std::weak_ptr<const LayoutNode>, layout::SwizzleMode>> known_;
+};
+KnownLayouts& known_layouts() {
+  static KnownLayouts k;
+  return k;
+}
+
+// The swizzle mode in which `existing` (or, when null, the preferred layout) lays out the
+// operand; nullopt when `existing` is not one the device GEMM can read.
+std::optional<layout::SwizzleMode> operand_mode(const Buffer& b, const Layout& existing) {
+  if (existing)
+    if (auto m = known_layouts().find(existing)) return m;
+  std::vector<int64_t> shape = const_shape(b);
+  std::vector<int64_t> tile = {shape[shape.size() - 2], shape.back()};
+  layout::SwizzleMode widest = layout::widest_swizzle(tile, b->dtype);
+  if (!existing) return widest;
+  for (auto m : {widest, layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B,
+                 layout::SwizzleMode::kNone}) {
+    if (!layout::swizzle_applicable(tile, b->dtype, m)) continue;
+    if (layout::layout_equal(existing, operand_layout(b, m))) return m;
+  }
+  return std::nullopt;
+}
+
+cuda::GemmPlan plan_for(const GemmOp& g, const target::Target& t) { return cuda::select_gemm(g.query, t); }
+
+AccessRegions gemm_access(const TileOpNode& op) {
+  AccessRegions r;
+  r.reads = {region_arg(op, 0), region_arg(op, 1)};
+  if (!attr_bool(op, "clear_accum")) r.reads.push_back(region_arg(op, 2));
+  r.writes = {region_arg(op, 2)};
+  return r;
+}
+
+LayoutProposals gemm_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
+  if (level != InferLevel::kStrict) return {};
+  GemmOp g = analyze(op, state.num_threads());
+  cuda::GemmPlan plan = plan_for(g, state.target());
+  LayoutProposals out;
+  out.push_back({g.c.region->buffer, accumulator_layout(g.query, plan)});
+  for (const Matrix* m : {&g.a, &g.b}) {
+    const Buffer& b = m->region->buffer;
+    Layout existing = state.layout_of(b);
+    auto mode = operand_mode(b, existing);
+    TILEC_USER_CHECK(mode.has_value(), op.loc,
+                     "remove the T.annotate_layout of this buffer, or annotate a swizzled layout "
+                     "(T.make_swizzled_layout) or a row-major one")
+        << "T.gemm: the layout annotated for shared buffer '" << b->name << "' (" << layout::describe(existing)
+        << ") is not one the " << cuda::gemm_inst_name(plan.inst) << " GEMM can read";
+    Layout l = existing ? existing : operand_layout(b, *mode);
+    known_layouts().remember(l, *mode);
+    out.push_back({b, l});
+  }
+  return out;
+}
+
+// The address of the operand tile (its leading indices, row/col 0) and the tile descriptor.
+struct OperandArgs {
+  Expr address, row0, col0;
+  std::string tile;  // "tl::SmemTile<R, C, bits>"
+};
+
+OperandArgs operand_args(const Matrix& m, const TileOpNode& op, LowerContext& ctx, int64_t chunk_elems) {
+  const BufferRegion& r = *m.region;
+  const Buffer& b = r.buffer;
+  auto mode = operand_mode(b, ctx.layout_of(b));
+  TILEC_ICHECK(mode.has_value()) << "gemm operand " << b->name << " lost its layout";
+  const int nd = b->ndim();
+  std::vector<Expr> origin;
+  for (int d = 0; d + 2 < nd; ++d) origin.push_back(r.region[d].min);
+  origin.push_back(int_imm(0));
+  origin.push_back(int_imm(0));
+  OperandArgs a;
+  a.address = call(DataType::Handle(), "tl.address_of",
+                   {buffer_load(ctx.lowered_buffer(b), ctx.physical_index(b, origin), op.loc)}, op.loc);
+  a.row0 = r.region[nd - 2].min;
+  a.col0 = r.region[nd - 1].min;
+  TILEC_USER_CHECK(ctx.analyzer().can_prove_divisible(a.col0, chunk_elems), op.loc,
+                   "start the operand at a column that is a multiple of 16 bytes")
+      << "T.gemm: the region of '" << b->name << "' must start at a multiple of " << chunk_elems << " columns";
+  std::ostringstream os;
+  os << "tl::SmemTile<" << m.tile_rows << ", " << m.tile_cols << ", " << swizzle_bits(*mode) << ">";
+  a.tile = os.str();
+  return a;
+}
+
+Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
+  GemmOp g = analyze(op, ctx.num_threads());
+  cuda::GemmPlan plan = plan_for(g, ctx.target());
+  const cuda::GemmQuery& q = g.query;
+  const int64_t chunk = std::max<int64_t>(1, 16 / q.a_dtype.bytes());
+  OperandArgs a = operand_args(g.a, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  OperandArgs b = operand_args(g.b, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  const Buffer& c = g.c.region->buffer;
+  Expr c_addr = call(DataType::Handle(), "tl.address_of",
+                     {buffer_load(ctx.lowered_buffer(c), {int_imm(0)}, op.loc)}, op.loc);
+  auto flag = [](bool x) { return x ? "true" : "false"; };
+  std::ostringstream t;
+  const bool mma = plan.inst == cuda::GemmInst::kMma;
+  t << q.m << ", " << q.n << ", " << q.k << ", " << (mma ? plan.warp_m : plan.thread_m) << ", "
+    << (mma ? plan.warp_n : plan.thread_n) << ", " << flag(q.trans_a) << ", " << flag(q.trans_b) << ", "
+    << flag(attr_bool(op, "clear_accum")) << ", " << a.tile << ", " << b.tile;
+  if (mma) t << ", " << cuda::mma_kind_constant(plan.kind);
+  Expr call_expr = call(DataType::Void(), mma ? "tl.gemm_ss" : "tl.gemm_fma_ss",
+                        {string_imm(t.str()), a.address, a.row0, a.col0, b.address, b.row0, b.col0, c_addr,
+                         ctx.thread_index()},
+                        op.loc);
+  return evaluate(call_expr, op.loc);
+}
+
+}  // namespace
+
+void register_gemm_behaviours() {
+  register_op_behaviour({"gemm", "mma.sync / fma",
+                         [](const target::Target& t) { return t.kind == "cuda"; }, 0, gemm_access, gemm_infer,
+                         gemm_lower});
+}
+
+}  // namespace tilec::ops

@@ -69,10 +69,24 @@ class Legalizer : public IRMutator {
   std::vector<Bound> needed_bounds(const Buffer& b, const std::vector<Expr>& indices) {
     std::vector<Bound> out;
     for (size_t d = 0; d < indices.size() && d < b->shape.size(); ++d) {
-      const Expr& e = indices[d];
       const Expr& ext = b->shape[d];
-      if (!proves_nonneg(e)) add_unless_known({false, e, nullptr}, &out);
-      if (!proves_less(e, ext)) add_unless_known({true, e, ext}, &out);
+      Expr lo = indices[d], hi = indices[d];
+      if (auto* r = lo.as<RampNode>()) {
+        // A vector index (already vectorized by the lowering): check its first and last lane.
+        Expr last = back::fold_constants(r->base + r->stride * int_imm(r->lanes - 1, r->base->dtype));
+        auto* s = as_const_int(r->stride);
+        lo = (s && *s < 0) ? last : r->base;
+        hi = (s && *s < 0) ? r->base : last;
+        if (!s) {  // unknown direction: both ends checked both ways
+          for (Expr x : {r->base, last}) {
+            if (!proves_nonneg(x)) add_unless_known({false, x, nullptr}, &out);
+            if (!proves_less(x, ext)) add_unless_known({true, x, ext}, &out);
+          }
+          continue;
+        }
+      }
+      if (!proves_nonneg(lo)) add_unless_known({false, lo, nullptr}, &out);
+      if (!proves_less(hi, ext)) add_unless_known({true, hi, ext}, &out);
     }
     return out;
   }
@@ -84,7 +98,9 @@ class Legalizer : public IRMutator {
     auto* l = load.as<BufferLoadNode>();
     Expr cond = conj_of(needed_bounds(l->buffer, l->indices));
     if (!cond) return load;
-    return select(cond, load, back::zero_of(load->dtype), e->loc);
+    Expr zero = back::zero_of(load->dtype.element_of());
+    if (load->dtype.is_vector()) zero = broadcast(zero, load->dtype.lanes());
+    return select(cond, load, zero, e->loc);
   }
 
   Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {

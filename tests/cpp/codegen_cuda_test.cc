@@ -192,3 +192,78 @@ TEST(CodegenKernel, UnknownVariableIsAUserError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every user-facing error of codegen and the LaunchPlan builder, with its message.
+template <typename F>
+std::string user_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.message();
+  }
+  return "<no error>";
+}
+
+PrimFunc store_kernel(Expr value, std::vector<Expr> shape = {int_imm(128)}) {
+  Builder b("k");
+  Buffer out = b.tensor("out", std::move(shape), value->dtype.is_float() ? value->dtype : Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  std::vector<Expr> idx(out->ndim(), b.thread_vars()[0]);
+  b.store(out, idx, value->dtype == out->dtype ? value : cast(out->dtype, value));
+  b.end_frame();
+  return b.finish();
+}
+
+std::string codegen_error(const PrimFunc& f) {
+  return user_error_of([&] { cuda::codegen_cuda(f, passes::build_launch_plan(f)); });
+}
+
+TEST(CodegenErrors, IntrinsicMisuse) {
+  EXPECT_TRUE(contains(codegen_error(store_kernel(call(Float32(), "exp", {float_imm(1.0), float_imm(2.0)}))),
+                       "intrinsic 'exp' takes 1 argument(s), got 2"));
+  EXPECT_TRUE(contains(codegen_error(store_kernel(call(Float32(), "tl.warp_reduce_sum", {int_imm(32) + 0, float_imm(1.0)}))),
+                       "the first argument of 'tl.warp_reduce_sum' must be an integer constant"));
+  EXPECT_TRUE(contains(codegen_error(store_kernel(cast(Float32(), call(Int32(), "tl.address_of", {int_imm(3)})))),
+                       "tl.address_of takes a buffer element, got IntImm"));
+  EXPECT_TRUE(contains(codegen_error(store_kernel(cast(Float32(), cast(DataType::Float4E2M1(), float_imm(1.0))))),
+                       "does not support the type float4_e2m1"));
+}
+
+TEST(CodegenErrors, LaunchPlanShapes) {
+  Var m = make_var("m"), m2 = make_var("m");
+  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(store_kernel(float_imm(1.0), {m * 2})); }),
+                       "tensor 'out' dimension 0 is an expression; only constants and T.dynamic variables"));
+  Builder b("k");
+  Buffer A = b.tensor("A", {m}, Float32()), B = b.tensor("B", {m2}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  b.store(A, {b.thread_vars()[0]}, buffer_load(B, {b.thread_vars()[0]}));
+  b.end_frame();
+  PrimFunc f = b.finish();
+  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(f); }),
+                       "two different symbolic dimensions are named 'm'"));
+}
+
+TEST(CodegenErrors, GridFromAScalarParameter) {
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(1024)}, Float32());
+  Var n = b.scalar_param("n", Int32());
+  Var other = make_var("blocks");
+  b.begin_kernel({n}, {128});
+  b.store(A, {b.thread_vars()[0]}, float_imm(0.0));
+  b.end_frame();
+  PrimFunc f = b.finish();
+  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(f); }),
+                       "the grid extent depends on the scalar parameter 'n'"));
+  Builder b2("k");
+  Buffer A2 = b2.tensor("A", {int_imm(1024)}, Float32());
+  b2.begin_kernel({other}, {128});
+  b2.store(A2, {b2.thread_vars()[0]}, float_imm(0.0));
+  b2.end_frame();
+  PrimFunc f2 = b2.finish();
+  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(f2); }),
+                       "the grid extent uses 'blocks', which is not a symbolic dimension"));
+}
+
+}  // namespace

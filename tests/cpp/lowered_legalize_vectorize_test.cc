@@ -132,6 +132,22 @@ TEST(LegalizeBounds, VectorizedNestGetsOneHoistedCheck) {
   EXPECT_EQ(top->else_case.as<ForNode>()->body.as<ForNode>()->for_kind, ForKind::kUnrolled);
 }
 
+TEST(LegalizeBounds, RampIndicesCheckTheirLastLane) {
+  Builder b("k");
+  Var n = b.dynamic("n");
+  Buffer A = b.tensor("A", {n}, Float32()), C = b.tensor("C", {n}, Float32());
+  auto bx = b.begin_kernel({int_imm(8)}, {128});
+  Expr base = bx[0] * 512 + b.thread_vars()[0] * 4;
+  b.store(C, {ramp(base, int_imm(1), 4)}, buffer_load(A, {ramp(base + 1, int_imm(1), 4)}));
+  b.end_frame();
+  PrimFunc out = run_pass(passes::legalize_bounds_pass(), b.finish());
+  EXPECT_EQ(body_text(out),
+            "if (bx * 512 + tx * 4 + 3 < n) {\n"
+            "  tl::store(&C[bx * 512 + tx * 4], bx * 512 + tx * 4 + 4 < n ? "
+            "tl::load<4>(&A[bx * 512 + tx * 4 + 1]) : tl::broadcast<4>(0.0f));\n"
+            "}\n");
+}
+
 TEST(LegalizeBounds, DisabledByConfig) {
   Builder b("k");
   Var n = b.dynamic("n");
@@ -174,6 +190,22 @@ TEST(Vectorize, ContiguousAlignedCopyBecomesVectorAccesses) {
   EXPECT_EQ(body_text(out), "tl::store(&B[bx * 512 + tx * 4], tl::load<4>(&A[bx * 512 + tx * 4]));\n");
   PrimFunc h = run_pass(passes::vectorize_pass(), vector_copy({Float16(), 8}));
   EXPECT_EQ(body_text(h), "tl::store(&B[bx * 1024 + tx * 8], tl::load<8>(&A[bx * 1024 + tx * 8]));\n");
+}
+
+TEST(Vectorize, StructurallyEqualToTheHandWrittenVectorStore) {
+  Builder b("copy");
+  Buffer A = b.tensor("A", {int_imm(4096)}, Float32()), B = b.tensor("B", {int_imm(4096)}, Float32());
+  auto bx = b.begin_kernel({int_imm(8)}, {128});
+  Var tx = b.thread_vars()[0];
+  Var v = b.begin_for("v", int_imm(0), int_imm(4), ForKind::kVectorized);
+  b.store(B, {bx[0] * 512 + tx * 4 + v}, buffer_load(A, {bx[0] * 512 + tx * 4 + v}) * float_imm(2.0));
+  b.end_frame();
+  b.end_frame();
+  PrimFunc out = run_pass(passes::vectorize_pass(), b.finish());
+  Expr base = bx[0] * 512 + tx * 4;
+  Stmt expected = buffer_store(B, {ramp(base, int_imm(1), 4)},
+                               buffer_load(A, {ramp(base, int_imm(1), 4)}) * broadcast(float_imm(2.0), 4));
+  EXPECT_TRUE(structural_equal(passes::back::find_kernel(out->body)->body, expected)) << body_text(out);
 }
 
 TEST(Vectorize, OtherLoopsAreUnrolled) {

@@ -183,7 +183,7 @@ Printed CudaPrinter::print(const Expr& e) {
       return {"!" + operand(e.as<NotNode>()->a, kPrecUnary), kPrecUnary};
     case NodeKind::kSelect: {
       auto* s = e.as<SelectNode>();
-      if (e->dtype.is_vector()) {
+      if (s->cond->dtype.is_vector()) {  // lane-wise; a scalar condition picks a whole vector
         std::string c = expr(s->cond);
       std::string t = expr(s->true_value);
       return {"tl::select(" + c + ", " + t + ", " + expr(s->false_value) + ")"};

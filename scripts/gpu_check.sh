@@ -22,7 +22,7 @@ run_step() {  # run_step NAME LOGFILE CMD...
 PY=$(command -v python3)
 export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
-export TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-$OUT/cache}
+export TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-$PWD/.tilec-cache}
 
 if want build; then
   build() {

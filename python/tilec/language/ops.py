@@ -376,6 +376,19 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False):
 
 def _atomic(kind: str):
     def op(dst: Any, value: Any, **kwargs):
+        # One element updated by a scalar (as TileLang does): a plain atomic call, so it
+        # may stand anywhere, a T.Parallel body included. Regions stay tile ops.
+        if isinstance(dst, BufferAccess) and dst.is_point() and not kwargs and \
+                not isinstance(value, (Buffer, BufferRegion)) and \
+                not (isinstance(value, BufferAccess) and not value.is_point()):
+            ctx = context.require(f"T.{kind}")
+            target = dst.to_load()
+            address = _tilec.call("handle", "tl.address_of", [target], ctx.loc)
+            value = value.to_load() if isinstance(value, BufferAccess) else to_expr(value)
+            value = _tilec.cast(dtype_str(dst.buffer.dtype), value, ctx.loc)
+            call = _tilec.call("void", "tl." + kind, [address, value], ctx.loc)
+            ctx.builder.evaluate(call, ctx.loc)
+            return
         _tile_op(kind, [dst, value], kwargs)
 
     op.__name__ = kind

@@ -1,0 +1,31 @@
+"""T.atomic_add on one element with a scalar value is a plain atomic call (as in TileLang),
+so it works inside T.Parallel; on regions it stays a tile op."""
+import tilec
+import tilec.language as T
+
+
+def _kernel():
+    N, block = 4096, 256
+
+    @T.prim_func
+    def atomic(A: T.Tensor((N,), "float32"), S: T.Tensor((1,), "float32"), H: T.Tensor((block,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            F = T.alloc_fragment((block,), "float32")
+            T.copy(A[bx * block], F)
+            for i in T.Parallel(block):
+                T.atomic_add(S[0], F[i])
+            T.atomic_add(H, F)
+
+    return atomic
+
+
+def test_scalar_atomic_is_a_call_and_region_atomic_a_tile_op():
+    text = _kernel().script()
+    assert 'T.call_intrin("void", "tl.atomic_add"' in text or "tl.atomic_add" in text
+    assert "T.atomic_add(H, F)" in text
+
+
+def test_scalar_atomic_in_parallel_compiles():
+    kernel = tilec.compile(_kernel(), target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "tl::atomic_add(&S[0]" in src, src

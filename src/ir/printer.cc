@@ -8,7 +8,10 @@
 // strides) as `m = T.dynamic("m")` lines, then the decorated def with one parameter per
 // line, then the body indented by 4 spaces per level. Allocate, Let and Annotate print as
 // one line and their body follows at the same indentation ("applies to the rest of the
-// block"). Directly nested T.Parallel loops print as one `for i, j in T.Parallel(M, N):`.
+// block"), except an Annotate with key "ws" (`with T.ws(0, 1):`) and an Annotate that
+// more statements of its printed block follow (`with T.annotate(...):`): those print as
+// `with` blocks with their body indented, so the statements after them read back as
+// siblings. Directly nested T.Parallel loops print as one `for i, j in T.Parallel(M, N):`.
 #include <algorithm>
 
 #include "printer_internal.h"
@@ -183,9 +186,21 @@ void ScriptPrinter::stmt(const Stmt& s, int indent) {
   }
 }
 
+void ScriptPrinter::nested(const Stmt& s, int indent) {
+  bool outer = followed_;
+  followed_ = false;
+  stmt(s, indent);
+  followed_ = outer;
+}
+
 void ScriptPrinter::print_Seq(const SeqNode* op, int indent) {
   if (op->stmts.empty()) line(indent, "pass", op->loc);
-  for (const auto& s : op->stmts) stmt(s, indent);
+  bool outer = followed_;
+  for (size_t i = 0; i < op->stmts.size(); ++i) {
+    followed_ = outer || i + 1 < op->stmts.size();
+    stmt(op->stmts[i], indent);
+  }
+  followed_ = outer;
 }
 
 std::string ScriptPrinter::loop_header(const ForNode* op) {
@@ -242,27 +257,27 @@ void ScriptPrinter::print_For(const ForNode* op, int indent) {
     for (size_t i = 0; i < nest.size(); ++i)
       vars += (i ? ", " : "") + define(nest[i]->loop_var.get(), nest[i]->loop_var->name);
     line(indent, "for " + vars + " in T.Parallel(" + extents + "):", op->loc);
-    stmt(nest.back()->body, indent + 1);
+    nested(nest.back()->body, indent + 1);
     return;
   }
   std::string header = loop_header(op);
   std::string var = define(op->loop_var.get(), op->loop_var->name);
   line(indent, "for " + var + " in " + header + ":", op->loc);
-  stmt(op->body, indent + 1);
+  nested(op->body, indent + 1);
 }
 
 void ScriptPrinter::print_If(const IfNode* op, int indent) {
   line(indent, "if " + expr(op->cond).text + ":", op->loc);
-  stmt(op->then_case, indent + 1);
+  nested(op->then_case, indent + 1);
   const IfNode* cur = op;
   while (cur->else_case) {
     if (auto* elif = cur->else_case.as<IfNode>()) {
       line(indent, "elif " + expr(elif->cond).text + ":", elif->loc);
-      stmt(elif->then_case, indent + 1);
+      nested(elif->then_case, indent + 1);
       cur = elif;
     } else {
       line(indent, "else:");
-      stmt(cur->else_case, indent + 1);
+      nested(cur->else_case, indent + 1);
       break;
     }
   }
@@ -326,7 +341,7 @@ void ScriptPrinter::print_KernelLaunch(const KernelLaunchNode* op, int indent) {
     if (!used.vars.count(tv.get())) continue;
     line(indent + 1, define(tv.get(), tv->name) + " = T.get_thread_binding(" + std::to_string(i) + ")");
   }
-  stmt(op->body, indent + 1);
+  nested(op->body, indent + 1);
 }
 
 std::string ScriptPrinter::slice(const Range& r) {
@@ -377,6 +392,15 @@ void ScriptPrinter::print_TileOp(const TileOpNode* op, int indent) {
 }
 
 void ScriptPrinter::print_Annotate(const AnnotateNode* op, int indent) {
+  auto* groups = std::get_if<std::vector<int64_t>>(&op->value);
+  if (op->key == "ws" && groups && !groups->empty()) {
+    // T.ws exists only as a `with` block (the warp groups that run the body).
+    std::string ids;
+    for (size_t i = 0; i < groups->size(); ++i) ids += (i ? ", " : "") + std::to_string((*groups)[i]);
+    line(indent, "with T.ws(" + ids + "):", op->loc);
+    nested(op->body, indent + 1);
+    return;
+  }
   std::string text;
   if (op->key == "layout_map" && std::holds_alternative<LayoutMap>(op->value))
     text = "T.annotate_layout(" + attr_value(op->value) + ")";
@@ -384,6 +408,12 @@ void ScriptPrinter::print_Annotate(const AnnotateNode* op, int indent) {
     text = "T.use_swizzle(panel_size=" + std::to_string(std::get<int64_t>(op->value)) + ")";
   else
     text = "T.annotate(" + quote(op->key) + ", " + attr_value(op->value) + ")";
+  if (followed_) {
+    // As a statement it would extend over the siblings that follow; a block ends before them.
+    line(indent, "with " + text + ":", op->loc);
+    nested(op->body, indent + 1);
+    return;
+  }
   line(indent, text, op->loc);
   stmt(op->body, indent);
 }

@@ -53,6 +53,12 @@ const IntrinsicInfo* find_intrinsic(const std::string& name) {
   return it == kTable.end() ? nullptr : &it->second;
 }
 
+// Barrier operations: void calls the front end writes as T.<name>(barrier[, parity]).
+bool is_barrier_op(const std::string& name) {
+  return name == "barrier_wait" || name == "barrier_arrive" || name == "mbarrier_wait_parity" ||
+         name == "mbarrier_arrive";
+}
+
 // The argument of T.float32(...): an integer when the value is integral, else the shortest
 // decimal that reads back as the same double; inf / nan as strings.
 std::string float_imm_literal(double v) {
@@ -251,6 +257,8 @@ Printed ScriptPrinter::print_Call(const CallNode* op) {
     // only when that inference gives back this call's type (docs/TSCRIPT.md).
     if (op->op == "infinity" && op->args.empty()) return {"T.infinity(" + quote(op->dtype.str()) + ")", kPrecAtom};
     if (op->op == "print" && op->dtype.is_void()) return {"T.print(" + exprs(op->args) + ")", kPrecAtom};
+    if (is_barrier_op(op->op) && op->dtype.is_void() && static_cast<int>(op->args.size()) == info->arity)
+      return {"T." + op->op + "(" + exprs(op->args) + ")", kPrecAtom};
     if (op->op != "infinity" && op->op != "print" && !op->args.empty() && op->args[0]->dtype == op->dtype)
       return {"T." + op->op + "(" + exprs(op->args) + ")", kPrecAtom};
   }

@@ -64,6 +64,9 @@ class ScriptPrinter {
 
   // statements (printer.cc)
   void stmt(const Stmt& s, int indent);
+  // A statement that opens its own indented block (loop, if and kernel bodies, `with`
+  // blocks): nothing of the enclosing block follows it at its indentation.
+  void nested(const Stmt& s, int indent);
 #define TILEC_STMT(Kind, NodeClass) void print_##Kind(const NodeClass* op, int indent);
 #include "tilec/ir/nodes.def"
   void line(int indent, const std::string& text, const SourceLoc& loc = {});
@@ -75,6 +78,9 @@ class ScriptPrinter {
   std::ostringstream out_;
   std::unordered_map<const void*, std::string> names_;
   std::unordered_set<std::string> used_;
+  // True while printing a statement that more statements of the same printed block follow
+  // (set by print_Seq, cleared by nested()): an Annotate there needs the `with` form.
+  bool followed_ = false;
 };
 
 // Python string literal with escapes: "text".

@@ -334,6 +334,72 @@ TEST(Printer, Annotations) {
             "T.annotate(\"flag\", True)\nT.annotate(\"none\", None)\nT.annotate(\"f\", 2.0)\nT.evaluate(0)\n");
 }
 
+TEST(Printer, AnnotationFollowedBySiblingsPrintsAsWithBlock) {
+  // As a statement an annotation covers the rest of its block, so one that siblings follow
+  // (also through an enclosing Seq or an Allocate) is a `with` block; one that ends its
+  // block, or ends a loop body, stays a statement.
+  Buffer v = make_buffer("v", {int_imm(1)}, DataType::Int(32), Scope::kVar);
+  Stmt store1 = buffer_store(v, {int_imm(0)}, int_imm(1));
+  Stmt store2 = buffer_store(v, {int_imm(0)}, int_imm(2));
+  Stmt s = seq({annotate("note", std::string("a"), store1), store2});
+  EXPECT_EQ(script(s), "with T.annotate(\"note\", \"a\"):\n    v[0] = 1\nv[0] = 2\n");
+  Stmt last = seq({store1, annotate("note", std::string("a"), store2)});
+  EXPECT_EQ(script(last), "v[0] = 1\nT.annotate(\"note\", \"a\")\nv[0] = 2\n");
+  Stmt through = seq({seq({store1, annotate("use_swizzle", int64_t{4}, store1)}), store2});
+  EXPECT_EQ(script(through), "v[0] = 1\nwith T.use_swizzle(panel_size=4):\n    v[0] = 1\nv[0] = 2\n");
+  Stmt loop = seq({for_loop(make_var("i"), int_imm(0), int_imm(2), ForKind::kSerial,
+                            annotate("note", int64_t{1}, store1)),
+                   store2});
+  EXPECT_EQ(script(loop), "for i in T.serial(2):\n    T.annotate(\"note\", 1)\n    v[0] = 1\nv[0] = 2\n");
+}
+
+TEST(Printer, WarpSpecializationAndBarriers) {
+  Buffer A = make_buffer("A", {int_imm(256), int_imm(64)}, DataType::Float(16), Scope::kGlobal);
+  Buffer S = make_buffer("S", {int_imm(128), int_imm(64)}, DataType::Float(16), Scope::kSharedDyn);
+  Buffer mbar = make_buffer("mbar", {int_imm(2)}, DataType::UInt(64), Scope::kBarrier);
+  Var ko = make_var("ko");
+  Expr bar0 = buffer_load(mbar, {int_imm(0)});
+  Expr bar1 = buffer_load(mbar, {int_imm(1)});
+  BufferRegion tile;
+  tile.buffer = A;
+  tile.region = {{ko * 128, int_imm(128)}, {int_imm(0), int_imm(64)}};
+  Stmt producer = seq({
+      evaluate(call(DataType::Void(), "barrier_wait", {bar0, floormod(ko + 1, 2)})),
+      make_tile_op("tma_copy", {tile, BufferRegion::full(S)}, {{"barrier", bar0}}),
+      evaluate(call(DataType::Void(), "barrier_arrive", {bar0})),
+  });
+  Stmt consumer = seq({
+      evaluate(call(DataType::Void(), "mbarrier_wait_parity", {bar1, floormod(ko, 2)})),
+      evaluate(call(DataType::Void(), "mbarrier_arrive", {bar0})),
+  });
+  Stmt loop = for_loop(ko, int_imm(0), int_imm(2), ForKind::kPipelined,
+                       seq({annotate("ws", std::vector<int64_t>{0}, producer),
+                            annotate("ws", std::vector<int64_t>{1}, consumer)}));
+  Stmt body = seq({make_tile_op("barrier_init", {BufferRegion::full(mbar)}, {{"arrive_count", std::vector<int64_t>{128, 1}}}),
+                   loop, annotate("ws", std::vector<int64_t>{0, 1}, nop())});
+  EXPECT_EQ(script(allocate(S, allocate(mbar, body))),
+            "S = T.alloc_shared((128, 64), \"float16\")\n"
+            "mbar = T.alloc_buffer((2,), \"uint64\", scope=\"shared.barrier\")\n"
+            "T.barrier_init(mbar, arrive_count=[128, 1])\n"
+            "for ko in T.Pipelined(2, num_stages=0):\n"
+            "    with T.ws(0):\n"
+            "        T.barrier_wait(mbar[0], (ko + 1) % 2)\n"
+            "        T.tma_copy(A[ko * 128:ko * 128 + 128, 0:64], S, barrier=mbar[0])\n"
+            "        T.barrier_arrive(mbar[0])\n"
+            "    with T.ws(1):\n"
+            "        T.mbarrier_wait_parity(mbar[1], ko % 2)\n"
+            "        T.mbarrier_arrive(mbar[0])\n"
+            "with T.ws(0, 1):\n"
+            "    T.evaluate(0)\n");
+  // Forms T.barrier_wait(...) would not read back as: another type or argument count, and
+  // a "ws" annotation without warp groups (T.ws() is an error).
+  EXPECT_EQ(script(evaluate(call(DataType::Int(32), "barrier_arrive", {bar0}))),
+            "T.call_intrin(\"int32\", \"barrier_arrive\", mbar[0])\n");
+  EXPECT_EQ(script(evaluate(call(DataType::Void(), "barrier_wait", {bar0}))),
+            "T.call_intrin(\"void\", \"barrier_wait\", mbar[0])\n");
+  EXPECT_EQ(script(annotate("ws", std::vector<int64_t>{}, nop())), "T.annotate(\"ws\", [])\nT.evaluate(0)\n");
+}
+
 TEST(Printer, LayoutLambdaNamesDoNotLeak) {
   // The lambda parameters may reuse names in scope outside (they shadow nothing: fresh
   // names are picked), and are released afterwards.

@@ -1,8 +1,5 @@
 """Round trip of every construct of the T language: parse -> script() -> from_script ->
-structurally equal to the parsed function (and printing that again gives the same text).
-
-The warp-specialized program is an expected failure until the printer writes Annotate
-"ws" as a `with T.ws(...)` block (docs/TSCRIPT.md)."""
+structurally equal to the parsed function (and printing that again gives the same text)."""
 
 import pytest
 
@@ -329,12 +326,20 @@ def test_program_parses(name):
 def test_round_trip(name):
     f = PROGRAMS[name]()
     text = f.script()
-    if 'T.annotate("ws"' in text:
-        pytest.xfail("the printer does not write `with T.ws(...)` blocks yet (docs/TSCRIPT.md)")
     g = tilec.from_script(text)
     assert _tilec.structural_equal(f, g), text + "\n--- reprinted ---\n" + g.script()
     assert g.script() == text
     assert _tilec.structural_hash(f) == _tilec.structural_hash(g)
+
+
+def test_warp_specialized_program_prints_the_front_end_forms():
+    text = program_warp_specialized().script()
+    for form in ("    with T.ws(0):\n", "    with T.ws(1):\n", "with T.ws(0, 1):\n",
+                 "T.barrier_wait(mbar[0], (ko + 1) % 2)", "barrier=mbar[0])", "T.barrier_arrive(mbar[0])",
+                 "T.mbarrier_wait_parity(mbar_1[1], ko % 2)", "T.mbarrier_arrive(mbar_1[0])",
+                 "T.barrier_init(mbar, arrive_count=[128])", "T.barrier_init(mbar_1, arrive_count=[128, 1])"):
+        assert form in text, form + " not in\n" + text
+    assert "T.annotate(" not in text and "T.call_intrin(" not in text, text
 
 
 def test_macro_inlines_like_the_hand_written_code():

@@ -335,9 +335,9 @@ def test_round_trip(name):
 def test_warp_specialized_program_prints_the_front_end_forms():
     text = program_warp_specialized().script()
     for form in ("    with T.ws(0):\n", "    with T.ws(1):\n", "with T.ws(0, 1):\n",
-                 "T.barrier_wait(mbar[0], (ko + 1) % 2)", "barrier=mbar[0])", "T.barrier_arrive(mbar[0])",
-                 "T.mbarrier_wait_parity(mbar_1[1], ko % 2)", "T.mbarrier_arrive(mbar_1[0])",
-                 "T.barrier_init(mbar, arrive_count=[128])", "T.barrier_init(mbar_1, arrive_count=[128, 1])"):
+                 "T.barrier_wait(ready[0], (ko + 1) % 2)", "barrier=ready[0])", "T.barrier_arrive(ready[0])",
+                 "T.mbarrier_wait_parity(pair[1], ko % 2)", "T.mbarrier_arrive(pair[0])",
+                 "T.barrier_init(ready, arrive_count=[128])", "T.barrier_init(pair, arrive_count=[128, 1])"):
         assert form in text, form + " not in\n" + text
     assert "T.annotate(" not in text and "T.call_intrin(" not in text, text
 

@@ -19,6 +19,7 @@
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/runtime/sha256.h"
+#include "tilec/support/dump.h"
 #include "tilec/support/diag.h"
 #include "tilec/support/knobs.h"
 #include "tilec/target/cuda/lower.h"
@@ -193,11 +194,25 @@ Prepared prepare(const ir::PrimFunc& f, const CompileOptions& opts) {
 
 std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) { return prepare(f, opts).key; }
 
+namespace {
+// TILEC_DUMP_DIR: the device-side stages next to the pass manager's IR dumps (a cache hit
+// dumps too, so a dump is complete whether or not the kernel was compiled this time).
+void dump_artifact(const CompiledArtifact& a) {
+  if (!dump::enabled()) return;
+  const std::string& kernel = a.plan.kernel_name;
+  dump::write_file(kernel, kernel + ".cu", a.cuda_source);
+  if (!a.ptx.empty()) dump::write_file(kernel, kernel + ".ptx", a.ptx);
+  dump::write_file(kernel, kernel + "." + a.target + ".cubin", std::string_view(a.cubin.data(), a.cubin.size()));
+  dump::write_file(kernel, kernel + ".ptxas.log", a.ptxas.log);
+}
+}  // namespace
+
 CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   TILEC_ICHECK(f.defined()) << "compile() of a null function";
   Prepared p = prepare(f, opts);
   if (auto hit = lookup(p.key, p.effective)) {
     if (p.print_ptxas) report_ptxas(*hit);
+    dump_artifact(*hit);
     return std::move(*hit);
   }
   cuda::DeviceModule m = cuda::lower_to_cuda(f, p.ctx);
@@ -206,6 +221,7 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   CompiledArtifact a = build(std::move(m.source), std::move(m.plan), p.resolved, p.key, p.effective);
   store(p.key, a, p.effective);
   if (p.print_ptxas) report_ptxas(a);
+  dump_artifact(a);
   return a;
 }
 

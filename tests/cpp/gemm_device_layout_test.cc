@@ -61,11 +61,49 @@ TEST_P(SwizzleTest, EightRowsOfOneChunkAreConflictFree) {
     }
 }
 
+// tile_shift_delta: where it claims a constant distance, every in-tile position moves by
+// exactly that much (the device GEMM turns it into an ldmatrix immediate), in every mode
+// that applies to the tile.
+TEST_P(SwizzleTest, ShiftDeltaIsExactWhereClaimed) {
+  const auto [rows, cols, e] = GetParam();
+  int claimed = 0;
+  for (int bits = 0; bits <= 3; ++bits) {
+    if (!L::swizzle_applicable(rows, cols, e, bits) || (bits > 0 && cols * e < 16)) continue;
+    for (int drow : {0, 1, 2, 4, 8, 16, 32, 64})
+      for (int dcol : {0, 1, 4, 8, 16, 32, 64, 128}) {
+        if (drow >= rows || dcol >= cols) continue;
+        const int d = L::tile_shift_delta(drow, dcol, rows, cols, e, bits);
+        if (d < 0) continue;
+        ++claimed;
+        for (int r = 0; r + drow < rows; ++r)
+          for (int c = 0; c + dcol < cols; ++c)
+            ASSERT_EQ(L::tile_offset(r + drow, c + dcol, rows, cols, e, bits), L::tile_offset(r, c, rows, cols, e, bits) + d)
+                << "mode " << bits << " shift (" << drow << ", " << dcol << ") at (" << r << ", " << c << ")";
+      }
+  }
+  EXPECT_GT(claimed, 0);
+}
+
+TEST(Swizzle, ShiftDeltaFindsWholePeriods) {
+  // A 128 x 32 bf16 tile (64-byte rows, 128B mode): 16 rows are one 1024-byte period, one
+  // 16-element k-step is not (it moves the XORed chunk field).
+  EXPECT_EQ(L::tile_shift_delta(16, 0, 128, 32, 2, 3), 16 * 32);
+  EXPECT_EQ(L::tile_shift_delta(0, 16, 128, 32, 2, 3), -1);
+  EXPECT_EQ(L::tile_shift_delta(8, 0, 128, 32, 2, 3), -1);
+  // 32 x 256 bf16 (column blocks of 64): 16 rows within a block, or a whole block.
+  EXPECT_EQ(L::tile_shift_delta(16, 0, 32, 256, 2, 3), 16 * 64);
+  EXPECT_EQ(L::tile_shift_delta(0, 64, 32, 256, 2, 3), 32 * 64);
+  EXPECT_EQ(L::tile_shift_delta(0, 16, 32, 256, 2, 3), -1);
+  // No swizzle: plain row-major distance.
+  EXPECT_EQ(L::tile_shift_delta(3, 5, 8, 6, 2, 0), 23);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiles, SwizzleTest,
                          ::testing::Values(TileShape{128, 32, 2}, TileShape{32, 256, 2}, TileShape{64, 64, 2},
                                            TileShape{16, 16, 2}, TileShape{64, 8, 2}, TileShape{128, 96, 2},
                                            TileShape{64, 32, 4}, TileShape{32, 128, 4}, TileShape{64, 64, 1},
-                                           TileShape{128, 128, 1}, TileShape{40, 48, 2}, TileShape{256, 64, 2}));
+                                           TileShape{128, 128, 1}, TileShape{40, 48, 2}, TileShape{256, 64, 2},
+                                           TileShape{128, 32, 4}, TileShape{128, 64, 1}, TileShape{64, 128, 1}));
 
 TEST(Swizzle, ModesFollowTheRowLength) {
   EXPECT_EQ(L::widest_swizzle_bits(128, 32, 2), 3);  // 64-byte rows fold into 128-byte lines

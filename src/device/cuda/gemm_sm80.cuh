@@ -23,6 +23,11 @@
 // from one ldmatrix.x4 per pair of n8 tiles; fragments of k-step s+1 are loaded while the
 // mma.sync of k-step s run (register double buffering). Orientations that ldmatrix cannot
 // transpose (32-bit and 8-bit M/N-major operands) are read with scalar loads.
+// The ldmatrix row addresses are per-thread offsets computed once (loop invariant when the
+// call sits in a pipelined loop) plus compile-time immediates wherever a k-step or tile step
+// is a whole swizzle period (LdsmAddress): the main loop spends about one integer
+// instruction per ldmatrix instead of a swizzle evaluation, and keeps fewer registers live
+// (no spills at block_K = 64 with 128 accumulators per thread).
 #pragma once
 
 #include "tilec/cp_async.cuh"
@@ -119,16 +124,16 @@ __device__ __forceinline__ unsigned gather_down_rows(const void* base, int row, 
 
 // A fragment of the m16 tile at m0 and k-step starting at k0.
 // (row0, col0): where the operand starts in its stored tile.
+// `addr`: the shared address this lane gives ldmatrix (LdsmAddress), on the ldmatrix paths.
 template <int KIND, bool TRANS_A, class TileA, typename TA>
-__device__ __forceinline__ void load_a(unsigned* a, const TA* A, int row0, int col0, int m0, int k0, int lane) {
+__device__ __forceinline__ void load_a(unsigned* a, unsigned addr, const TA* A, int row0, int col0, int m0, int k0,
+                                       int lane) {
   using Tr = MmaTraits<KIND>;
   constexpr int E = Tr::kElemBytes;
   if (!TRANS_A) {
-    layout::Coord p = layout::ldsm_a_kmajor(lane, m0, k0, E);
-    ldmatrix_x4(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
+    ldmatrix_x4(a, addr);
   } else if (E == 2) {
-    layout::Coord p = layout::ldsm_a_mmajor(lane, m0, k0);
-    ldmatrix_x4_trans(a, A + TileA::offset(row0 + p.row, col0 + p.col, E));
+    ldmatrix_x4_trans(a, addr);
   } else {
     // Stored K x M: register q holds rows (g, g+8) and k groups as in mma.cuh.
     const int g = lane >> 2, t = lane & 3;
@@ -149,13 +154,11 @@ __device__ __forceinline__ void load_a(unsigned* a, const TA* A, int row0, int c
 
 // B fragments of the n8 tiles at n0 (and n0 + 8 when PAIR) for the k-step at k0.
 template <int KIND, bool TRANS_B, class TileB, bool PAIR, typename TB>
-__device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, int row0, int col0, int n0, int k0,
-                                       int lane) {
+__device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, unsigned addr, const TB* B, int row0, int col0,
+                                       int n0, int k0, int lane) {
   using Tr = MmaTraits<KIND>;
   constexpr int E = Tr::kElemBytes;
   if (TRANS_B) {
-    layout::Coord p = layout::ldsm_b_kmajor(lane, n0, k0, E);
-    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
     if (PAIR) {
       unsigned r[4];
       ldmatrix_x4(r, addr);
@@ -164,8 +167,6 @@ __device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, 
       ldmatrix_x2(b0, addr);
     }
   } else if (E == 2) {
-    layout::Coord p = layout::ldsm_b_nmajor(lane, n0, k0);
-    const TB* addr = B + TileB::offset(row0 + p.row, col0 + p.col, E);
     if (PAIR) {
       unsigned r[4];
       ldmatrix_x4_trans(r, addr);
@@ -193,6 +194,34 @@ __device__ __forceinline__ void load_b(unsigned* b0, unsigned* b1, const TB* B, 
     }
   }
 }
+
+// The ldmatrix row addresses of one operand for k-step s < KS and fragment i < I (an m16
+// tile of A, a pair of n8 tiles of B): the lane's stored (row, col) is COORD(lane, s, i).
+// A step in s or i that moves every element by the same distance (tile_shift_delta, e.g.
+// a whole swizzle period) becomes an immediate on one per-thread base, so the main loop
+// adds only the stage's address to a few loop-invariant offsets; other steps keep one
+// precomputed offset each.
+template <class Tile, int E, int KS, int I, int S_DROW, int S_DCOL, int I_DROW, int I_DCOL>
+struct LdsmAddress {
+  static constexpr int kDs = layout::tile_shift_delta(S_DROW, S_DCOL, Tile::kRows, Tile::kCols, E, Tile::kSwizzle);
+  static constexpr int kDi = layout::tile_shift_delta(I_DROW, I_DCOL, Tile::kRows, Tile::kCols, E, Tile::kSwizzle);
+  static constexpr int kNs = kDs >= 0 ? 1 : KS, kNi = kDi >= 0 ? 1 : I;
+  unsigned off[kNs][kNi];  // bytes from the tile's first element
+  template <class Coord>
+  __device__ __forceinline__ LdsmAddress(int row0, int col0, Coord coord) {
+#pragma unroll
+    for (int s = 0; s < kNs; ++s)
+#pragma unroll
+      for (int i = 0; i < kNi; ++i) {
+        const layout::Coord p = coord(s, i);
+        off[s][i] = unsigned(Tile::offset(row0 + p.row, col0 + p.col, E) * E);
+      }
+  }
+  __device__ __forceinline__ unsigned at(unsigned base, int s, int i) const {
+    return base + off[kDs >= 0 ? 0 : s][kDi >= 0 ? 0 : i] + unsigned((kDs >= 0 ? s * kDs : 0) * E) +
+           unsigned((kDi >= 0 ? i * kDi : 0) * E);
+  }
+};
 
 }  // namespace gemm_detail
 
@@ -227,19 +256,36 @@ __device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, con
     for (int i = 0; i < MT * NT * 4; ++i) C[i] = TC(0);
   }
 
+  // ldmatrix addresses: stored coordinates per (k-step, m16 tile) and (k-step, n16 pair).
+  constexpr int KK = Tr::kK;
+  const gemm_detail::LdsmAddress<TileA, E, KS, MT, TRANS_A ? KK : 0, TRANS_A ? 0 : KK, TRANS_A ? 0 : 16,
+                                 TRANS_A ? 16 : 0>
+      a_addr(a_row0, a_col0, [&](int s, int i) {
+        return TRANS_A ? layout::ldsm_a_mmajor(lane, m_base + i * 16, s * KK)
+                       : layout::ldsm_a_kmajor(lane, m_base + i * 16, s * KK, E);
+      });
+  const gemm_detail::LdsmAddress<TileB, E, KS, (NT + 1) / 2, TRANS_B ? 0 : KK, TRANS_B ? KK : 0, TRANS_B ? 16 : 0,
+                                 TRANS_B ? 0 : 16>
+      b_addr(b_row0, b_col0, [&](int s, int i) {
+        return TRANS_B ? layout::ldsm_b_kmajor(lane, n_base + i * 16, s * KK, E)
+                       : layout::ldsm_b_nmajor(lane, n_base + i * 16, s * KK);
+      });
+  const unsigned a_base = smem_u32addr(A), b_base = smem_u32addr(B);
+
   unsigned a[2][MT][4];
   unsigned b[2][NT][2];
   auto load_step = [&](int buf, int ks) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
-      gemm_detail::load_a<KIND, TRANS_A, TileA>(a[buf][mt], A, a_row0, a_col0, m_base + mt * 16, ks * Tr::kK, lane);
+      gemm_detail::load_a<KIND, TRANS_A, TileA>(a[buf][mt], a_addr.at(a_base, ks, mt), A, a_row0, a_col0,
+                                                m_base + mt * 16, ks * KK, lane);
 #pragma unroll
     for (int nt = 0; nt + 1 < NT; nt += 2)
-      gemm_detail::load_b<KIND, TRANS_B, TileB, true>(b[buf][nt], b[buf][nt + 1], B, b_row0, b_col0, n_base + nt * 8,
-                                                      ks * Tr::kK, lane);
+      gemm_detail::load_b<KIND, TRANS_B, TileB, true>(b[buf][nt], b[buf][nt + 1], b_addr.at(b_base, ks, nt / 2), B,
+                                                      b_row0, b_col0, n_base + nt * 8, ks * KK, lane);
     if (NT % 2 == 1)
-      gemm_detail::load_b<KIND, TRANS_B, TileB, false>(b[buf][NT - 1], b[buf][NT - 1], B, b_row0, b_col0,
-                                                       n_base + (NT - 1) * 8, ks * Tr::kK, lane);
+      gemm_detail::load_b<KIND, TRANS_B, TileB, false>(b[buf][NT - 1], b[buf][NT - 1], b_addr.at(b_base, ks, NT / 2),
+                                                       B, b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
   };
 
   load_step(0, 0);

@@ -73,6 +73,22 @@ TL_LAYOUT_FN int tile_offset(int row, int col, int rows, int cols, int elem_byte
              : swizzle_xor(row * cols + col, elem_bytes, bits);
 }
 
+// The constant element distance between (row, col) and (row + drow, col + dcol), the
+// same for every (row, col) with both in the tile, or -1 when it depends on (row, col).
+// A shift of whole 1024-byte swizzle periods inside a column block (or whole column
+// blocks) keeps both XORed fields, so it is a plain addition; the device GEMM then
+// addresses those fragments with one per-thread base plus an immediate.
+TL_LAYOUT_FN int tile_shift_delta(int drow, int dcol, int rows, int cols, int elem_bytes, int bits) {
+  return bits == 0 ? drow * cols + dcol
+         : cols * elem_bytes > swizzle_span_bytes(bits)
+             ? (dcol % (swizzle_span_bytes(bits) / elem_bytes) == 0 &&
+                        (drow * swizzle_span_bytes(bits)) % (128 << bits) == 0
+                    ? (dcol / (swizzle_span_bytes(bits) / elem_bytes)) * rows * (swizzle_span_bytes(bits) / elem_bytes) +
+                          drow * (swizzle_span_bytes(bits) / elem_bytes)
+                    : -1)
+             : (((drow * cols + dcol) * elem_bytes) % (128 << bits) == 0 ? drow * cols + dcol : -1);
+}
+
 // ---- 2. ldmatrix lane addressing ------------------------------------------------------
 // Every mma.sync k-step reads 32 bytes of K per row: 16 f16/bf16, 8 tf32, 32 int8.
 // `chunk` is 16 / elem_bytes elements. All coordinates are in the *stored* orientation

@@ -50,4 +50,24 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned* d, const void* smem_
                : "r"(smem_u32addr(smem_row)));
 }
 
+// The same, with the row address already a 32-bit shared-state-space byte address.
+__device__ __forceinline__ void ldmatrix_x2(unsigned* d, unsigned smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(smem_addr));
+}
+__device__ __forceinline__ void ldmatrix_x4(unsigned* d, unsigned smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_addr));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(unsigned* d, unsigned smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(d[0]), "=r"(d[1])
+               : "r"(smem_addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* d, unsigned smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_addr));
+}
+
 }  // namespace tl

@@ -173,9 +173,11 @@ Stmt lower_async(const TileOpNode& op, LowerContext& ctx, const RegionLoop& loop
   std::vector<Expr> src_idx, dst_idx;
   for (const auto& x : region_indices(src, loop.vars)) src_idx.push_back(substitute(x, vm));
   for (const auto& x : region_indices(dst, loop.vars)) dst_idx.push_back(substitute(x, vm));
-  // Which chunks may fall outside the source: decided with the ranges of the enclosing
-  // loops, the thread and chunk indices, and the guard (a pipelined copy's `it < n`).
+  // Which chunks may fall outside the source: decided with the ranges of the block
+  // indices (and the Lets computing rasterized ones), the enclosing loops, the thread and
+  // chunk indices, and the guard (a pipelined copy's `it < n`).
   arith::Analyzer an;
+  ctx.bind_known_ranges(an);
   for (const ForNode* l : ctx.enclosing_loops()) an.bind_range(l->loop_var, l->min, l->extent);
   if (Expr tid = ctx.thread_index(); tid.as<VarNode>())
     an.bind_range(Var(std::static_pointer_cast<const VarNode>(tid.shared())), int_imm(0), int_imm(threads));

@@ -95,6 +95,10 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   }
   const std::vector<const ForNode*>& enclosing_loops() const override { return loops_; }
   arith::Analyzer& analyzer() override { return analyzer_; }
+  void bind_known_ranges(arith::Analyzer& an) const override {
+    for (const auto& [v, extent] : index_ranges_) an.bind_range(v, int_imm(0, v->dtype), extent);
+    for (const auto& [v, value] : lets_) an.bind_value(v, value);
+  }
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -109,7 +113,20 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       stride *= op->threads[i];
     }
     thread_index_ = tid;
-    return IRMutator::mutate_KernelLaunch(s, op);
+    const size_t saved = index_ranges_.size();
+    for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
+      index_ranges_.emplace_back(op->block_vars[i], cast(op->block_vars[i]->dtype, op->grid[i]));
+    for (size_t i = 0; i < op->thread_vars.size() && i < op->threads.size(); ++i)
+      index_ranges_.emplace_back(op->thread_vars[i], int_imm(op->threads[i], op->thread_vars[i]->dtype));
+    Stmt r = IRMutator::mutate_KernelLaunch(s, op);
+    index_ranges_.resize(saved);
+    return r;
+  }
+  Stmt mutate_Let(const Stmt& s, const LetNode* op) override {
+    lets_.emplace_back(op->var, op->value);
+    Stmt r = IRMutator::mutate_Let(s, op);
+    lets_.pop_back();
+    return r;
   }
   Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
     if (op->key == "layout_map") {
@@ -199,6 +216,8 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   mutable std::unordered_map<const BufferNode*, Buffer> lowered_;
   std::vector<Buffer> scratch_;
   std::vector<const ForNode*> loops_;
+  std::vector<std::pair<Var, Expr>> index_ranges_;  // block / thread index -> extent
+  std::vector<std::pair<Var, Expr>> lets_;          // enclosing Lets, outermost first
   SourceLoc current_loc_;
   arith::Analyzer analyzer_;
 };

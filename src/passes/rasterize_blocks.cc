@@ -66,6 +66,11 @@ class RasterizeBlocks : public IRMutator {
     Expr by = panel_idx * p + floormod(offset, height);
     Expr odd = binary(NodeKind::kEQ, floormod(panel_idx, int64_t{2}), int_imm(1, t));
     Expr bx = select(odd, gx - 1 - column, column);
+    // The mapping is a bijection onto the grid, but bounds analysis cannot see that; the
+    // clamps (identities, a few instructions per block) let it prove by < gy and bx < gx,
+    // so copies of full tiles need no bounds predicates.
+    by = max(min(by, gy - 1), int_imm(0, t));
+    bx = max(min(bx, gx - 1), int_imm(0, t));
     n->body = let(op->block_vars[1], by, let(op->block_vars[0], bx, body, op->loc), op->loc);
     return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
   }

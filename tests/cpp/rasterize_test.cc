@@ -27,6 +27,7 @@ int64_t eval(const Expr& e, const std::map<const VarNode*, int64_t>& env) {
     case NodeKind::kFloorDiv: return fdiv(x, y);
     case NodeKind::kFloorMod: return x - fdiv(x, y) * y;
     case NodeKind::kMin: return std::min(x, y);
+    case NodeKind::kMax: return std::max(x, y);
     case NodeKind::kEQ: return x == y;
     default: ADD_FAILURE() << "unexpected " << node_kind_name(e->kind); return 0;
   }

@@ -104,6 +104,10 @@ class LowerContext {
   // still ForKind::kPipelined).
   virtual const std::vector<const ir::ForNode*>& enclosing_loops() const = 0;
   virtual arith::Analyzer& analyzer() = 0;
+  // Declares in `an` what is known about the variables around the op: block and thread
+  // indices in [0, extent), the values of enclosing Lets (e.g. rasterized block indices).
+  // For ops that prove facts with an Analyzer of their own (bounds of a copy).
+  virtual void bind_known_ranges(arith::Analyzer& an) const { (void)an; }
 };
 
 using AccessFn = std::function<AccessRegions(const ir::TileOpNode& op)>;

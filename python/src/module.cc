@@ -8,6 +8,9 @@ void bind_runtime(nb::module_& m);  // bind_runtime.cc: compile, kernels, launch
 
 NB_MODULE(_tilec, m) {
   m.doc() = "tilec: tile-level GPU kernel compiler (C++ core)";
+  // The jit cache (python/tilec/jit.py) and the kernel cache keep compiled kernels alive for
+  // the life of the process by design; nanobind would report them as leaks at exit.
+  nb::set_leak_warnings(false);
   bind_ir(m);
   bind_runtime(m);
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "layout/int_eval.h"
+#include "tilec/layout/index_space.h"
 #include "tilec/layout/layout.h"
 
 namespace tilec::layout {
@@ -137,22 +138,6 @@ struct Prober {
   }
 };
 
-// Enumerates every index of `shape` (row-major), calling fn(idx).
-template <typename Fn>
-bool for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (auto e : shape)
-    if (e <= 0) return true;
-  while (true) {
-    if (!fn(idx)) return false;
-    int d = static_cast<int>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-    if (d < 0) return true;
-  }
-}
 
 }  // namespace
 

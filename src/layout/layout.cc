@@ -1,4 +1,5 @@
 // Layout algebra: construction, queries, inverse, comparison, composition, defaults.
+#include "tilec/layout/index_space.h"
 #include "tilec/layout/layout.h"
 
 #include <algorithm>
@@ -38,21 +39,6 @@ std::vector<Var> slots_of(const Layout& l) {
   return s;
 }
 
-template <typename Fn>
-void for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
-  for (auto e : shape)
-    if (e <= 0) return;
-  std::vector<int64_t> idx(shape.size(), 0);
-  while (true) {
-    fn(idx);
-    int d = static_cast<int>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
 
 // Compiled forward maps of a layout, evaluated over (idx..., rep).
 struct Compiled {

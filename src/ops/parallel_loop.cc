@@ -10,6 +10,7 @@
 
 #include "layout/digit_form.h"
 #include "layout/int_eval.h"
+#include "tilec/layout/index_space.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/layout/layout.h"
@@ -17,6 +18,7 @@
 namespace tilec::ops {
 
 using namespace ir;
+using layout::for_each_index;
 using layout::Atom;
 using layout::Digit;
 using layout::DigitForm;
@@ -92,21 +94,6 @@ class AccessCollector : public IRVisitor {
   std::unordered_set<const VarNode*> vars_;
 };
 
-template <typename Fn>
-void for_each_index(const std::vector<int64_t>& shape, Fn&& fn) {
-  for (auto e : shape)
-    if (e <= 0) return;
-  std::vector<int64_t> idx(shape.size(), 0);
-  while (true) {
-    if (!fn(idx)) return;
-    int d = static_cast<int>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
-}
 
 std::vector<int64_t> buffer_shape(const Buffer& b) {
   std::vector<int64_t> s;

@@ -20,6 +20,8 @@
 //         order) and starts with tl.cp_async_wait(w), w = min over (reader j, async
 //         producer q) of s_j - s_q - 1: the groups of the iterations this step's readers
 //         need have landed. tl.cp_async_wait(0) follows the loop.
+//         The steady loop carries the annotation tilec.unroll = num_stages (when <= 4 and
+//         one step copies at most 192 bytes per thread).
 //         Each of those waits is followed by one tl.syncthreads: it publishes the data
 //         that just landed to every thread and orders the previous step's reads before
 //         this step's copies overwrite their version. This pass places it because only
@@ -47,6 +49,10 @@ namespace {
 
 using namespace ir;
 namespace pl = pipeline;
+
+constexpr const char* kUnrollAnnotation = "tilec.unroll";
+constexpr int64_t kMaxUnrollStages = 4;  // beyond that the code growth outweighs the gain
+constexpr int64_t kMaxUnrollBytesPerThread = 192;  // shared bytes one step copies, per thread
 
 // ---- integer evaluation of layout expressions (physical size of a layout) ----
 
@@ -253,6 +259,14 @@ class Injector : public IRMutator {
     return annotate(op->key, out, n.as<AnnotateNode>()->body, op->loc);
   }
 
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    const int64_t saved = threads_;
+    threads_ = 1;
+    for (int64_t t : op->threads) threads_ *= t;
+    Stmt r = IRMutator::mutate_KernelLaunch(s, op);
+    threads_ = saved;
+    return r;
+  }
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
     if (op->for_kind != ForKind::kPipelined) return IRMutator::mutate_For(s, op);
     auto it = plans_.find(op);
@@ -418,8 +432,23 @@ class Injector : public IRMutator {
       if (has_async && pos == last_async_pos) step.push_back(call_stmt("tl.cp_async_commit", {}, op->loc));
     }
     Stmt loop_body = step.size() == 1 ? step.front() : seq(step, op->loc);
+    // Unrolled num_stages times, every step's versions (it % num_stages) are constants:
+    // no modulo and constant shared-memory offsets per stage (CUDA codegen prints the
+    // annotation as `#pragma unroll D`; the step count need not be a multiple of D).
+    // Only while the copies of one step are small per thread: the unrolled body keeps more
+    // addresses live, and a 128x128x64 tile at 128 threads then spills registers.
+    int64_t step_bytes = 0;
+    for (const BufferNode* b : p.versioned) {
+      int64_t elems = b->dtype.bytes();
+      for (const auto& e : b->shape) elems = as_const_int(e) ? elems * *as_const_int(e) : -1;
+      step_bytes = elems < 0 || step_bytes < 0 ? -1 : step_bytes + elems;
+    }
+    const bool small_steps = step_bytes >= 0 && threads_ > 0 && step_bytes <= kMaxUnrollBytesPerThread * threads_;
+    AttrMap loop_annotations = op->annotations;
+    if (small_steps && D <= kMaxUnrollStages && !find_attr(loop_annotations, kUnrollAnnotation))
+      loop_annotations.emplace_back(kUnrollAnnotation, int64_t(D));
     out.push_back(make_for(i, int_imm(0, it_type), op->extent, ForKind::kSerial, loop_body, op->loc, {}, "",
-                           op->annotations));
+                           loop_annotations));
     if (has_async) out.push_back(call_stmt("tl.cp_async_wait", {int_imm(0)}, op->loc));
 
     // Allocations / annotations of the loop body now enclose the whole pipeline.
@@ -471,6 +500,7 @@ class Injector : public IRMutator {
 
   const target::Target& target_;
   std::unordered_map<const ForNode*, LoopPlan> plans_;
+  int64_t threads_ = 0;  // threads of the enclosing kernel (0: none)
   std::map<const BufferNode*, int> versions_;
   std::unordered_map<const BufferNode*, Buffer> new_buffer_;
 };

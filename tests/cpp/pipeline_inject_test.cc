@@ -92,7 +92,7 @@ TEST(InjectPipeline, ThreeStageGemmMainloop) {
         T.async_copy(A[by * 128:by * 128 + 128, 32:64], A_shared[1, 0:128, 0:32], no_implicit_commit_wait=True)
         T.async_copy(B[32:64, bx * 128:bx * 128 + 128], B_shared[1, 0:32, 0:128], no_implicit_commit_wait=True)
         T.call_intrin("void", "tl.cp_async_commit")
-        for ko in T.serial(T.ceildiv(1024, 32)):
+        for ko in T.serial(T.ceildiv(1024, 32), annotations={"tilec.unroll": 3}):
             T.call_intrin("void", "tl.cp_async_wait", 1)
             T.call_intrin("void", "tl.syncthreads")
             T.async_copy(A[by * 128:by * 128 + 128, (ko + 2) * 32:(ko + 2) * 32 + 32], A_shared[(ko + 2) % 3, 0:128, 0:32], no_implicit_commit_wait=True, guard=ko + 2 < T.ceildiv(1024, 32))
@@ -116,14 +116,14 @@ TEST(InjectPipeline, SymbolicTripCountGuardsThePrologue) {
                    "guard=1 < T.ceildiv(k, 32))"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("for ko in T.serial(T.ceildiv(k, 32)):"), std::string::npos) << s;
+  EXPECT_NE(s.find("for ko in T.serial(T.ceildiv(k, 32), annotations={\"tilec.unroll\": 3}):"), std::string::npos) << s;
 }
 
 TEST(InjectPipeline, ExplicitOrderAndStageIssueTheCopiesAfterTheGemm) {
   // order=[1, 2, 0], stage=[0, 0, 1]: two versions, the next tile's copies after the gemm.
   PrimFunc f = run(gemm_loop(3, {1, 2, 0}, {0, 0, 1}, /*symbolic_k=*/false));
   std::string s = kernel_text(f);
-  const std::string expected_loop = R"(        for ko in T.serial(T.ceildiv(64, 32)):
+  const std::string expected_loop = R"(        for ko in T.serial(T.ceildiv(64, 32), annotations={"tilec.unroll": 2}):
             T.call_intrin("void", "tl.cp_async_wait", 0)
             T.call_intrin("void", "tl.syncthreads")
             T.gemm(A_shared[ko % 2, 0:128, 0:32], B_shared[ko % 2, 0:32, 0:128], C_local)

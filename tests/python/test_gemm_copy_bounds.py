@@ -49,3 +49,15 @@ def test_partial_tiles_keep_bounds_predicates():
     _, preds = _copy_predicates(src)
     assert any(re.search(r"\bby\b", p) for p in preds), src  # rows of A past M
     assert any(re.search(r"\bbx\b", p) for p in preds), src  # columns of B past N
+
+
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+def test_main_loop_unrolled_by_the_stage_count():
+    # Unrolled num_stages times, every step's shared-memory versions are constants.
+    src = _source(1024, 1024, 1024, 128, 128, 32, dtype="bfloat16", num_stages=3)
+    assert "#pragma unroll 3\n  for (int ko" in src, src
+    src = _source(1024, 1024, 1024, 128, 128, 32, dtype="bfloat16", num_stages=4)
+    assert "#pragma unroll 4\n  for (int ko" in src, src
+    # A step copying more than 192 bytes per thread stays rolled (register pressure).
+    src = _source(1024, 1024, 1024, 128, 128, 64, dtype="bfloat16", num_stages=3)
+    assert "for (int ko" in src and "#pragma unroll 3\n  for (int ko" not in src, src

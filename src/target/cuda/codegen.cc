@@ -142,7 +142,12 @@ void CudaPrinter::print_for(const ForNode* op) {
   TILEC_ICHECK(op->for_kind != ForKind::kParallel && op->for_kind != ForKind::kPipelined &&
                op->for_kind != ForKind::kThreadBinding)
       << "a " << for_kind_name(op->for_kind) << " loop reached CUDA codegen";
-  if (op->for_kind == ForKind::kUnrolled || op->for_kind == ForKind::kVectorized) line("#pragma unroll");
+  if (op->for_kind == ForKind::kUnrolled || op->for_kind == ForKind::kVectorized) {
+    line("#pragma unroll");
+  } else if (const AttrValue* u = find_attr(op->annotations, "tilec.unroll");
+             u && std::holds_alternative<int64_t>(*u) && std::get<int64_t>(*u) > 1) {
+    line("#pragma unroll " + std::to_string(std::get<int64_t>(*u)));  // partial unroll (pipelined loops)
+  }
   const std::string& v = name_of(op->loop_var.get());
   if (passes::back::provably_nonneg(&analyzer_, op->min, nonneg_vars_)) add_nonneg_var(op->loop_var.get());
   analyzer_.bind_range(op->loop_var, op->min, op->extent);

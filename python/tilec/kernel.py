@@ -89,8 +89,30 @@ def compile_prim_func(func: Any, out_idx: Optional[Sequence[int]] = None, target
                       compile_flags: Any = None) -> Kernel:
     """Compiles a PrimFunc (cached in memory and on disk). `compiler`: "nvrtc" (default,
     or TILEC_COMPILER) or "nvcc"."""
-    return _tilec.compile(func, target=target, out_idx=out_idx, pass_configs=pass_configs,
-                          compiler=compiler, compile_flags=compile_flags)
+    kernel = _tilec.compile(func, target=target, out_idx=out_idx, pass_configs=pass_configs,
+                            compiler=compiler, compile_flags=compile_flags)
+    _warn_on_spills(kernel)
+    return kernel
+
+
+class PerformanceWarning(UserWarning):
+    """A kernel compiled, but ptxas reports something that usually costs a lot of speed."""
+
+
+def _warn_on_spills(kernel: Kernel) -> None:
+    # Register spills turn a fast kernel into a slow one silently (e.g. a 128x256 GEMM tile
+    # on 128 threads needs 256 accumulator registers per thread); say so once per compile.
+    info = kernel.ptxas_info
+    spilled = info.get("spill_stores_bytes", 0) + info.get("spill_loads_bytes", 0)
+    if spilled > 0:
+        import warnings
+
+        warnings.warn(
+            f"kernel '{kernel.kernel_name}' spills registers on {kernel.target} "
+            f"({info.get('spill_stores_bytes', 0)} bytes stored, {info.get('spill_loads_bytes', 0)} bytes loaded, "
+            f"{info.get('registers', '?')} registers): expect it to be slow; use more threads or smaller "
+            "tiles per thread (e.g. for T.gemm, fewer accumulator elements per warp)",
+            PerformanceWarning, stacklevel=3)
 
 
 def compile_cuda(source: str, plan: str, target: str = "auto", out_idx: Optional[Sequence[int]] = None,

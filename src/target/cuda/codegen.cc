@@ -184,32 +184,10 @@ void CudaPrinter::print_if(const IfNode* op, bool as_else_if) {
 }
 
 void CudaPrinter::print_store(const BufferStoreNode* op) {
-  if (debug && op->indices.size() != 1) {
-    std::string s = name_of(op->buffer.get());
-    bool vector = false;
-    for (const auto& i : op->indices) {
-      auto* r = i.as<RampNode>();
-      vector |= r != nullptr;
-      s += "[" + expr(r ? r->base : i) + "]";
-    }
-    std::string value = expr(op->value);
-    return line(vector ? "tl::store(&" + s + ", " + value + ");" : s + " = " + value + ";");
-  }
-  TILEC_ICHECK(op->indices.size() == 1)
-      << "buffer '" << op->buffer->name << "' reached codegen with " << op->indices.size()
-      << " indices; flatten_buffers must make every access 1-D";
-  const std::string& buf = name_of(op->buffer.get());
-  const Expr& idx = op->indices[0];
-  if (idx->dtype.is_vector()) {
-    auto* r = idx.as<RampNode>();
-    TILEC_ICHECK(r && is_one(r->stride)) << "vector store to '" << op->buffer->name
-                                         << "' with a non-contiguous index reached codegen";
-    vector_accessed.insert(op->buffer.get());
-    std::string base = expr(r->base);
-    return line("tl::store(&" + buf + "[" + base + "], " + expr(op->value) + ");");
-  }
-  std::string index = expr(idx);
-  line(buf + "[" + index + "] = " + expr(op->value) + ";");
+  ElementRef ref = element_ref(op->buffer, op->indices);
+  std::string value = expr(op->value);
+  if (ref.lanes > 1) return line("tl::store(&" + ref.text + ", " + value + ");");
+  line(ref.text + " = " + value + ";");
 }
 
 void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset) {

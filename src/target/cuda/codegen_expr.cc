@@ -276,32 +276,37 @@ Printed CudaPrinter::print_cast(const CastNode* op) {
   return {"(" + c_type(to, op->loc) + ")" + operand(op->value, kPrecUnary), kPrecUnary};
 }
 
-Printed CudaPrinter::print_load(const BufferLoadNode* op) {
-  if (debug && op->indices.size() != 1) {
-    std::string s = name_of(op->buffer.get());
-    int lanes = 1;
-    for (const auto& i : op->indices) {
+CudaPrinter::ElementRef CudaPrinter::element_ref(const Buffer& buffer, const std::vector<Expr>& indices) {
+  ElementRef ref{name_of(buffer.get())};
+  if (debug && indices.size() != 1) {  // debug dumps of IR that is not flattened yet
+    for (const auto& i : indices) {
       auto* r = i.as<RampNode>();
-      if (r) lanes = r->lanes;
-      s += "[" + expr(r ? r->base : i) + "]";
+      if (r) ref.lanes = r->lanes;
+      ref.text += "[" + expr(r ? r->base : i) + "]";
     }
-    if (lanes > 1) return {"tl::load<" + std::to_string(lanes) + ">(&" + s + ")"};
-    return {s};
+    return ref;
   }
-  TILEC_ICHECK(op->indices.size() == 1)
-      << "buffer '" << op->buffer->name << "' reached codegen with " << op->indices.size()
+  TILEC_ICHECK(indices.size() == 1)
+      << "buffer '" << buffer->name << "' reached codegen with " << indices.size()
       << " indices; flatten_buffers must make every access 1-D";
-  const std::string& buf = name_of(op->buffer.get());
-  const Expr& idx = op->indices[0];
-  if (idx->dtype.is_vector()) {
-    auto* r = idx.as<RampNode>();
-    TILEC_ICHECK(r && is_one(r->stride)) << "vector access of '" << op->buffer->name
-                                         << "' with a non-contiguous index reached codegen";
-    vector_accessed.insert(op->buffer.get());
-    std::string base = expr(r->base);
-    return {"tl::load<" + std::to_string(r->lanes) + ">(&" + buf + "[" + base + "])"};
+  const Expr& idx = indices[0];
+  if (!idx->dtype.is_vector()) {
+    ref.text += "[" + expr(idx) + "]";
+    return ref;
   }
-  return {buf + "[" + expr(idx) + "]"};
+  auto* r = idx.as<RampNode>();
+  TILEC_ICHECK(r && is_one(r->stride)) << "vector access of '" << buffer->name
+                                       << "' with a non-contiguous index reached codegen";
+  vector_accessed.insert(buffer.get());
+  ref.text += "[" + expr(r->base) + "]";
+  ref.lanes = r->lanes;
+  return ref;
+}
+
+Printed CudaPrinter::print_load(const BufferLoadNode* op) {
+  ElementRef ref = element_ref(op->buffer, op->indices);
+  if (ref.lanes > 1) return {"tl::load<" + std::to_string(ref.lanes) + ">(&" + ref.text + ")"};
+  return {ref.text};
 }
 
 Printed CudaPrinter::print_call(const CallNode* op) {

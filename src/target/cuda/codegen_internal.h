@@ -93,6 +93,13 @@ class CudaPrinter {
   Printed print_floor_div_mod(const ir::BinaryNode* op);
   Printed print_call(const ir::CallNode* op);
   Printed print_load(const ir::BufferLoadNode* op);
+  // The element an access names, "buf[index]", and its lane count (> 1 for a contiguous
+  // Ramp index, printed through tl::load / tl::store). Loads and stores share it.
+  struct ElementRef {
+    std::string text;
+    int lanes = 1;
+  };
+  ElementRef element_ref(const ir::Buffer& buffer, const std::vector<ir::Expr>& indices);
   Printed print_cast(const ir::CastNode* op);
   Printed print_imm(const ir::Expr& e);
 

@@ -94,3 +94,32 @@ TEST(RasterizeBlocks, RejectsOneDimensionalGrid) {
     EXPECT_NE(std::string(e.what()).find("needs a kernel with a 2-D grid"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+std::string rasterize_error(const PrimFunc& f) {
+  tilec::passes::PassContext ctx;
+  try {
+    tilec::passes::rasterize_blocks_pass().run(f, ctx);
+  } catch (const tilec::UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(RasterizeBlocks, RejectsNonPositivePanel) {
+  PrimFunc f = swizzled_kernel(4, 4, 0);
+  EXPECT_NE(rasterize_error(f).find("T.use_swizzle needs a positive integer panel size"), std::string::npos)
+      << rasterize_error(f);
+}
+
+TEST(RasterizeBlocks, RejectsSwizzleOutsideAKernel) {
+  Builder b("k");
+  b.begin_annotate("use_swizzle", int64_t{4});
+  b.begin_kernel({int_imm(4), int_imm(4)}, {32});
+  b.evaluate(int_imm(0));
+  b.end_frame();
+  b.end_frame();
+  PrimFunc f = b.finish();
+  EXPECT_NE(rasterize_error(f).find("T.use_swizzle outside a kernel"), std::string::npos) << rasterize_error(f);
+}

@@ -391,6 +391,7 @@ nb::list params_list(const Kernel& k) {
       d["strides"] = strides;
       d["is_output"] = t.is_output;
       d["alignment_bytes"] = t.alignment_bytes;
+      d["index_bits"] = t.index_bits;
     } else {
       d["kind"] = "scalar";
       d["dtype"] = k.plan().scalars[k.param_index(pos)].dtype.str();
@@ -461,7 +462,8 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("cache_key", [](const PyKernel& k) { return k.kernel->artifact().cache_key; })
       .def_prop_ro("symbols", [](const PyKernel& k) { return k.kernel->plan().symbols; })
       .def("params", [](const PyKernel& k) { return params_list(*k.kernel); },
-           "One dict per parameter: name, kind, dtype, shape (ints and symbol names), is_output.")
+           "One dict per parameter: name, kind, dtype, shape (ints and symbol names), is_output; tensors "
+           "also strides, alignment_bytes and index_bits (32 or 64: the width of the kernel's offset arithmetic).")
       .def("prepare", [](const PyKernel& k, int device) { k.kernel->prepare(device); }, nb::arg("device") = 0,
            "Loads the module on a device now (the first call does it otherwise).")
       .def("get_profiler",

@@ -9,14 +9,22 @@
 //         parameters are replaced by 1-D buffers of the same name and dtype; the originals,
 //         each with the layout (logical index -> flat offset), are kept in param order in
 //         attr kUnflattenedParamsAttr (the LaunchPlan needs their shapes). Index
-//         arithmetic is int64 when any index or stride is, or when a constant-shaped
-//         tensor has 2^31 elements or more; otherwise int32.
+//         arithmetic (per tensor) is int64 when any index, dimension or stride is int64,
+//         or when the dimensions whose size and stride are both constants already make
+//         the span 1 + sum_d (shape_d - 1) * |stride_d| reach 2^31 elements (a lower
+//         bound of the span: symbolic dimensions add >= 0); otherwise int32. The 1-D
+//         buffer's extent has the index type: build_launch_plan reads it from there, and
+//         the runtime rejects arguments of int32-indexed tensors whose actual span
+//         reaches 2^31 (runtime::kMaxInt32Span), so int32 offsets never wrap silently.
 // Runs after: vectorize (vector decisions use the logical indices). Runs once: a function
 //         that already has the attr is returned unchanged.
+#include <limits>
+
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
+#include "tilec/runtime/launch_plan.h"
 
 namespace tilec::passes {
 
@@ -89,6 +97,27 @@ class Flattener : public IRMutator {
   }
 };
 
+// Lower bound of 1 + sum_d (shape_d - 1) * |stride_d| from the dimensions whose size and
+// stride are constants; 0 for a tensor with a constant 0 dimension (nothing is accessed).
+// Saturates at INT64_MAX.
+int64_t constant_span_lower_bound(const Buffer& b, const std::vector<Expr>& strides) {
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+  int64_t span = 1;
+  for (int d = 0; d < b->ndim(); ++d) {
+    auto* size = as_const_int(b->shape[d]);
+    if (size && *size <= 0) return 0;
+    auto* stride = as_const_int(strides[d]);
+    if (!size || !stride) continue;
+    int64_t term;
+    if (*stride == std::numeric_limits<int64_t>::min() ||
+        __builtin_mul_overflow(*size - 1, *stride < 0 ? -*stride : *stride, &term) ||
+        __builtin_add_overflow(span, term, &span)) {
+      return kSaturated;
+    }
+  }
+  return span;
+}
+
 bool has_int64(const std::vector<Expr>& xs) {
   for (const auto& x : xs)
     if (x->dtype.is_integer() && x->dtype.bits() == 64) return true;
@@ -125,14 +154,8 @@ PrimFunc flatten(const PrimFunc& f) {
     const Buffer& b = p.buffer;
     FlatInfo fi;
     fi.strides = back::strides_of(b);
-    bool wide = width.wide.count(b.get()) > 0 || has_int64(fi.strides) || has_int64(b->shape);
-    int64_t numel = 1;
-    bool constant = true;
-    for (const auto& e : b->shape) {
-      if (auto* c = as_const_int(e)) numel *= std::max<int64_t>(*c, 1);
-      else constant = false;
-    }
-    if (constant && numel >= (int64_t{1} << 31)) wide = true;
+    bool wide = width.wide.count(b.get()) > 0 || has_int64(fi.strides) || has_int64(b->shape) ||
+                constant_span_lower_bound(b, fi.strides) > runtime::kMaxInt32Span;
     fi.index_type = wide ? Int64() : Int32();
     for (auto& s : fi.strides) s = to_type(s, fi.index_type);
     // Extent of the flat view: 1 + sum (shape_d - 1) * stride_d (= numel when row-major).
@@ -140,6 +163,7 @@ PrimFunc flatten(const PrimFunc& f) {
     for (int d = 0; d < b->ndim(); ++d)
       extent = back::add(extent, back::mul(back::sub(to_type(b->shape[d], fi.index_type), int_imm(1, fi.index_type)),
                                            fi.strides[d]));
+    TILEC_ICHECK(extent->dtype == fi.index_type) << "flat extent of '" << b->name << "' lost the index type";
     fi.flat = make_buffer(b->name, {extent}, b->dtype, Scope::kGlobal, {}, b->loc);
     std::vector<Var> vars;
     std::vector<Expr> var_exprs;

@@ -11,6 +11,8 @@
 //     widest access the kernel makes through that tensor (vector loads/stores found in the
 //     body, intrinsics whose EFFECT row gives the bytes they access, e.g. 16-byte cp.async,
 //     kAssumeAlignedPrefix annotations), at least one element;
+//     index_bits = the width of the tensor's offset arithmetic (the flattened buffer's
+//     extent type: 64 when flatten_buffers chose int64 indices, else 32);
 //   - scalars, param_order, symbols (every variable in a tensor's shape or strides, in order
 //     of first appearance);
 //   - kernel_args: every tensor's data pointer, then every scalar, then the symbols the
@@ -120,6 +122,20 @@ class AccessWidths : public IRVisitor {
   }
 };
 
+// Width of the offset arithmetic codegen prints for a tensor: flatten_buffers gives the
+// 1-D buffer's extent the index type; an unflattened buffer's indices are as wide as its
+// widest dimension or stride.
+int index_bits_of(const Buffer& param, bool flattened) {
+  if (flattened) {
+    TILEC_ICHECK(param->ndim() == 1) << "flattened parameter '" << param->name << "' is not 1-D";
+    return param->shape[0]->dtype.bits() >= 64 ? 64 : 32;
+  }
+  int bits = 32;
+  for (const auto* dims : {&param->shape, &param->strides})
+    for (const auto& e : *dims) bits = std::max(bits, e->dtype.bits() >= 64 ? 64 : 32);
+  return bits;
+}
+
 }  // namespace
 
 runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
@@ -150,6 +166,7 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
       for (size_t d = 0; d < orig->strides.size(); ++d)
         t.strides.push_back(symbols.spec(orig->strides[d], orig, static_cast<int>(d), "stride"));
       t.alignment_bytes = static_cast<int>(back::element_bytes(orig->dtype));
+      t.index_bits = index_bits_of(p.buffer, !originals.empty());
       tensor_index[p.buffer.get()] = static_cast<int>(plan.tensors.size());
       tensor_index[orig.get()] = static_cast<int>(plan.tensors.size());
       plan.param_order.push_back({true, static_cast<int>(plan.tensors.size())});

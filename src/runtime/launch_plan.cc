@@ -1,11 +1,16 @@
+// tensor_span: how many elements a tensor's offsets reach (the runtime's 32-bit index check).
 // eval_int: a small evaluator for the integer expressions of a LaunchPlan (grid extents
 // over symbolic dimensions). Runs at every kernel call, so it walks the tree with a
 // switch on the node kind and allocates nothing.
 //
 // Semantics follow the IR: Div/Mod truncate, FloorDiv/FloorMod round toward -inf,
-// compares and logic give 0/1, Cast to an integer type wraps to its width. Division by
-// zero is a UserError (it can only come from symbol values the caller passed).
+// compares and logic give 0/1, Cast to an integer type wraps to its width. Arithmetic is
+// exact, not wrapped to the operands' (often int32) type: a grid is evaluated only here, on
+// the host, and a wrapped extent would launch a wrong number of blocks without a word
+// (T.ceildiv(n, 128) with n near 2^31, n * 4 with n = 2^30). Division by zero and results
+// beyond int64 are UserErrors (they can only come from values the caller passed).
 #include <cstdint>
+#include <limits>
 
 #include "tilec/ir/expr.h"
 #include "tilec/runtime/launch_plan.h"
@@ -72,17 +77,22 @@ int64_t eval(const ir::ExprNode* e, const std::vector<ir::Var>& vars, const int6
   if (e->kind == NodeKind::kAnd && x == 0) return 0;
   if (e->kind == NodeKind::kOr && x != 0) return 1;
   int64_t y = eval(b->b.get(), vars, values);
+  auto overflow = [&] {
+    throw_user_error("a launch-grid expression overflows 64-bit arithmetic with the given arguments", {},
+                     "check the values of the kernel's symbolic dimensions and scalar arguments");
+  };
   auto check_divisor = [&] {
     if (y == 0) {
       throw_user_error("a launch-grid expression divides by zero with the given arguments", {},
                        "check the values of the kernel's symbolic dimensions and scalar arguments");
     }
+    if (y == -1 && x == std::numeric_limits<int64_t>::min()) overflow();
   };
   int64_t r = 0;
   switch (e->kind) {
-    case NodeKind::kAdd: r = int64_t(uint64_t(x) + uint64_t(y)); break;
-    case NodeKind::kSub: r = int64_t(uint64_t(x) - uint64_t(y)); break;
-    case NodeKind::kMul: r = int64_t(uint64_t(x) * uint64_t(y)); break;
+    case NodeKind::kAdd: if (__builtin_add_overflow(x, y, &r)) overflow(); break;
+    case NodeKind::kSub: if (__builtin_sub_overflow(x, y, &r)) overflow(); break;
+    case NodeKind::kMul: if (__builtin_mul_overflow(x, y, &r)) overflow(); break;
     case NodeKind::kDiv: check_divisor(); r = x / y; break;
     case NodeKind::kMod: check_divisor(); r = x % y; break;
     case NodeKind::kFloorDiv: check_divisor(); r = floor_div(x, y); break;
@@ -99,7 +109,7 @@ int64_t eval(const ir::ExprNode* e, const std::vector<ir::Var>& vars, const int6
     case NodeKind::kOr: return y != 0;
     default: TILEC_UNREACHABLE() << "binary kind " << ir::node_kind_name(e->kind);
   }
-  return wrap_to(e->dtype, r);
+  return r;
 }
 
 }  // namespace
@@ -112,6 +122,29 @@ int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars,
 
 int64_t eval_int_unchecked(const ir::Expr& e, const std::vector<ir::Var>& vars, const int64_t* values) {
   return eval(e.get(), vars, values);
+}
+
+int64_t tensor_span(int ndim, const int64_t* shape, const int64_t* strides) {
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] <= 0) return 0;
+  }
+  int64_t span = 1;
+  if (!strides) {
+    for (int d = 0; d < ndim; ++d) {
+      if (__builtin_mul_overflow(span, shape[d], &span)) return kSaturated;
+    }
+    return span;
+  }
+  for (int d = 0; d < ndim; ++d) {
+    if (strides[d] == std::numeric_limits<int64_t>::min()) return kSaturated;
+    int64_t term;
+    if (__builtin_mul_overflow(shape[d] - 1, strides[d] < 0 ? -strides[d] : strides[d], &term) ||
+        __builtin_add_overflow(span, term, &span)) {
+      return kSaturated;
+    }
+  }
+  return span;
 }
 
 }  // namespace tilec::runtime

@@ -4,9 +4,10 @@
 // Input: a CompiledArtifact whose plan passes check_launch_plan. Per call: one ArgValue
 // per parameter. Output: a launch on the given stream, or a UserError that names the
 // parameter and says expected vs got, raised before anything reaches the GPU.
-// Checks run in this order per tensor: kind, dtype, rank, shape, strides, device,
-// alignment; symbols are bound by the first parameter (in parameter order) that has
+// Checks run in this order per tensor: kind, dtype, rank, shape, strides, span (an
+// int32-indexed tensor must span fewer than 2^31 elements), device, alignment; symbols are bound by the first parameter (in parameter order) that has
 // them. No allocation and no string formatting happen unless an error is raised.
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -261,7 +262,8 @@ void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call
       if (!int_fits(st, value)) {
         arg_error(pos, std::string(what) + " " + std::to_string(dim) + " = " + std::to_string(value) +
                            " does not fit in the symbol '" + artifact_.plan.symbols[sym] + "', which has type " +
-                           st.str(), "this size needs a kernel compiled with 64-bit indexing");
+                           st.str(), "declare it 64-bit, " + artifact_.plan.symbols[sym] + " = T.dynamic(\"" +
+                                         artifact_.plan.symbols[sym] + "\", \"int64\"), or split the tensor");
       }
       call.symbol_values[sym] = value;
       call.symbol_bound_by[sym] = static_cast<int8_t>(pos);
@@ -321,6 +323,39 @@ void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call
       }
     }
   }
+  // The kernel's offsets for this tensor are int32: they must not wrap. Row-major plans
+  // compute strides from the shape, so the span is the element count there.
+  if (tp.index_bits == 32) {
+    const int64_t* strides = tp.strides.empty() ? nullptr : t.strides;
+    if (tensor_span(rank, t.shape, strides) > kMaxInt32Span) span_error(pos, t.shape, strides, rank);
+  }
+}
+
+void Kernel::span_error(int pos, const int64_t* shape, const int64_t* strides, int rank) const {
+  const int ti = param_index(pos);
+  const TensorParam& tp = artifact_.plan.tensors[ti];
+  const int64_t span = tensor_span(rank, shape, strides);
+  std::string got = span == INT64_MAX ? "more than 2^63" : std::to_string(span);
+  std::string layout = "shape " + shape_text(shape, rank);
+  if (strides) layout += ", strides " + shape_text(strides, rank);
+  // The hint names this tensor's 32-bit symbols: declaring them int64 makes the kernel
+  // index the tensor with int64.
+  std::string narrow;
+  for (const auto* dims : {&tp.shape, &tp.strides}) {
+    for (const auto& d : *dims) {
+      if (d.symbol.empty() || narrow.find("\"" + d.symbol + "\"") != std::string::npos) continue;
+      int sym = symbol_index(d.symbol);
+      if (sym >= 0 && artifact_.plan.symbol_vars[sym]->dtype.bits() < 64) {
+        narrow += (narrow.empty() ? "" : ", ") + d.symbol + " = T.dynamic(\"" + d.symbol + "\", \"int64\")";
+      }
+    }
+  }
+  arg_error(pos,
+            "expected a tensor whose element offsets span at most 2147483647 elements (2^31 - 1), since the kernel "
+            "indexes '" + tp.name + "' with int32 arithmetic; got one spanning " + got + " elements (" + layout + ")",
+            "split the tensor into pieces of fewer than 2^31 elements, or compile the kernel with 64-bit indexing "
+            "for it" + (narrow.empty() ? std::string(" (launch plan text: index=int64)")
+                                      : ": declare its dimensions 64-bit, " + narrow));
 }
 
 void Kernel::check_tensor_placement(int pos, const TensorView& t, BoundCall& call) const {
@@ -385,7 +420,12 @@ int Kernel::output_shape(int param, const BoundCall& call, int64_t* shape) const
                 "pass the output tensor explicitly");
     }
   }
-  return static_cast<int>(tp.shape.size());
+  // Refuse before the caller allocates a tensor the kernel cannot index.
+  const int rank = static_cast<int>(tp.shape.size());
+  if (tp.index_bits == 32 && tp.strides.empty() && tensor_span(rank, shape, nullptr) > kMaxInt32Span) {
+    span_error(param, shape, nullptr, rank);
+  }
+  return rank;
 }
 
 void Kernel::finalize(const ArgValue* args, BoundCall& call) const {

@@ -229,6 +229,11 @@ int64_t to_int(const std::string& s, int line) {
   return v;
 }
 
+int index_bits_from_text(const std::string& s, int line) {
+  if (s != "int32" && s != "int64") text_error(line, "index is int32 or int64, got '" + s + "'");
+  return s == "int32" ? 32 : 64;
+}
+
 ir::DataType to_dtype(const std::string& s, int line) {
   auto t = ir::DataType::parse(s);
   if (!t) text_error(line, "unknown type '" + s + "'");
@@ -298,6 +303,9 @@ void check_launch_plan(const LaunchPlan& p) {
     if (t.alignment_bytes < 1 || (t.alignment_bytes & (t.alignment_bytes - 1)) != 0) {
       fail("tensor '" + t.name + "' alignment " + std::to_string(t.alignment_bytes) + " is not a power of two");
     }
+    if (t.index_bits != 32 && t.index_bits != 64) {
+      fail("tensor '" + t.name + "' index width must be int32 or int64, got " + std::to_string(t.index_bits) + " bits");
+    }
     if (t.dtype.lanes() != 1 || t.dtype.is_void() || t.dtype.is_handle()) {
       fail("tensor '" + t.name + "' has element type " + t.dtype.str());
     }
@@ -360,7 +368,8 @@ std::string launch_plan_to_text(const LaunchPlan& p) {
     dims_to_text(t.shape, os);
     os << " strides=";
     dims_to_text(t.strides, os);
-    os << " align=" << t.alignment_bytes << " output=" << (t.is_output ? 1 : 0) << '\n';
+    os << " align=" << t.alignment_bytes << " output=" << (t.is_output ? 1 : 0) << " index=int" << t.index_bits
+       << '\n';
   }
   for (const auto& s : p.scalars) os << "scalar " << s.name << ' ' << s.dtype.str() << '\n';
   for (auto [is_tensor, index] : p.param_order) os << "param " << (is_tensor ? "tensor " : "scalar ") << index << '\n';
@@ -388,6 +397,7 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
   std::string raw;
   int line = 0;
   bool saw_header = false, saw_param = false, saw_arg = false;
+  std::set<size_t> index_given;  // tensors whose line has an index= field
   while (std::getline(in, raw)) {
     ++line;
     if (auto hash = raw.find('#'); hash != std::string::npos) raw.resize(hash);
@@ -424,6 +434,7 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
         else if (key == "strides") t.strides = dims_from_text(value, line);
         else if (key == "align") t.alignment_bytes = static_cast<int>(to_int(value, line));
         else if (key == "output") t.is_output = to_int(value, line) != 0;
+        else if (key == "index") t.index_bits = index_bits_from_text(value, line), index_given.insert(p.tensors.size());
         else text_error(line, "unknown tensor field '" + key + "'");
       }
       p.tensors.push_back(std::move(t));
@@ -470,6 +481,18 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
     }
   }
   if (!saw_header) text_error(line, "empty launch plan text");
+  // Without index=, a tensor is indexed as wide as its widest symbol (the compiler's rule
+  // for symbolic dimensions): int64 when one is int64, else int32.
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    if (index_given.count(i)) continue;
+    for (const auto* dims : {&p.tensors[i].shape, &p.tensors[i].strides}) {
+      for (const auto& d : *dims) {
+        for (const auto& v : p.symbol_vars) {
+          if (v->name == d.symbol && v->dtype.bits() >= 64) p.tensors[i].index_bits = 64;
+        }
+      }
+    }
+  }
   if (!saw_param) {
     for (size_t i = 0; i < p.tensors.size(); ++i) p.param_order.emplace_back(true, static_cast<int>(i));
     for (size_t i = 0; i < p.scalars.size(); ++i) p.param_order.emplace_back(false, static_cast<int>(i));

@@ -3,7 +3,8 @@
 // A call goes through three steps so that everything except the last runs without a GPU
 // (and is tested that way, with fake tensor descriptors):
 //   1. bind:     check each argument against the plan (kind, dtype, rank, shape with
-//                symbolic dimensions bound from the first tensor that has them, strides;
+//                symbolic dimensions bound from the first tensor that has them, strides,
+//                span: offsets of an int32-indexed tensor must not wrap;
 //                then, for all tensors, device and alignment) and bind the symbols. Outputs may be absent
 //                (allocated by the caller afterwards from output_shape()).
 //   2. finalize: evaluate the grid, pack the kernel parameters.
@@ -112,6 +113,7 @@ class Kernel {
   void bind_tensor_structure(int param, const TensorView& t, BoundCall& call) const;
   void check_tensor_placement(int param, const TensorView& t, BoundCall& call) const;
   void bind_scalar(int param, const ArgValue& a, BoundCall& call) const;
+  [[noreturn]] void span_error(int param, const int64_t* shape, const int64_t* strides, int rank) const;
   std::string describe_param(int param) const;
   std::string dim_text(const DimSpec& d) const;
   int symbol_index(const std::string& name) const;

@@ -26,7 +26,21 @@ struct TensorParam {
   std::vector<DimSpec> strides;  // empty: must be contiguous row-major
   int alignment_bytes = 1;       // base pointer alignment the kernel relies on
   bool is_output = false;        // allocated by the runtime (out_idx)
+  // Width of the kernel's element-offset arithmetic for this tensor (flatten_buffers
+  // decides it). 32: the runtime rejects an argument whose span (see tensor_span) exceeds
+  // kMaxInt32Span, since its offsets would wrap; 64: no limit.
+  int index_bits = 32;
 };
+
+// Largest span an int32-indexed tensor may have: 2^31 - 1 elements. Span, not largest
+// offset, because the kernel also computes row-major strides (products of trailing dims,
+// up to the element count) in the index type.
+constexpr int64_t kMaxInt32Span = 2147483647;
+
+// Elements a tensor's offsets reach: 0 when a dimension is 0, else
+// 1 + sum_d (shape_d - 1) * |stride_d| (strides in elements; nullptr: row-major, so the
+// span is the element count). Saturates at INT64_MAX instead of overflowing.
+int64_t tensor_span(int ndim, const int64_t* shape, const int64_t* strides);
 
 struct ScalarParam {
   std::string name;

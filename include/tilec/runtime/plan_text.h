@@ -4,8 +4,8 @@
 //   tilec-launch-plan 1
 //   kernel add_kernel
 //   symbol n int32                        # every symbolic dimension, with its type
-//   tensor A float16 shape=[n] strides=[] align=16 output=0
-//   tensor C float16 shape=[n,64] strides=[64,1] align=1 output=1
+//   tensor A float16 shape=[n] strides=[] align=16 output=0 index=int32
+//   tensor C float16 shape=[n,64] strides=[64,1] align=1 output=1 index=int64
 //   scalar alpha float32
 //   param tensor 0                        # the function's parameter order
 //   param scalar 0
@@ -21,7 +21,11 @@
 // name, or `(op args...)` with op one of + - * // % truncdiv truncmod min max == != < <=
 // > >= and or not select cast:<dtype>. Without `param` lines the parameter order is the
 // tensors then the scalars; without `arg` lines the arguments follow the parameter order.
-// `#` starts a comment.
+// `#` starts a comment. Tensor fields may be left out: strides (row-major), align (1),
+// output (0), index (the width of the kernel's offset arithmetic for the tensor: int32
+// makes the runtime reject arguments spanning 2^31 elements or more; when left out, int64
+// if one of the tensor's symbols is int64, else int32, so a plan written before the field
+// existed, or by hand for `int i = ...` code, stays safe).
 #pragma once
 
 #include <string>

@@ -17,7 +17,9 @@
 // Lowering: one call of the device library per T.gemm:
 //   tl.gemm_ss("M, N, K, WARP_M, WARP_N, TA, TB, CLEAR, tl::SmemTile<R, C, bits>, ..., KIND",
 //              &A[tile], a_row0, a_col0, &B[tile], b_row0, b_col0, &C[0], thread)
-// (tl.gemm_fma_ss with the thread grid for the FMA path).
+// (tl.gemm_fma_ss with the thread grid for the FMA path). The mma call sits in
+// Annotate(kGemmFragmentWordsKey, registers of its operand fragments), which
+// overlap_gemm_mainloop reads when it carries the fragments across a pipelined loop.
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -28,6 +30,7 @@
 #include "tilec/layout/layout.h"
 #include "tilec/layout/swizzle.h"
 #include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/target/cuda/gemm_isel.h"
 
 namespace tilec::ops {
@@ -284,7 +287,11 @@ Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
                         {string_imm(t.str()), a.address, a.row0, a.col0, b.address, b.row0, b.col0, c_addr,
                          ctx.thread_index()},
                         op.loc);
-  return evaluate(call_expr, op.loc);
+  if (!mma) return evaluate(call_expr, op.loc);
+  // The operand fragments' registers per thread (GemmSsCore::kFragWords in the device code),
+  // for overlap_gemm_mainloop.
+  const int64_t mt = q.m / plan.warp_m / 16, nt = q.n / plan.warp_n / 8;
+  return annotate(passes::kGemmFragmentWordsKey, int64_t{2 * (mt * 4 + nt * 2)}, evaluate(call_expr, op.loc), op.loc);
 }
 
 }  // namespace

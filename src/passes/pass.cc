@@ -48,6 +48,9 @@ const std::vector<ConfigKey> kConfigKeys = {
      "Alignment in elements assumed for symbolic dimensions (accepted; no effect yet)."},
     {"tl.config_index_bitwidth", int64_t{32},
      "Bit width of index arithmetic (accepted; no effect yet)."},
+    {"tl.disable_gemm_overlap", false,
+     "Keep T.gemm main loops as written: no operand fragments carried across iterations "
+     "(overlap_gemm_mainloop)."},
     {"tl.disable_thread_storage_sync", false,
      "Do not insert __syncthreads between shared memory accesses (unsafe; for debugging)."},
     {"tl.enable_aggressive_shared_memory_merge", false,

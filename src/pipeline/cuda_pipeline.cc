@@ -2,7 +2,7 @@
 // codegen prints (docs/LOWERED_IR.md). DESIGN.md section 1 gives the intended order:
 //   verify -> simplify -> plan pipeline -> warp-specialize (sm90+) -> inject pipeline
 //   -> infer layouts -> lower tile ops -> bounds legalize -> vectorize -> flatten
-//   -> plan shared memory -> insert syncs -> split host/device
+//   -> plan shared memory -> insert syncs -> overlap gemm main loop -> split host/device
 #include "tilec/passes/passes.h"
 #include "tilec/pipeline/pipeline.h"
 
@@ -31,6 +31,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   list.push_back(flatten_buffers_pass());
   list.push_back(plan_shared_memory_pass());
   list.push_back(insert_syncs_pass());
+  list.push_back(overlap_gemm_mainloop_pass());  // moves a barrier into the gemm: after syncs
   list.push_back(split_host_device_pass());
   (void)target;
   return list;

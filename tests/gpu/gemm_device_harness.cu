@@ -128,8 +128,11 @@ __device__ __forceinline__ void load_tile(T* smem, const T* g, int grows, int gc
 }
 
 template <int BM, int BN, int BK, int WARP_M, int WARP_N, int STAGES, bool TRANS_A, bool TRANS_B, int KIND,
-          bool SWIZZLE, bool COPY_AFTER = false>
+          bool SWIZZLE, bool COPY_AFTER = false, bool OVERLAP = false>
 struct Config {
+  // OVERLAP: the main loop overlap_gemm_mainloop emits (tl::gemm_ss_prefetch before the loop,
+  // tl::gemm_ss_overlap in it: the wait + barrier run before the last k-step of each tile).
+  static constexpr bool kOverlap = OVERLAP;
   // COPY_AFTER: issue the next tile's cp.async after the gemm instead of before it (the
   // order T.Pipelined(..., order=[1, 2, 0], stage=[0, 0, 1]) gives): shorter bubble after
   // the barrier, one iteration less lead time for the loads.
@@ -154,6 +157,11 @@ struct Config {
 };
 
 // The T.gemm of the loop body: one call of the device library, as the compiler emits it.
+template <class Cfg, int BM, int BN, int BK, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, int KIND,
+          typename In>
+using CoreOf = tl::gemm_detail::GemmSsCore<BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, typename Cfg::TileA,
+                                           typename Cfg::TileB, KIND, In, In>;
+
 template <bool FMA>
 struct BlockGemm;
 template <>
@@ -221,6 +229,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (s < k_tiles) issue(s, s);
     tl::cp_async_commit();
   }
+  if constexpr (Cfg::kOverlap && KIND != kFma) {
+    using Core = CoreOf<Cfg, BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, KIND, In>;
+    constexpr int F = Core::kFragWords;
+    unsigned frag[F];
+    tl::cp_async_wait(STAGES - 2);
+    __syncthreads();
+    tl::gemm_ss_prefetch<BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, false, typename Cfg::TileA,
+                         typename Cfg::TileB, KIND, F>(As, 0, 0, Bs, 0, 0, frag, tid);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int next = kt + STAGES - 1;
+      if (next < k_tiles) issue(next, next % STAGES);
+      tl::cp_async_commit();
+      const int slot = kt % STAGES, nslot = (kt + 1) % STAGES;
+      tl::gemm_ss_overlap<BM, BN, BK, WARP_M, WARP_N, TRANS_A, TRANS_B, false, typename Cfg::TileA,
+                          typename Cfg::TileB, KIND, STAGES - 2, F>(
+          As + slot * Cfg::kTileA, 0, 0, Bs + slot * Cfg::kTileB, 0, 0, acc, tid, frag, As + nslot * Cfg::kTileA,
+          Bs + nslot * Cfg::kTileB, kt + 1 < k_tiles);
+    }
+  } else {
   for (int kt = 0; kt < k_tiles; ++kt) {
     tl::cp_async_wait(STAGES - 2);  // tile kt has landed (for this thread)
     __syncthreads();                // ... for every thread; and slot (kt-1) % STAGES is free
@@ -236,6 +263,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (next < k_tiles) issue(next, next % STAGES);
       tl::cp_async_commit();
     }
+  }
   }
   tl::cp_async_wait(0);
 
@@ -421,15 +449,15 @@ Result run_config(int M, int N, int K, bool check, int timing_iters, uint64_t se
 }
 
 template <int BM, int BN, int BK, int WARP_M, int WARP_N, int STAGES, bool TRANS_A, bool TRANS_B, int KIND,
-          bool SWIZZLE = true, bool COPY_AFTER = false>
+          bool SWIZZLE = true, bool COPY_AFTER = false, bool OVERLAP = false>
 Result test(int M, int N, int K, bool check, int timing_iters = 0) {
-  using Cfg = Config<BM, BN, BK, WARP_M, WARP_N, STAGES, TRANS_A, TRANS_B, KIND, SWIZZLE, COPY_AFTER>;
+  using Cfg = Config<BM, BN, BK, WARP_M, WARP_N, STAGES, TRANS_A, TRANS_B, KIND, SWIZZLE, COPY_AFTER, OVERLAP>;
   Result r = run_config<Cfg, BM, BN, BK, WARP_M, WARP_N, STAGES, TRANS_A, TRANS_B, KIND, SWIZZLE>(
       M, N, K, check, timing_iters, 1234u + M * 7u + N * 13u + K);
   char label[160];
   std::snprintf(label, sizeof label, "%-7s %s%s %3dx%3dx%2d warps %dx%d stages %d%s%s", KindTypes<KIND>::name,
                 TRANS_A ? "T" : "N", TRANS_B ? "T" : "N", BM, BN, BK, WARP_M, WARP_N, STAGES,
-                SWIZZLE ? "" : " no-swizzle", COPY_AFTER ? " copy-after" : "");
+                SWIZZLE ? "" : " no-swizzle", COPY_AFTER ? " copy-after" : OVERLAP ? " overlap" : "");
   if (check) {
     ++g_checks;
     if (!r.ok) ++g_failures;
@@ -514,16 +542,27 @@ int main(int argc, char** argv) {
     test<128, 128, 32, 2, 2, 3, false, true, tl::kMmaTF32>(s[0], s[1], s[2], true);
     test<128, 128, 32, 2, 2, 3, true, false, tl::kMmaTF32>(s[0], s[1], s[2], true);
     test<64, 64, 16, 1, 1, 2, false, false, kFma>(s[0], s[1], s[2], true);
+    // the overlapped main loop (tl::gemm_ss_prefetch / gemm_ss_overlap), every path of it:
+    // even and odd k-step counts, ldmatrix and scalar operand loads, 2-4 stages
+    test<128, 256, 64, 2, 4, 3, false, false, tl::kMmaBF16, true, false, true>(s[0], s[1], s[2], true);
+    test<128, 256, 32, 2, 4, 4, false, false, tl::kMmaBF16, true, false, true>(s[0], s[1], s[2], true);
+    test<128, 128, 32, 2, 2, 3, false, true, tl::kMmaF16, true, false, true>(s[0], s[1], s[2], true);
+    test<128, 128, 32, 2, 2, 2, true, true, tl::kMmaBF16, true, false, true>(s[0], s[1], s[2], true);
+    test<64, 64, 16, 4, 1, 2, false, false, tl::kMmaF16, true, false, true>(s[0], s[1], s[2], true);
+    test<64, 64, 48, 2, 2, 3, true, false, tl::kMmaF16, true, false, true>(s[0], s[1], s[2], true);
+    test<128, 128, 32, 2, 2, 3, true, false, tl::kMmaTF32, true, false, true>(s[0], s[1], s[2], true);
   }
   const int isizes[][3] = {{256, 256, 256}, {208, 144, 144}, {1008, 1008, 1008}};
   for (auto& s : isizes) {
     test<128, 128, 64, 2, 2, 3, false, true, tl::kMmaS8>(s[0], s[1], s[2], true);
     test<128, 128, 64, 2, 2, 3, false, false, tl::kMmaS8>(s[0], s[1], s[2], true);
     test<128, 128, 64, 2, 2, 3, true, true, tl::kMmaS8>(s[0], s[1], s[2], true);
+    test<128, 128, 64, 2, 2, 3, false, false, tl::kMmaS8, true, false, true>(s[0], s[1], s[2], true);
   }
   // ---- large bf16 (the performance configurations), also checked ----
   test<128, 256, 32, 2, 4, 4, false, false, tl::kMmaBF16>(4096, 4096, 4096, true);
   test<128, 256, 64, 2, 4, 3, false, false, tl::kMmaBF16>(4096, 4096, 4096, true);
+  test<128, 256, 64, 2, 4, 3, false, false, tl::kMmaBF16, true, false, true>(4096, 4096, 4096, true);
 
   if (perf) {
     for (int n : {4096, 8192}) {
@@ -548,6 +587,10 @@ int main(int argc, char** argv) {
       ratio(test<128, 256, 32, 2, 4, 4, false, false, tl::kMmaBF16, true, true>(n, n, n, false, iters));
       ratio(test<128, 256, 64, 2, 4, 4, false, false, tl::kMmaBF16, true, true>(n, n, n, false, iters));
       ratio(test<128, 256, 32, 2, 4, 5, false, false, tl::kMmaBF16, true, true>(n, n, n, false, iters));
+      ratio(test<128, 256, 64, 2, 4, 3, false, false, tl::kMmaBF16, true, false, true>(n, n, n, false, iters));
+      ratio(test<128, 256, 64, 2, 4, 4, false, false, tl::kMmaBF16, true, false, true>(n, n, n, false, iters));
+      ratio(test<256, 128, 64, 4, 2, 3, false, false, tl::kMmaBF16, true, false, true>(n, n, n, false, iters));
+      ratio(test<128, 128, 64, 2, 2, 3, false, false, tl::kMmaBF16, true, false, true>(n, n, n, false, iters));
     }
   }
   std::printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);

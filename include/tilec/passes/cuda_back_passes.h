@@ -33,5 +33,10 @@ inline constexpr const char* kSwizzle128BKey = "tilec.swizzle_128b";
 // bytes); the LaunchPlan makes the runtime check the tensor's base pointer accordingly.
 // (Vector loads/stores are found by the plan builder itself.)
 inline constexpr const char* kAssumeAlignedPrefix = "tilec.assume_aligned:";
+// Annotate(kGemmFragmentWordsKey, int64 F) directly around the Evaluate of a tl.gemm_ss call
+// (from T.gemm's lowering): the call's operand fragments take F 32-bit registers per
+// thread (tl::gemm_detail::GemmSsCore::kFragWords), which overlap_gemm_mainloop needs to
+// keep them in a local array across loop iterations. Dropped by that pass.
+inline constexpr const char* kGemmFragmentWordsKey = "tilec.gemm_fragment_words";
 
 }  // namespace tilec::passes

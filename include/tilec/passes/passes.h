@@ -109,6 +109,15 @@ Pass plan_shared_memory_pass();
 //   count from their issue to the next cp_async_wait. Config tl.disable_thread_storage_sync.
 Pass insert_syncs_pass();
 
+// overlap_gemm_mainloop (src/passes/overlap_gemm_mainloop.cc)
+//   in:  the function after insert_syncs.   out: every steady pipelined loop of the form
+//   {cp_async_wait(w); syncthreads; cp.async copies; tl.gemm_ss(stage v)} keeps the gemm's
+//   operand fragments in a local array across iterations: wait + barrier move into the
+//   gemm call (tl.gemm_ss_overlap, before its last k-step, which then loads k-step 0 of
+//   iteration v + 1), one copy of them and tl.gemm_ss_prefetch go before the loop.
+//   Annotations kGemmFragmentWordsKey dropped. Config tl.disable_gemm_overlap.
+Pass overlap_gemm_mainloop_pass();
+
 // split_host_device (src/passes/split_host_device.cc)
 //   in:  the function after insert_syncs.   out: unchanged; checks that the LaunchPlan can
 //   be built (every variable the kernel uses is a parameter or a symbolic dimension), so

@@ -19,6 +19,10 @@
 //   KIND: kMmaF16 / kMmaBF16 (f32 accumulate), kMmaTF32 (f32 data rounded to tf32),
 //   kMmaS8 / kMmaU8 (s32 accumulate).
 //
+//   tl::gemm_ss_prefetch / tl::gemm_ss_overlap: the same GEMM split for a pipelined main
+//   loop whose operand fragments stay in registers across iterations (the barrier of the
+//   next tile sits before the last k-step of this one); see their comment below.
+//
 // Per warp and k-step, A fragments come from one ldmatrix.x4 per m16 tile and B fragments
 // from one ldmatrix.x4 per pair of n8 tiles; fragments of k-step s+1 are loaded while the
 // mma.sync of k-step s run (register double buffering). Orientations that ldmatrix cannot
@@ -225,81 +229,174 @@ struct LdsmAddress {
 
 }  // namespace gemm_detail
 
-template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
-          class TileB, int KIND, typename TA, typename TB, typename TC>
-__device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
-                                        TC* C, int thread_idx) {
-  using Tr = gemm_detail::MmaTraits<KIND>;
-  constexpr int E = Tr::kElemBytes;
-  constexpr int WM = M / WARP_M, WN = N / WARP_N;  // the warp tile
-  constexpr int MT = WM / 16, NT = WN / 8;         // mma tiles per warp
-  constexpr int KS = K / Tr::kK;                   // k-steps
+namespace gemm_detail {
+
+// Everything one warp needs to run a block GEMM on shared operands: the warp's place in the
+// block tile, its ldmatrix addresses, and the two steps the k loop repeats (load the
+// fragments of one k-step into a register slot; run the mma.sync of one slot).
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, class TileA, class TileB,
+          int KIND, typename TA, typename TB>
+struct GemmSsCore {
+  using Tr = MmaTraits<KIND>;
+  static constexpr int E = Tr::kElemBytes;
+  static constexpr int WM = M / WARP_M, WN = N / WARP_N;  // the warp tile
+  static constexpr int MT = WM / 16, NT = WN / 8;         // mma tiles per warp
+  static constexpr int KK = Tr::kK;
+  static constexpr int KS = K / KK;  // k-steps
   static_assert(sizeof(TA) == E && sizeof(TB) == E, "gemm_ss: operand element size does not match KIND");
-  static_assert(gemm_detail::same_type<TC, typename Tr::Acc>::value,
-                "gemm_ss: the accumulator type must be float (f16/bf16/tf32) or int (int8)");
   static_assert(M % (WARP_M * 16) == 0, "gemm_ss: M must be a multiple of 16 * WARP_M");
   static_assert(N % (WARP_N * 8) == 0, "gemm_ss: N must be a multiple of 8 * WARP_N");
-  static_assert(K % Tr::kK == 0, "gemm_ss: K must be a multiple of the mma k (16 f16/bf16, 8 tf32, 32 int8)");
+  static_assert(K % KK == 0, "gemm_ss: K must be a multiple of the mma k (16 f16/bf16, 8 tf32, 32 int8)");
   static_assert((TileA::kCols * E) % 16 == 0 && (TileB::kCols * E) % 16 == 0,
                 "gemm_ss: operand rows must be whole 16-byte chunks (ldmatrix row addresses)");
   static_assert((TRANS_A ? TileA::kRows >= K && TileA::kCols >= M : TileA::kRows >= M && TileA::kCols >= K) &&
                     (TRANS_B ? TileB::kRows >= N && TileB::kCols >= K : TileB::kRows >= K && TileB::kCols >= N),
                 "gemm_ss: an operand is larger than its shared tile");
 
-  const int lane = thread_idx & 31;
-  const int warp = thread_idx >> 5;
-  const int m_base = (warp % WARP_M) * WM;
-  const int n_base = (warp / WARP_M) * WN;
+  // Operand fragments, two slots (k-step s uses slot s % 2 while s + 1 loads into the other).
+  struct Frags {
+    unsigned a[2][MT][4];
+    unsigned b[2][NT][2];
+  };
+  static constexpr int kFragWords = int(sizeof(Frags) / sizeof(unsigned));
 
-  if (CLEAR_ACCUM) {
-#pragma unroll
-    for (int i = 0; i < MT * NT * 4; ++i) C[i] = TC(0);
-  }
+  using AAddr = LdsmAddress<TileA, E, KS, MT, TRANS_A ? KK : 0, TRANS_A ? 0 : KK, TRANS_A ? 0 : 16, TRANS_A ? 16 : 0>;
+  using BAddr = LdsmAddress<TileB, E, KS, (NT + 1) / 2, TRANS_B ? 0 : KK, TRANS_B ? KK : 0, TRANS_B ? 16 : 0,
+                            TRANS_B ? 0 : 16>;
 
-  // ldmatrix addresses: stored coordinates per (k-step, m16 tile) and (k-step, n16 pair).
-  constexpr int KK = Tr::kK;
-  const gemm_detail::LdsmAddress<TileA, E, KS, MT, TRANS_A ? KK : 0, TRANS_A ? 0 : KK, TRANS_A ? 0 : 16,
-                                 TRANS_A ? 16 : 0>
-      a_addr(a_row0, a_col0, [&](int s, int i) {
-        return TRANS_A ? layout::ldsm_a_mmajor(lane, m_base + i * 16, s * KK)
-                       : layout::ldsm_a_kmajor(lane, m_base + i * 16, s * KK, E);
-      });
-  const gemm_detail::LdsmAddress<TileB, E, KS, (NT + 1) / 2, TRANS_B ? 0 : KK, TRANS_B ? KK : 0, TRANS_B ? 16 : 0,
-                                 TRANS_B ? 0 : 16>
-      b_addr(b_row0, b_col0, [&](int s, int i) {
-        return TRANS_B ? layout::ldsm_b_kmajor(lane, n_base + i * 16, s * KK, E)
-                       : layout::ldsm_b_nmajor(lane, n_base + i * 16, s * KK);
-      });
-  const unsigned a_base = smem_u32addr(A), b_base = smem_u32addr(B);
+  const int lane, m_base, n_base;
+  const int a_row0, a_col0, b_row0, b_col0;
+  const AAddr a_addr;
+  const BAddr b_addr;
 
-  unsigned a[2][MT][4];
-  unsigned b[2][NT][2];
-  auto load_step = [&](int buf, int ks) {
+  __device__ __forceinline__ GemmSsCore(int a_row0_, int a_col0_, int b_row0_, int b_col0_, int thread_idx)
+      : lane(thread_idx & 31),
+        m_base(((thread_idx >> 5) % WARP_M) * WM),
+        n_base(((thread_idx >> 5) / WARP_M) * WN),
+        a_row0(a_row0_),
+        a_col0(a_col0_),
+        b_row0(b_row0_),
+        b_col0(b_col0_),
+        a_addr(a_row0_, a_col0_,
+               [&](int s, int i) {
+                 return TRANS_A ? layout::ldsm_a_mmajor(lane, m_base + i * 16, s * KK)
+                                : layout::ldsm_a_kmajor(lane, m_base + i * 16, s * KK, E);
+               }),
+        b_addr(b_row0_, b_col0_, [&](int s, int i) {
+          return TRANS_B ? layout::ldsm_b_kmajor(lane, n_base + i * 16, s * KK, E)
+                         : layout::ldsm_b_nmajor(lane, n_base + i * 16, s * KK);
+        }) {}
+
+  // The fragments of k-step ks of the operands at A / B into slot `buf`.
+  __device__ __forceinline__ void load_step(Frags& f, int buf, int ks, const TA* A, const TB* B) const {
+    const unsigned a_base = smem_u32addr(A), b_base = smem_u32addr(B);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
-      gemm_detail::load_a<KIND, TRANS_A, TileA>(a[buf][mt], a_addr.at(a_base, ks, mt), A, a_row0, a_col0,
-                                                m_base + mt * 16, ks * KK, lane);
+      load_a<KIND, TRANS_A, TileA>(f.a[buf][mt], a_addr.at(a_base, ks, mt), A, a_row0, a_col0, m_base + mt * 16,
+                                   ks * KK, lane);
 #pragma unroll
     for (int nt = 0; nt + 1 < NT; nt += 2)
-      gemm_detail::load_b<KIND, TRANS_B, TileB, true>(b[buf][nt], b[buf][nt + 1], b_addr.at(b_base, ks, nt / 2), B,
-                                                      b_row0, b_col0, n_base + nt * 8, ks * KK, lane);
+      load_b<KIND, TRANS_B, TileB, true>(f.b[buf][nt], f.b[buf][nt + 1], b_addr.at(b_base, ks, nt / 2), B, b_row0,
+                                         b_col0, n_base + nt * 8, ks * KK, lane);
     if (NT % 2 == 1)
-      gemm_detail::load_b<KIND, TRANS_B, TileB, false>(b[buf][NT - 1], b[buf][NT - 1], b_addr.at(b_base, ks, NT / 2),
-                                                       B, b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
-  };
+      load_b<KIND, TRANS_B, TileB, false>(f.b[buf][NT - 1], f.b[buf][NT - 1], b_addr.at(b_base, ks, NT / 2), B,
+                                          b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
+  }
 
-  load_step(0, 0);
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    if (ks + 1 < KS) load_step((ks + 1) & 1, ks + 1);
+  // The mma.sync of the fragments in slot `buf`, accumulating into C.
+  template <typename TC>
+  __device__ __forceinline__ static void mma_step(const Frags& f, int buf, TC* C) {
+    static_assert(same_type<TC, typename Tr::Acc>::value,
+                  "gemm_ss: the accumulator type must be float (f16/bf16/tf32) or int (int8)");
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int nt = (mt & 1) ? NT - 1 - j : j;  // serpentine: reuse the last B fragment
-        Tr::run(C + (mt * NT + nt) * 4, a[ks & 1][mt], b[ks & 1][nt]);
+        Tr::run(C + (mt * NT + nt) * 4, f.a[buf][mt], f.b[buf][nt]);
       }
     }
+  }
+
+  template <typename TC>
+  __device__ __forceinline__ static void clear(TC* C) {
+#pragma unroll
+    for (int i = 0; i < MT * NT * 4; ++i) C[i] = TC(0);
+  }
+};
+
+}  // namespace gemm_detail
+
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
+          class TileB, int KIND, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0,
+                                        TC* C, int thread_idx) {
+  using Core = gemm_detail::GemmSsCore<M, N, K, WARP_M, WARP_N, TRANS_A, TRANS_B, TileA, TileB, KIND, TA, TB>;
+  const Core core(a_row0, a_col0, b_row0, b_col0, thread_idx);
+  if (CLEAR_ACCUM) Core::clear(C);
+  typename Core::Frags f;
+  core.load_step(f, 0, 0, A, B);
+#pragma unroll
+  for (int ks = 0; ks < Core::KS; ++ks) {
+    if (ks + 1 < Core::KS) core.load_step(f, (ks + 1) & 1, ks + 1, A, B);
+    Core::mma_step(f, ks & 1, C);
+  }
+}
+
+// The main loop of a pipelined GEMM with the operand fragments carried across iterations
+// (what src/passes/overlap_gemm_mainloop.cc emits in place of a loop
+//   for ko: {cp_async_wait(W); __syncthreads(); <cp.async copies>; gemm_ss(stage ko)}):
+//
+//   cp_async_wait(W); __syncthreads();
+//   gemm_ss_prefetch<..., FRAG_WORDS>(stage 0, frag, thread)         k-step 0 of the first tile
+//   for ko: {<copies>; gemm_ss_overlap<..., W, FRAG_WORDS>(stage ko, C, thread, frag,
+//                                                        stage ko + 1, ko + 1 < n)}
+//
+// gemm_ss_overlap runs the k-steps of one tile from fragments that are already in `frag`
+// (slot 0 holds k-step 0) and, before the mma of the last k-step, does the loop's
+// cp_async_wait(W) + __syncthreads() and loads k-step 0 of the next tile (when has_next):
+// the barrier and the first ldmatrix of a tile then hide behind the last mma.sync of the
+// one before, instead of stalling every warp at the top of the iteration. The operands'
+// row0 / col0 must be the same for both tiles. `frag` is a local array of FRAG_WORDS
+// (= GemmSsCore::kFragWords, checked) unsigned words that lives across the loop.
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
+          class TileB, int KIND, int FRAG_WORDS, typename TA, typename TB>
+__device__ __forceinline__ void gemm_ss_prefetch(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0,
+                                                 int b_col0, unsigned* frag, int thread_idx) {
+  using Core = gemm_detail::GemmSsCore<M, N, K, WARP_M, WARP_N, TRANS_A, TRANS_B, TileA, TileB, KIND, TA, TB>;
+  static_assert(FRAG_WORDS == Core::kFragWords, "gemm_ss_prefetch: fragment storage size mismatch");
+  const Core core(a_row0, a_col0, b_row0, b_col0, thread_idx);
+  core.load_step(*reinterpret_cast<typename Core::Frags*>(frag), 0, 0, A, B);
+}
+
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_A, bool TRANS_B, bool CLEAR_ACCUM, class TileA,
+          class TileB, int KIND, int WAIT_GROUPS, int FRAG_WORDS, typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_ss_overlap(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0,
+                                                int b_col0, TC* C, int thread_idx, unsigned* frag, const TA* A_next,
+                                                const TB* B_next, bool has_next) {
+  using Core = gemm_detail::GemmSsCore<M, N, K, WARP_M, WARP_N, TRANS_A, TRANS_B, TileA, TileB, KIND, TA, TB>;
+  static_assert(FRAG_WORDS == Core::kFragWords, "gemm_ss_overlap: fragment storage size mismatch");
+  const Core core(a_row0, a_col0, b_row0, b_col0, thread_idx);
+  typename Core::Frags& f = *reinterpret_cast<typename Core::Frags*>(frag);
+  if (CLEAR_ACCUM) Core::clear(C);
+#pragma unroll
+  for (int ks = 0; ks < Core::KS; ++ks) {
+    if (ks + 1 < Core::KS) {
+      core.load_step(f, (ks + 1) & 1, ks + 1, A, B);
+    } else {
+      cp_async_wait(WAIT_GROUPS);
+      __syncthreads();
+      if (has_next) core.load_step(f, Core::KS & 1, 0, A_next, B_next);
+    }
+    Core::mma_step(f, ks & 1, C);
+  }
+  if (Core::KS & 1) {  // k-step 0 of the next tile went to slot 1: the next call reads slot 0
+#pragma unroll
+    for (int mt = 0; mt < Core::MT; ++mt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) f.a[0][mt][q] = f.a[1][mt][q];
+#pragma unroll
+    for (int nt = 0; nt < Core::NT; ++nt) f.b[0][nt][0] = f.b[1][nt][0], f.b[0][nt][1] = f.b[1][nt][1];
   }
 }
 

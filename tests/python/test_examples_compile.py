@@ -68,7 +68,22 @@ def test_example_compiles_with_intended_instructions(name, target):
 
 
 def test_gemm_main_loop_has_one_barrier_per_step():
+    # overlap_gemm_mainloop moves the loop's one wait + barrier into tl::gemm_ss_overlap
+    # (before its last k-step); the first of them stays in front of the loop.
     src = tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
+    head, loop = src[:src.index("for (int ko")], src[src.index("for (int ko"):]
+    loop = loop[:loop.index("tl::cp_async_wait(0)")]
+    assert loop.count("__syncthreads()") == 0, src
+    assert loop.count("tl::cp_async_wait") == 0, src
+    assert loop.count("tl::gemm_ss_overlap<") == 1 and "tl::gemm_ss<" not in loop, src
+    prefetch = head.index("tl::gemm_ss_prefetch<")
+    assert head.rindex("__syncthreads()") < prefetch and head.rindex("tl::cp_async_wait(") < prefetch, src
+
+
+def test_gemm_main_loop_without_overlap_has_one_barrier_per_step():
+    src = tilec.compile(_gemm(), target="sm_90a",
+                        pass_configs={"tl.disable_gemm_overlap": True}).get_kernel_source()
+    assert "gemm_ss_overlap" not in src and "gemm_frag" not in src, src
     loop = src[src.index("for (int ko"):]
     body = loop[:loop.index("tl::gemm_ss")]
     assert body.count("__syncthreads()") == 1, src

@@ -14,10 +14,15 @@
 //            dimensions one tile apart (rounded to 128 bytes). A layout the user annotated
 //            is kept when it is one of these forms for some swizzle mode (row-major
 //            included); any other is a UserError.
+//   A        may instead be a whole 16-bit fragment (mma only, not transposed, WARP_N = 1):
+//            the accumulator layout over M x K (a_fragment_layout), i.e. the mma.sync A
+//            registers; a T.gemm's C cast to 16 bits has it when both use the same warp_m.
 // Lowering: one call of the device library per T.gemm:
 //   tl.gemm_ss("M, N, K, WARP_M, WARP_N, TA, TB, CLEAR, tl::SmemTile<R, C, bits>, ..., KIND",
 //              &A[tile], a_row0, a_col0, &B[tile], b_row0, b_col0, &C[0], thread)
-// (tl.gemm_fma_ss with the thread grid for the FMA path). The mma call sits in
+// (tl.gemm_fma_ss with the thread grid for the FMA path; with A in registers
+//   tl.gemm_rs("M, N, K, WARP_M, 1, TB, CLEAR, tl::SmemTile<...> (B), KIND", &A[0], &B[tile],
+//              b_row0, b_col0, &C[0], thread)). The mma tl.gemm_ss call sits in
 // Annotate(kGemmFragmentWordsKey, registers of its operand fragments), which
 // overlap_gemm_mainloop reads when it carries the fragments across a pipelined loop.
 #include <memory>
@@ -91,6 +96,10 @@ GemmOp analyze(const TileOpNode& op, int64_t num_threads) {
   TILEC_USER_CHECK(region_is_full(*g.c.region) && g.c.region->buffer->ndim() == 2, op.loc,
                    "accumulate into a whole fragment")
       << "T.gemm: C must be a whole 2-D fragment, not a part of '" << g.c.region->buffer->name << "'";
+  if (g.a.region->buffer->scope == Scope::kFragment)
+    TILEC_USER_CHECK(region_is_full(*g.a.region) && g.a.region->buffer->ndim() == 2, op.loc,
+                     "pass a whole M x K fragment as A")
+        << "T.gemm: A in registers must be a whole 2-D fragment, not a part of '" << g.a.region->buffer->name << "'";
   q.a_dtype = g.a.region->buffer->dtype;
   q.b_dtype = g.b.region->buffer->dtype;
   q.c_dtype = g.c.region->buffer->dtype;
@@ -112,22 +121,31 @@ GemmOp analyze(const TileOpNode& op, int64_t num_threads) {
 
 // ---- layouts ----
 
+// The mma.sync accumulator fragment of an m x n tile over warp_m x warp_n warps:
+// tl::layout::c_frag_thread / c_frag_index (src/device/cuda/gemm_sm80_layout.cuh).
+Layout mma_fragment_layout(int64_t m, int64_t n, int warp_m_, int warp_n) {
+  const int64_t wm = m / warp_m_, wn = n / warp_n, warp_m = warp_m_;
+  return layout::make_fragment(
+      {m, n},
+      [=](const std::vector<Var>& v, const Var&) {
+        Expr i = v[0], j = v[1];
+        return (floordiv(j, wn) * warp_m + floordiv(i, wm)) * 32 + floormod(i, 8) * 4 + floordiv(floormod(j, 8), 2);
+      },
+      [=](const std::vector<Var>& v) {
+        Expr i = v[0], j = v[1];
+        return (floordiv(floormod(i, wm), 16) * (wn / 8) + floordiv(floormod(j, wn), 8)) * 4 +
+               floordiv(floormod(i, 16), 8) * 2 + floormod(j, 2);
+      });
+}
+
+// A in registers (tl::gemm_rs): the accumulator layout over M x K with all warps along M,
+// which for 16-bit elements holds exactly the m16n8k16 A registers (see gemm_rs).
+Layout a_fragment_layout(const cuda::GemmQuery& q, const cuda::GemmPlan& plan) {
+  return mma_fragment_layout(q.m, q.k, plan.warp_m, 1);
+}
+
 Layout accumulator_layout(const cuda::GemmQuery& q, const cuda::GemmPlan& plan) {
-  if (plan.inst == cuda::GemmInst::kMma) {
-    const int64_t wm = q.m / plan.warp_m, wn = q.n / plan.warp_n, warp_m = plan.warp_m;
-    // tl::layout::c_frag_thread / c_frag_index (src/device/cuda/gemm_sm80_layout.cuh).
-    return layout::make_fragment(
-        {q.m, q.n},
-        [=](const std::vector<Var>& v, const Var&) {
-          Expr i = v[0], j = v[1];
-          return (floordiv(j, wn) * warp_m + floordiv(i, wm)) * 32 + floormod(i, 8) * 4 + floordiv(floormod(j, 8), 2);
-        },
-        [=](const std::vector<Var>& v) {
-          Expr i = v[0], j = v[1];
-          return (floordiv(floormod(i, wm), 16) * (wn / 8) + floordiv(floormod(j, wn), 8)) * 4 +
-                 floordiv(floormod(i, 16), 8) * 2 + floormod(j, 2);
-        });
-  }
+  if (plan.inst == cuda::GemmInst::kMma) return mma_fragment_layout(q.m, q.n, plan.warp_m, plan.warp_n);
   const int64_t tm = plan.thread_m, tn = plan.thread_n;
   return layout::make_fragment(
       {q.m, q.n}, [=](const std::vector<Var>& v, const Var&) { return floormod(v[0], tm) * tn + floormod(v[1], tn); },
@@ -220,7 +238,9 @@ LayoutProposals gemm_infer(const TileOpNode& op, const LayoutInferenceState& sta
   cuda::GemmPlan plan = plan_for(g, state.target());
   LayoutProposals out;
   out.push_back({g.c.region->buffer, accumulator_layout(g.query, plan)});
+  if (plan.a_in_registers) out.push_back({g.a.region->buffer, a_fragment_layout(g.query, plan)});
   for (const Matrix* m : {&g.a, &g.b}) {
+    if (m == &g.a && plan.a_in_registers) continue;
     const Buffer& b = m->region->buffer;
     Layout existing = state.layout_of(b);
     auto mode = operand_mode(b, existing);
@@ -271,12 +291,25 @@ Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
   cuda::GemmPlan plan = plan_for(g, ctx.target());
   const cuda::GemmQuery& q = g.query;
   const int64_t chunk = std::max<int64_t>(1, 16 / q.a_dtype.bytes());
-  OperandArgs a = operand_args(g.a, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
-  OperandArgs b = operand_args(g.b, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  auto flag = [](bool x) { return x ? "true" : "false"; };
   const Buffer& c = g.c.region->buffer;
   Expr c_addr = call(DataType::Handle(), "tl.address_of",
                      {buffer_load(ctx.lowered_buffer(c), {int_imm(0)}, op.loc)}, op.loc);
-  auto flag = [](bool x) { return x ? "true" : "false"; };
+  if (plan.a_in_registers) {
+    OperandArgs b = operand_args(g.b, op, ctx, chunk);
+    const Buffer& a = g.a.region->buffer;
+    Expr a_addr = call(DataType::Handle(), "tl.address_of",
+                       {buffer_load(ctx.lowered_buffer(a), {int_imm(0)}, op.loc)}, op.loc);
+    std::ostringstream t;
+    t << q.m << ", " << q.n << ", " << q.k << ", " << plan.warp_m << ", " << plan.warp_n << ", " << flag(q.trans_b)
+      << ", " << flag(attr_bool(op, "clear_accum")) << ", " << b.tile << ", " << cuda::mma_kind_constant(plan.kind);
+    // No kGemmFragmentWordsKey annotation: overlap_gemm_mainloop handles gemm_ss only.
+    return evaluate(call(DataType::Void(), "tl.gemm_rs",
+                         {string_imm(t.str()), a_addr, b.address, b.row0, b.col0, c_addr, ctx.thread_index()}, op.loc),
+                    op.loc);
+  }
+  OperandArgs a = operand_args(g.a, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  OperandArgs b = operand_args(g.b, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
   std::ostringstream t;
   const bool mma = plan.inst == cuda::GemmInst::kMma;
   t << q.m << ", " << q.n << ", " << q.k << ", " << (mma ? plan.warp_m : plan.thread_m) << ", "

@@ -19,6 +19,10 @@
 //   KIND: kMmaF16 / kMmaBF16 (f32 accumulate), kMmaTF32 (f32 data rounded to tf32),
 //   kMmaS8 / kMmaU8 (s32 accumulate).
 //
+//   tl::gemm_rs<M, N, K, WARP_M, 1, TRANS_B, CLEAR_ACCUM, TileB, KIND>(A_frag, B, b_row0,
+//       b_col0, C, thread_idx): A (16-bit) in registers, in the accumulator layout over
+//       M x K (see its comment below).
+//
 //   tl::gemm_ss_prefetch / tl::gemm_ss_overlap: the same GEMM split for a pipelined main
 //   loop whose operand fragments stay in registers across iterations (the barrier of the
 //   next tile sits before the last k-step of this one); see their comment below.
@@ -303,6 +307,18 @@ struct GemmSsCore {
                                           b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
   }
 
+  // Only the B fragments of k-step ks into slot `buf` (tl::gemm_rs: A is in registers).
+  __device__ __forceinline__ void load_b_step(Frags& f, int buf, int ks, const TB* B) const {
+    const unsigned b_base = smem_u32addr(B);
+#pragma unroll
+    for (int nt = 0; nt + 1 < NT; nt += 2)
+      load_b<KIND, TRANS_B, TileB, true>(f.b[buf][nt], f.b[buf][nt + 1], b_addr.at(b_base, ks, nt / 2), B, b_row0,
+                                         b_col0, n_base + nt * 8, ks * KK, lane);
+    if (NT % 2 == 1)
+      load_b<KIND, TRANS_B, TileB, false>(f.b[buf][NT - 1], f.b[buf][NT - 1], b_addr.at(b_base, ks, NT / 2), B,
+                                          b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
+  }
+
   // The mma.sync of the fragments in slot `buf`, accumulating into C.
   template <typename TC>
   __device__ __forceinline__ static void mma_step(const Frags& f, int buf, TC* C) {
@@ -340,6 +356,42 @@ __device__ __forceinline__ void gemm_ss(const TA* A, int a_row0, int a_col0, con
   for (int ks = 0; ks < Core::KS; ++ks) {
     if (ks + 1 < Core::KS) core.load_step(f, (ks + 1) & 1, ks + 1, A, B);
     Core::mma_step(f, ks & 1, C);
+  }
+}
+
+// A in registers: C[M x N] (+)= A * op(B) with A (M x K, 16-bit) a register fragment in the
+// accumulator layout over M x K with WARP_N = 1 (tl::layout::c_frag_thread / c_frag_index
+// (i, k, M, K, WARP_M, 1)), B as in gemm_ss. In that layout thread warp(i) * 32 +
+// (i % 8) * 4 + (k % 8) / 2 holds A[i][k] at register (mt * KS + ks) * 8 + ((k % 16) / 8) * 4
+// + ((i % 16) / 8) * 2 + k % 2 (mt = (i % WM) / 16, ks = k / 16): the four 32-bit words at
+// element (mt * KS + ks) * 8 are exactly the m16n8k16 A registers a0..a3 of m tile mt and
+// k-step ks (mma.cuh), so the fragment a previous T.gemm produced as C, cast element-wise
+// to 16 bits, feeds this one with no data movement (FlashAttention's P @ V).
+// A must be 4-byte aligned (codegen aligns local arrays whose size is a multiple of 16 bytes).
+template <int M, int N, int K, int WARP_M, int WARP_N, bool TRANS_B, bool CLEAR_ACCUM, class TileB, int KIND,
+          typename TA, typename TB, typename TC>
+__device__ __forceinline__ void gemm_rs(const TA* A, const TB* B, int b_row0, int b_col0, TC* C, int thread_idx) {
+  static_assert(WARP_N == 1, "gemm_rs: A in registers needs every warp along M (WARP_N == 1)");
+  static_assert(KIND == kMmaF16 || KIND == kMmaBF16, "gemm_rs: A in registers must be float16 or bfloat16");
+  // A's shared tile is a placeholder: only B's addressing and the warp's place are used.
+  using Core = gemm_detail::GemmSsCore<M, N, K, WARP_M, WARP_N, false, TRANS_B, SmemTile<M, K, 0>, TileB, KIND, TA, TB>;
+  static_assert(gemm_detail::same_type<TC, typename Core::Tr::Acc>::value, "gemm_rs: the accumulator type must be float");
+  const Core core(0, 0, b_row0, b_col0, thread_idx);
+  if (CLEAR_ACCUM) Core::clear(C);
+  const unsigned* a = reinterpret_cast<const unsigned*>(A);
+  typename Core::Frags f;  // only f.b is used
+  core.load_b_step(f, 0, 0, B);
+#pragma unroll
+  for (int ks = 0; ks < Core::KS; ++ks) {
+    if (ks + 1 < Core::KS) core.load_b_step(f, (ks + 1) & 1, ks + 1, B);
+#pragma unroll
+    for (int mt = 0; mt < Core::MT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < Core::NT; ++j) {
+        const int nt = (mt & 1) ? Core::NT - 1 - j : j;  // serpentine, as gemm_ss
+        Core::Tr::run(C + (mt * Core::NT + nt) * 4, a + (mt * Core::KS + ks) * 4, f.b[ks & 1][nt]);
+      }
+    }
   }
 }
 

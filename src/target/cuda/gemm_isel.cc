@@ -119,6 +119,50 @@ std::optional<MmaKind> mma_kind_for(const GemmQuery& q, std::string* why) {
   return std::nullopt;
 }
 
+// A in a register fragment (tl::gemm_rs): the fragment must hold exactly the mma.sync A
+// registers, which the accumulator layout over M x K with WARP_N = 1 does for 16-bit
+// elements (src/ops/gemm.cc, a_fragment_layout).
+bool a_fragment_fits(const GemmQuery& q, std::string* why) {
+  if (q.a_scope != ir::Scope::kFragment) {
+    *why = std::string("mma.sync reads A from shared memory (T.alloc_shared) or from a register fragment "
+                       "(T.alloc_fragment), not ") +
+           ir::scope_name(q.a_scope);
+    return false;
+  }
+  if (q.trans_a) {
+    *why = "A in a register fragment cannot be transposed (transpose_A=True); store A as M x K";
+    return false;
+  }
+  if (q.a_dtype != DataType::Float(16) && q.a_dtype != DataType::BFloat16()) {
+    *why = "A in a register fragment must be float16 or bfloat16 (cast it in a T.Parallel loop or with T.copy "
+           "into a 16-bit fragment), not " +
+           q.a_dtype.str();
+    return false;
+  }
+  return true;
+}
+
+// The warp grid of a gemm with A in registers: every warp along M (WARP_N = 1), so each
+// warp's rows of A are its own. Square (the default) is read as FullRow; FullCol, or a tile
+// whose M does not split over all warps, cannot be used.
+std::optional<std::pair<int, int>> a_fragment_partition(const GemmQuery& q, std::string* why) {
+  const int warps = q.num_threads / 32;
+  const WarpPolicy policy = q.policy == WarpPolicy::kFullCol ? WarpPolicy::kFullCol : WarpPolicy::kFullRow;
+  auto split = compute_warp_partition(policy, q.m, q.n, warps);
+  if (split && split->second == 1) return split;
+  if (split && q.policy == WarpPolicy::kFullCol) {
+    std::ostringstream os;
+    os << "T.gemm: A is a register fragment, which needs every warp along M (WARP_N = 1), but policy FullCol "
+       << "splits the " << q.m << "x" << q.n << " C tile into " << split->first << "x" << split->second << " warps";
+    throw_user_error(os.str(), q.loc, "use policy=T.GemmWarpPolicy.FullRow");
+  }
+  std::ostringstream os;
+  os << "A in a register fragment needs all " << warps << " warps along M (WARP_N = 1): M must be a multiple of "
+     << 16 * warps << " (16 rows per warp), the tile has M=" << q.m;
+  *why = os.str();
+  return std::nullopt;
+}
+
 struct Candidate {
   const char* name;
   // Fills the plan and returns true, or explains in *why.
@@ -130,10 +174,12 @@ bool accept_mma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std
     *why = "mma.sync needs sm_80 or newer, the target is " + t.str();
     return false;
   }
-  if (!ir::is_shared(q.a_scope) || !ir::is_shared(q.b_scope)) {
-    *why = "this mma.sync path reads A and B from shared memory (T.alloc_shared)";
+  if (!ir::is_shared(q.b_scope)) {
+    *why = std::string("mma.sync reads B from shared memory (T.alloc_shared), not ") + ir::scope_name(q.b_scope);
     return false;
   }
+  const bool a_in_registers = !ir::is_shared(q.a_scope);
+  if (a_in_registers && !a_fragment_fits(q, why)) return false;
   auto kind = mma_kind_for(q, why);
   if (!kind) return false;
   const int kk = mma_k(*kind);
@@ -145,16 +191,27 @@ bool accept_mma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std
     return false;
   }
   const int bytes = q.a_dtype.bytes();
-  if ((q.lda * bytes) % 16 != 0 || (q.ldb * bytes) % 16 != 0) {
+  if ((!a_in_registers && (q.lda * bytes) % 16 != 0) || (q.ldb * bytes) % 16 != 0) {
     std::ostringstream os;
-    os << "ldmatrix needs shared rows of whole 16-byte chunks, A_shared rows are " << q.lda * bytes
-       << " bytes and B_shared rows " << q.ldb * bytes << " bytes";
+    os << "ldmatrix needs shared rows of whole 16-byte chunks, ";
+    if (!a_in_registers) os << "A_shared rows are " << q.lda * bytes << " bytes and ";
+    os << "B_shared rows " << q.ldb * bytes << " bytes";
     *why = os.str();
     return false;
   }
   if (q.num_threads % 32 != 0) {
     *why = "mma.sync needs whole warps, the block has " + std::to_string(q.num_threads) + " threads";
     return false;
+  }
+  if (a_in_registers) {
+    auto split = a_fragment_partition(q, why);
+    if (!split) return false;
+    plan->inst = GemmInst::kMma;
+    plan->kind = *kind;
+    plan->warp_m = split->first;
+    plan->warp_n = split->second;
+    plan->a_in_registers = true;
+    return true;
   }
   auto split = compute_warp_partition(q.policy, q.m, q.n, q.num_threads / 32);
   if (!split) {

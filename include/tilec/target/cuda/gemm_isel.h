@@ -4,7 +4,9 @@
 //   1. an explicit `instruction=` must succeed or fail with a UserError that says why;
 //   2. tcgen05 (sm_100) and wgmma (sm_90a): slots for later issues, never chosen yet;
 //   3. mma.sync (sm_80+) when the dtypes have an mma shape and M, N, K fit it and a warp
-//      partition exists;
+//      partition exists; A may also be a register fragment (16-bit, not transposed, in
+//      the accumulator layout over M x K with WARP_N = 1: tl::gemm_rs), e.g. the cast
+//      scores of FlashAttention feeding P @ V;
 //   4. the FMA fallback on CUDA cores (any shape, any dtype pair A == B).
 // Warp partition policies (TileLang's GemmWarpPolicy): Square, FullRow, FullCol, with 16
 // rows x 8 columns per warp as the granularity of mma.sync.
@@ -48,7 +50,7 @@ struct GemmQuery {
   bool trans_a = false, trans_b = false;
   ir::DataType a_dtype, b_dtype, c_dtype;
   ir::Scope a_scope = ir::Scope::kSharedDyn, b_scope = ir::Scope::kSharedDyn, c_scope = ir::Scope::kFragment;
-  int64_t lda = 0, ldb = 0;     // elements per stored row of the A / B shared buffers
+  int64_t lda = 0, ldb = 0;     // elements per stored row of the A / B shared buffers (lda: A shared only)
   int num_threads = 128;        // threads of the block that run the gemm
   std::string instruction;      // "" = automatic; "mma", "fma", "wgmma", "tcgen05"
   WarpPolicy policy = WarpPolicy::kSquare;
@@ -58,7 +60,8 @@ struct GemmQuery {
 struct GemmPlan {
   GemmInst inst = GemmInst::kFma;
   MmaKind kind = MmaKind::kF16;  // mma only
-  int warp_m = 1, warp_n = 1;    // mma: the warp grid (warp w = wm + wn * warp_m)
+  int warp_m = 1, warp_n = 1;    // mma: the warp grid (warp w = wm + wn * warp_m); warp_n == 1 when a_in_registers
+  bool a_in_registers = false;   // mma: A is a fragment (tl::gemm_rs), not shared (tl::gemm_ss)
   int thread_m = 1, thread_n = 1;  // fma: the thread grid (thread t = tm * thread_n + tn)
 };
 

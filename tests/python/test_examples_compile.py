@@ -49,6 +49,15 @@ EXAMPLES = {
     "gemv": (lambda: importlib.import_module("gemv").gemv(4096, 4096), ["shfl.sync.bfly"]),
     "reduction": (lambda: importlib.import_module("reduction").row_reduce(1024), ["shfl.sync.bfly"]),
     "cumsum": (lambda: importlib.import_module("cumsum").row_cumsum(512), ["bar.sync"]),
+    "flash_attention_d64": (lambda: importlib.import_module("flash_attention").flash_attention(1, 8, 1024, 64),
+                            ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global",
+                             "shfl.sync.bfly", "ex2.approx"]),
+    "flash_attention_d128": (lambda: importlib.import_module("flash_attention").flash_attention(2, 4, 512, 128),
+                             ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"]),
+    "flash_attention_causal_bf16": (
+        lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
+                                                                           dtype="bfloat16"),
+        [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32"]),
 }
 
 
@@ -87,3 +96,20 @@ def test_gemm_main_loop_without_overlap_has_one_barrier_per_step():
     loop = src[src.index("for (int ko"):]
     body = loop[:loop.index("tl::gemm_ss")]
     assert body.count("__syncthreads()") == 1, src
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_flash_attention_feeds_p_from_registers(target):
+    # P @ V reads P (the cast scores) from registers: tl::gemm_rs, and Q K^T stays tl::gemm_ss.
+    fa = importlib.import_module("flash_attention")
+    kernel = tilec.compile(fa.flash_attention(1, 8, 1024, 64), target=target)
+    src = kernel.get_kernel_source()
+    assert "tl::gemm_rs<64, 64, 64, 4, 1, false, false, " in src, src
+    assert "tl::gemm_ss<" in src or "tl::gemm_ss_overlap<" in src, src
+    assert re.search("mma.sync.aligned.m16n8k16", kernel.get_ptx())
+
+
+def test_flash_attention_rejects_a_key_length_off_the_block():
+    fa = importlib.import_module("flash_attention")
+    with pytest.raises(ValueError, match=r"seq_len \(1000\) must be a multiple of block_N \(64\)"):
+        fa.flash_attention(1, 4, 1000, 64)

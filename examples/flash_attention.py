@@ -1,7 +1,7 @@
 """FlashAttention forward (non-causal or causal): O = softmax(Q K^T * scale) V per (batch, head).
 
 Q, K, V, O are (batch, seq, heads, dim), fp16 or bf16; scores and the output accumulate in
-float32. One block of 128 threads owns `block_M` query rows of one head: Q is staged in shared
+float32. One block of 256 threads owns `block_M` query rows of one head: Q is staged in shared
 memory once, then a software-pipelined loop walks the keys `block_N` at a time:
   S = Q K^T                 (T.gemm, both operands in shared memory, S in registers)
   online softmax            (T.reduce_max / T.reduce_sum on the register fragments, exp2)
@@ -20,8 +20,10 @@ import _harness
 import tilec.language as T
 
 
-def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=64, block_N=64, dtype="float16",
-                    num_stages=2, threads=128):
+def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=None, dtype="float16",
+                    num_stages=2, threads=256):
+    if block_N is None:
+        block_N = 64 if dim <= 64 else 128  # (with 256 threads: no register spills on sm_80 / sm_90a)
     if seq_len % block_N != 0:
         raise ValueError(f"flash_attention: seq_len ({seq_len}) must be a multiple of block_N ({block_N}); "
                          f"keys past the end are not masked")
@@ -104,9 +106,11 @@ CASES = [
     # (batch, heads, seq_len, dim, is_causal, dtype)
     (1, 4, 256, 64, False, "float16"),
     (2, 8, 1024, 64, False, "float16"),
+    (1, 4, 320, 64, False, "float16"),     # a partial block of queries (320 = 2.5 x 128)
     (2, 4, 512, 128, False, "float16"),
     (1, 8, 768, 128, False, "bfloat16"),
     (2, 4, 512, 64, True, "float16"),
+    (1, 4, 384, 128, True, "bfloat16"),
 ]
 
 

@@ -104,7 +104,7 @@ def test_flash_attention_feeds_p_from_registers(target):
     fa = importlib.import_module("flash_attention")
     kernel = tilec.compile(fa.flash_attention(1, 8, 1024, 64), target=target)
     src = kernel.get_kernel_source()
-    assert "tl::gemm_rs<64, 64, 64, 4, 1, false, false, " in src, src
+    assert "tl::gemm_rs<128, 64, 64, 8, 1, false, false, " in src, src
     assert "tl::gemm_ss<" in src or "tl::gemm_ss_overlap<" in src, src
     assert re.search("mma.sync.aligned.m16n8k16", kernel.get_ptx())
 

@@ -309,6 +309,46 @@ __global__ void reference_gemm(const T* A, const T* B, double* C, int M, int N, 
   if (i < M && j < N) C[size_t(i) * N + j] = s;
 }
 
+// ---------------------------------------------------------------------------------------
+// tl::gemm_rs: a chain C2 = half(A * B) * D in one block, the way FlashAttention's P @ V
+// runs: C1 from tl::gemm_ss (WARP_N = 1), cast element-wise to 16 bits in registers, fed
+// to tl::gemm_rs as A with no data movement. Shared tiles swizzled as the compiler does.
+
+template <int M, int K1, int N1, int N2, int WARP_M, bool TRANS_B, int KIND>
+__global__ void __launch_bounds__(WARP_M * 32)
+    gemm_rs_chain_kernel(const typename KindTypes<KIND>::In* A, const typename KindTypes<KIND>::In* B,
+                         const typename KindTypes<KIND>::In* D, float* C1_out, float* C2_out) {
+  using In = typename KindTypes<KIND>::In;
+  constexpr int E = sizeof(In);
+  constexpr int DR = TRANS_B ? N2 : N1, DC = TRANS_B ? N1 : N2;  // D stored N2 x N1 when TRANS_B
+  using TA = tl::SmemTile<M, K1, tl::layout::widest_swizzle_bits(M, K1, E)>;
+  using TB = tl::SmemTile<K1, N1, tl::layout::widest_swizzle_bits(K1, N1, E)>;
+  using TD = tl::SmemTile<DR, DC, tl::layout::widest_swizzle_bits(DR, DC, E)>;
+  __shared__ __align__(1024) In As[M * K1];
+  __shared__ __align__(1024) In Bs[K1 * N1];
+  __shared__ __align__(1024) In Ds[DR * DC];
+  const int tid = threadIdx.x;
+  for (int x = tid; x < M * K1; x += blockDim.x) As[TA::offset(x / K1, x % K1, E)] = A[x];
+  for (int x = tid; x < K1 * N1; x += blockDim.x) Bs[TB::offset(x / N1, x % N1, E)] = B[x];
+  for (int x = tid; x < DR * DC; x += blockDim.x) Ds[TD::offset(x / DC, x % DC, E)] = D[x];
+  __syncthreads();
+  constexpr int R1 = tl::layout::c_frag_size(M, N1, WARP_M, 1), R2 = tl::layout::c_frag_size(M, N2, WARP_M, 1);
+  float c1[R1], c2[R2];
+  tl::gemm_ss<M, N1, K1, WARP_M, 1, false, false, true, TA, TB, KIND>(As, 0, 0, Bs, 0, 0, c1, tid);
+  alignas(16) In p[R1];
+#pragma unroll
+  for (int r = 0; r < R1; ++r) store_out(&p[r], c1[r]);
+  tl::gemm_rs<M, N2, N1, WARP_M, 1, TRANS_B, true, TD, KIND>(p, Ds, 0, 0, c2, tid);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N1; ++j)
+      if (tl::layout::c_frag_thread(i, j, M, N1, WARP_M, 1) == tid)
+        C1_out[i * N1 + j] = c1[tl::layout::c_frag_index(i, j, M, N1, WARP_M, 1)];
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N2; ++j)
+      if (tl::layout::c_frag_thread(i, j, M, N2, WARP_M, 1) == tid)
+        C2_out[i * N2 + j] = c2[tl::layout::c_frag_index(i, j, M, N2, WARP_M, 1)];
+}
+
 #ifndef TILEC_HARNESS_KERNELS_ONLY  // (the SASS inspection in the CPU tests compiles only the kernels)
 // ---------------------------------------------------------------------------------------
 // host side
@@ -515,6 +555,65 @@ double cublas_bf16_ms(int M, int N, int K, int iters) {
   return times[times.size() / 2];
 }
 
+// The chain against a float64 host reference: C1 = A * B, then C2 = round16(C1) * D with
+// the rounding done on the device's own C1 (so only the second gemm's error is measured).
+template <int M, int K1, int N1, int N2, int WARP_M, bool TRANS_B, int KIND>
+void test_gemm_rs_chain() {
+  using In = typename KindTypes<KIND>::In;
+  constexpr int DR = TRANS_B ? N2 : N1, DC = TRANS_B ? N1 : N2;
+  std::mt19937 rng(1234 + M + N2 + KIND);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<In> a(M * K1), b(K1 * N1), d(DR * DC);
+  for (auto& x : a) x = In(dist(rng));
+  for (auto& x : b) x = In(dist(rng));
+  for (auto& x : d) x = In(dist(rng));
+  In *da, *db, *dd;
+  float *dc1, *dc2;
+  CK(cudaMalloc(&da, a.size() * sizeof(In)));
+  CK(cudaMalloc(&db, b.size() * sizeof(In)));
+  CK(cudaMalloc(&dd, d.size() * sizeof(In)));
+  CK(cudaMalloc(&dc1, M * N1 * sizeof(float)));
+  CK(cudaMalloc(&dc2, M * N2 * sizeof(float)));
+  CK(cudaMemcpy(da, a.data(), a.size() * sizeof(In), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(db, b.data(), b.size() * sizeof(In), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dd, d.data(), d.size() * sizeof(In), cudaMemcpyHostToDevice));
+  CK(cudaMemset(dc1, 0xff, M * N1 * sizeof(float)));  // NaN poison
+  CK(cudaMemset(dc2, 0xff, M * N2 * sizeof(float)));
+  gemm_rs_chain_kernel<M, K1, N1, N2, WARP_M, TRANS_B, KIND><<<1, WARP_M * 32>>>(da, db, dd, dc1, dc2);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  std::vector<float> c1(M * N1), c2(M * N2);
+  CK(cudaMemcpy(c1.data(), dc1, c1.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(c2.data(), dc2, c2.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  double err1 = 0, err2 = 0;
+  bool finite = true;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N1; ++j) {
+      double s = 0;
+      for (int k = 0; k < K1; ++k) s += to_double(a[i * K1 + k]) * to_double(b[k * N1 + j]);
+      finite &= std::isfinite(c1[i * N1 + j]);
+      err1 = std::max(err1, std::fabs(double(c1[i * N1 + j]) - s) / (1.0 + std::fabs(s)));
+    }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N2; ++j) {
+      double s = 0;
+      for (int k = 0; k < N1; ++k)
+        s += to_double(In(c1[i * N1 + k])) * to_double(TRANS_B ? d[j * N1 + k] : d[k * N2 + j]);
+      finite &= std::isfinite(c2[i * N2 + j]);
+      err2 = std::max(err2, std::fabs(double(c2[i * N2 + j]) - s) / (1.0 + std::fabs(s)));
+    }
+  const bool ok = finite && err1 < 1e-4 && err2 < 1e-4;
+  ++g_checks;
+  if (!ok) ++g_failures;
+  std::printf("%s gemm_rs chain %s M=%d K1=%d N1=%d N2=%d warps=%dx1 tB=%d: max rel err %.2e / %.2e\n",
+              ok ? "ok  " : "FAIL", KindTypes<KIND>::name, M, K1, N1, N2, WARP_M, int(TRANS_B), err1, err2);
+  CK(cudaFree(da));
+  CK(cudaFree(db));
+  CK(cudaFree(dd));
+  CK(cudaFree(dc1));
+  CK(cudaFree(dc2));
+}
+
 int main(int argc, char** argv) {
   bool perf = false;
   for (int i = 1; i < argc; ++i) perf |= std::strcmp(argv[i], "--perf") == 0;
@@ -559,6 +658,13 @@ int main(int argc, char** argv) {
     test<128, 128, 64, 2, 2, 3, true, true, tl::kMmaS8>(s[0], s[1], s[2], true);
     test<128, 128, 64, 2, 2, 3, false, false, tl::kMmaS8, true, false, true>(s[0], s[1], s[2], true);
   }
+  // ---- A in registers (tl::gemm_rs), fed by a gemm_ss accumulator cast to 16 bits ----
+  test_gemm_rs_chain<64, 32, 64, 64, 4, false, tl::kMmaF16>();
+  test_gemm_rs_chain<64, 64, 64, 128, 4, true, tl::kMmaBF16>();
+  test_gemm_rs_chain<128, 64, 64, 64, 8, false, tl::kMmaF16>();
+  test_gemm_rs_chain<128, 128, 128, 128, 8, false, tl::kMmaBF16>();
+  test_gemm_rs_chain<16, 16, 16, 8, 1, false, tl::kMmaF16>();   // one n8 tile (ldmatrix .x2)
+  test_gemm_rs_chain<32, 16, 48, 24, 2, true, tl::kMmaF16>();   // three k-steps, three n8 tiles
   // ---- large bf16 (the performance configurations), also checked ----
   test<128, 256, 32, 2, 4, 4, false, false, tl::kMmaBF16>(4096, 4096, 4096, true);
   test<128, 256, 64, 2, 4, 3, false, false, tl::kMmaBF16>(4096, 4096, 4096, true);

@@ -6,6 +6,7 @@
 // the generated CUDA compiles with NVRTC into mma.sync without spills.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -22,6 +23,7 @@
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/target/cuda/gemm_isel.h"
 #include "tilec/target/cuda/lower.h"
+#include "lowered_interp.h"
 
 using namespace tilec;
 using namespace tilec::ir;
@@ -354,6 +356,145 @@ TEST(GemmRsChain, CompilesToMmaWithoutSpills) {
       EXPECT_EQ(out.ptx.find("ld.local"), std::string::npos) << "the A fragment went to local memory";
       EXPECT_EQ(out.ptxas.spill_stores_bytes, 0) << out.ptxas.log;
       EXPECT_EQ(out.ptxas.spill_loads_bytes, 0) << out.ptxas.log;
+    }
+}
+
+}  // namespace
+
+// ---- running the lowered IR on the CPU interpreter ----
+
+namespace {
+
+using tilec::testing::HostTensor;
+
+HostTensor random_tensor(std::vector<int64_t> shape, uint64_t seed) {
+  HostTensor t(std::move(shape));
+  t.data = tilec::testing::random_values(t.data.size(), seed, -1.0, 1.0);
+  return t;
+}
+
+TEST(GemmRsInterp, ChainMatchesTheReference) {
+  for (bool with_copy : {false, true}) {
+    passes::PassContext ctx(sm(80));
+    PrimFunc g = first_half(chain(with_copy, DataType::Float(16), 128), ctx);
+    HostTensor A = random_tensor({64, 32}, 1), B = random_tensor({32, 64}, 2), D = random_tensor({64, 128}, 3);
+    HostTensor C({64, 128}, std::nan(""));
+    tilec::testing::run_lowered(g, {{"A", &A}, {"B", &B}, {"D", &D}, {"C", &C}});
+    for (int i = 0; i < 64; ++i)
+      for (int j = 0; j < 128; ++j) {
+        double want = 0;
+        for (int k = 0; k < 64; ++k) {
+          double c1 = 0;
+          for (int l = 0; l < 32; ++l) c1 += A.data[i * 32 + l] * B.data[l * 64 + k];
+          want += double(float(c1)) * D.data[k * 128 + j];
+        }
+        ASSERT_NEAR(C.data[i * 128 + j], want, 1e-4 * (1 + std::fabs(want))) << i << "," << j;
+      }
+  }
+}
+
+// FlashAttention forward as examples/flash_attention.py writes it (non-causal, one batch),
+// built with the C++ builder: Q K^T (gemm_ss), online softmax on fragments, P cast to
+// 16 bits, P V (gemm_rs).
+PrimFunc flash_attention(int64_t seq, int64_t heads, int64_t dim, int64_t bm, int64_t bn, int64_t threads) {
+  const DataType f16 = DataType::Float(16), f32 = DataType::Float(32);
+  Builder b("flash_fwd");
+  std::vector<Expr> shape = {int_imm(1), int_imm(seq), int_imm(heads), int_imm(dim)};
+  Buffer Q = b.tensor("Q", shape, f16), K = b.tensor("K", shape, f16), V = b.tensor("V", shape, f16),
+         O = b.tensor("O", shape, f16);
+  auto blk = b.begin_kernel({int_imm(seq / bm), int_imm(heads), int_imm(1)}, {threads});
+  Expr bx = blk[0], by = blk[1], bz = blk[2];
+  auto rows = [&](const Buffer& t, Expr row0, int64_t n) {
+    BufferRegion r;
+    r.buffer = t;
+    r.region = {{bz, int_imm(1)}, {std::move(row0), int_imm(n)}, {by, int_imm(1)}, {int_imm(0), int_imm(dim)}};
+    return r;
+  };
+  auto full = [](const Buffer& x) { return BufferRegion::full(x); };
+  Buffer Qs = b.alloc_shared("Q_shared", {int_imm(bm), int_imm(dim)}, f16);
+  Buffer Ks = b.alloc_shared("K_shared", {int_imm(bn), int_imm(dim)}, f16);
+  Buffer Vs = b.alloc_shared("V_shared", {int_imm(bn), int_imm(dim)}, f16);
+  Buffer S = b.alloc_fragment("acc_s", {int_imm(bm), int_imm(bn)}, f32);
+  Buffer P = b.alloc_fragment("acc_s_cast", {int_imm(bm), int_imm(bn)}, f16);
+  Buffer Acc = b.alloc_fragment("acc_o", {int_imm(bm), int_imm(dim)}, f32);
+  Buffer mx = b.alloc_fragment("scores_max", {int_imm(bm)}, f32);
+  Buffer mx_prev = b.alloc_fragment("scores_max_prev", {int_imm(bm)}, f32);
+  Buffer scl = b.alloc_fragment("scores_scale", {int_imm(bm)}, f32);
+  Buffer sum = b.alloc_fragment("scores_sum", {int_imm(bm)}, f32);
+  Buffer logsum = b.alloc_fragment("logsum", {int_imm(bm)}, f32);
+  const Expr neg_inf = float_imm(-INFINITY), scale = float_imm(1.0 / std::sqrt(double(dim)) * 1.44269504);
+  b.tile_op("copy", {rows(Q, bx * bm, bm), full(Qs)});
+  b.tile_op("fill", {full(Acc), float_imm(0)});
+  b.tile_op("fill", {full(logsum), float_imm(0)});
+  b.tile_op("fill", {full(mx), neg_inf});
+  PipelineInfo pipe;
+  pipe.num_stages = 2;
+  Var k = b.begin_for("k", int_imm(0), int_imm(seq / bn), ForKind::kPipelined, pipe);
+  b.tile_op("copy", {rows(K, k * bn, bn), full(Ks)});
+  b.tile_op("fill", {full(S), float_imm(0)});
+  b.tile_op("gemm", {full(Qs), full(Ks), full(S)}, {{"transpose_B", true}, {"policy", std::string("FullRow")}});
+  b.tile_op("copy", {full(mx), full(mx_prev)});
+  b.tile_op("fill", {full(mx), neg_inf});
+  b.tile_op("reduce_max", {full(S), full(mx)}, {{"dim", int64_t{1}}, {"clear", false}});
+  auto row_loop = [&](const std::function<void(Expr)>& body) {
+    auto i = b.begin_loop_nest({"i"}, {int_imm(bm)}, ForKind::kParallel);
+    body(i[0]);
+    b.end_frame();
+  };
+  row_loop([&](Expr i) { b.store(mx, {i}, max(buffer_load(mx, {i}), buffer_load(mx_prev, {i}))); });
+  row_loop([&](Expr i) {
+    b.store(scl, {i}, call(f32, "exp2", {buffer_load(mx_prev, {i}) * scale - buffer_load(mx, {i}) * scale}));
+  });
+  auto ij = b.begin_loop_nest({"i", "j"}, {int_imm(bm), int_imm(bn)}, ForKind::kParallel);
+  b.store(S, {ij[0], ij[1]},
+          call(f32, "exp2", {buffer_load(S, {ij[0], ij[1]}) * scale - buffer_load(mx, {ij[0]}) * scale}));
+  b.end_frame();
+  b.tile_op("reduce_sum", {full(S), full(sum)}, {{"dim", int64_t{1}}});
+  row_loop([&](Expr i) {
+    b.store(logsum, {i}, buffer_load(logsum, {i}) * buffer_load(scl, {i}) + buffer_load(sum, {i}));
+  });
+  b.tile_op("copy", {full(S), full(P)});
+  auto od = b.begin_loop_nest({"i", "j"}, {int_imm(bm), int_imm(dim)}, ForKind::kParallel);
+  b.store(Acc, {od[0], od[1]}, buffer_load(Acc, {od[0], od[1]}) * buffer_load(scl, {od[0]}));
+  b.end_frame();
+  b.tile_op("copy", {rows(V, k * bn, bn), full(Vs)});
+  b.tile_op("gemm", {full(P), full(Vs), full(Acc)}, {{"policy", std::string("FullRow")}});
+  b.end_frame();
+  auto fin = b.begin_loop_nest({"i", "j"}, {int_imm(bm), int_imm(dim)}, ForKind::kParallel);
+  b.store(Acc, {fin[0], fin[1]}, binary(NodeKind::kDiv, buffer_load(Acc, {fin[0], fin[1]}), buffer_load(logsum, {fin[0]})));
+  b.end_frame();
+  b.tile_op("copy", {full(Acc), rows(O, bx * bm, bm)});
+  b.end_frame();
+  return b.finish();
+}
+
+TEST(GemmRsInterp, FlashAttentionMatchesSoftmaxReference) {
+  const int64_t seq = 128, heads = 2, dim = 64;
+  passes::PassContext ctx(sm(80));
+  PrimFunc g = first_half(flash_attention(seq, heads, dim, 64, 32, 128), ctx);
+  EXPECT_EQ(calls_of(g, "tl.gemm_rs").size(), 1u) << script(g);
+  HostTensor Q = random_tensor({1, seq, heads, dim}, 4), K = random_tensor({1, seq, heads, dim}, 5),
+             V = random_tensor({1, seq, heads, dim}, 6);
+  for (auto& x : Q.data) x *= 3;  // peaked rows: the running max changes from block to block
+  HostTensor O({1, seq, heads, dim}, std::nan(""));
+  tilec::testing::run_lowered(g, {{"Q", &Q}, {"K", &K}, {"V", &V}, {"O", &O}});
+  auto at = [&](const HostTensor& t, int64_t s, int64_t h, int64_t d) { return t.data[(s * heads + h) * dim + d]; };
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < seq; ++i) {
+      std::vector<double> p(seq);
+      double mxv = -INFINITY, total = 0;
+      for (int64_t j = 0; j < seq; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < dim; ++d) s += at(Q, i, h, d) * at(K, j, h, d);
+        p[j] = s / std::sqrt(double(dim));
+        mxv = std::max(mxv, p[j]);
+      }
+      for (auto& x : p) total += (x = std::exp(x - mxv));
+      for (int64_t d = 0; d < dim; ++d) {
+        double want = 0;
+        for (int64_t j = 0; j < seq; ++j) want += p[j] / total * at(V, j, h, d);
+        ASSERT_NEAR(at(O, i, h, d), want, 1e-4) << "head " << h << " row " << i << " col " << d;
+      }
     }
 }
 

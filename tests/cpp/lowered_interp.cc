@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "device/cuda/gemm_sm80_layout.cuh"
 #include "tilec/ir/buffer.h"
 #include "tilec/ir/expr.h"
 
@@ -370,7 +371,117 @@ class Interp {
       }
       return old;
     }
+    if (op == "tl.syncthreads" || op == "tl.cp_async_commit" || op == "tl.cp_async_wait") return Vals(T_, 0);
+    if (op.rfind("tl.cp_async_c", 0) == 0) return cp_async(c, m);
+    if (op == "tl.gemm_ss" || op == "tl.gemm_rs") return gemm(c, m);
     fail("unsupported call " + op);
+  }
+
+  // The buffer and per-thread flat element index behind tl.address_of(B[i]).
+  std::pair<const BufferLoadNode*, std::vector<int64_t>> address(const Expr& e, const Mask& m) {
+    auto* addr = e.as<CallNode>();
+    if (!addr || addr->op != "tl.address_of") fail("expected tl.address_of(A[i])");
+    auto* load = addr->args[0].as<BufferLoadNode>();
+    return {load, flat_index(load->buffer, load->indices, m)};
+  }
+
+  // cp.async (copies at once: the interpreter has no asynchrony to model).
+  Vals cp_async(const CallNode* c, const Mask& m) {
+    const std::string& op = c->op;
+    const int64_t bytes = op.find("16") != std::string::npos ? 16 : op.find("8") != std::string::npos ? 8 : 4;
+    auto [dst, dflat] = address(c->args[0], m);
+    auto [src, sflat] = address(c->args[1], m);
+    Vals pred = c->args.size() > 2 ? eval(c->args[2], m) : Vals(T_, 1);
+    const int64_t n = bytes / dst->buffer->dtype.bytes();
+    Storage& ds = storage(dst->buffer);
+    for (int64_t t = 0; t < T_; ++t) {
+      if (!m[t]) continue;
+      for (int64_t e = 0; e < n; ++e) {
+        double v = 0;
+        if (pred[t] != 0) v = *cell(storage(src->buffer), src->buffer, sflat[t] + e, t);
+        *cell(ds, dst->buffer, dflat[t] + e, t) = v;
+      }
+    }
+    return Vals(T_, 0);
+  }
+
+  // The template argument list of a tl.gemm_* call, split at top-level commas.
+  static std::vector<std::string> template_args(const Expr& e) {
+    const std::string& s = e.as<StringImmNode>()->value;
+    std::vector<std::string> out(1);
+    int depth = 0;
+    for (char ch : s) {
+      if (ch == '<') ++depth;
+      if (ch == '>') --depth;
+      if (ch == ',' && depth == 0) {
+        out.emplace_back();
+        continue;
+      }
+      if (ch != ' ' || !out.back().empty()) out.back() += ch;
+    }
+    return out;
+  }
+  // "tl::SmemTile<R, C, bits>" -> {R, C, bits}
+  static std::vector<int> smem_tile(const std::string& s) {
+    std::vector<int> v;
+    size_t p = s.find('<');
+    while (p != std::string::npos && v.size() < 3) {
+      v.push_back(std::stoi(s.substr(p + 1)));
+      p = s.find(',', p + 1);
+    }
+    if (v.size() != 3) fail("bad SmemTile " + s);
+    return v;
+  }
+
+  // tl.gemm_ss / tl.gemm_rs, block-wide: C (+)= op(A) * op(B) on the fragments of every
+  // thread, A and B read through the shared layouts (tl::layout::tile_offset) or, for
+  // gemm_rs, A from the threads' registers in the accumulator layout over M x K.
+  Vals gemm(const CallNode* c, const Mask& m) {
+    for (int64_t t = 0; t < T_; ++t)
+      if (!m[t]) fail(c->op + " executed by part of the block");
+    const bool rs = c->op == "tl.gemm_rs";
+    auto ta = template_args(c->args[0]);
+    const int M = std::stoi(ta[0]), N = std::stoi(ta[1]), K = std::stoi(ta[2]), WM = std::stoi(ta[3]),
+              WN = std::stoi(ta[4]);
+    const bool trans_a = !rs && ta[5] == "true", trans_b = ta[rs ? 5 : 6] == "true",
+               clear = ta[rs ? 6 : 7] == "true";
+    auto [a, aflat] = address(c->args[1], m);
+    const int b_arg = rs ? 2 : 4;
+    auto [b, bflat] = address(c->args[b_arg], m);
+    const int64_t a_row0 = rs ? 0 : int64_t(eval(c->args[2], m)[0]), a_col0 = rs ? 0 : int64_t(eval(c->args[3], m)[0]);
+    const int64_t b_row0 = int64_t(eval(c->args[b_arg + 1], m)[0]), b_col0 = int64_t(eval(c->args[b_arg + 2], m)[0]);
+    auto [cl, cflat] = address(c->args[b_arg + 3], m);
+    const std::vector<int> tile_b = smem_tile(ta[rs ? 7 : 9]);
+    const std::vector<int> tile_a = rs ? std::vector<int>{} : smem_tile(ta[8]);
+    Storage &as = storage(a->buffer), &bs = storage(b->buffer), &cs = storage(cl->buffer);
+    const int ea = a->buffer->dtype.bytes(), eb = b->buffer->dtype.bytes();
+    auto A = [&](int i, int k) -> double {
+      if (rs)
+        return *cell(as, a->buffer, aflat[0] + tl::layout::c_frag_index(i, k, M, K, WM, 1),
+                     tl::layout::c_frag_thread(i, k, M, K, WM, 1));
+      const int r = trans_a ? k : i, col = trans_a ? i : k;
+      return *cell(as, a->buffer,
+                   aflat[0] + tl::layout::tile_offset(int(a_row0) + r, int(a_col0) + col, tile_a[0], tile_a[1], ea,
+                                                      tile_a[2]),
+                   0);
+    };
+    auto B = [&](int k, int j) -> double {
+      const int r = trans_b ? j : k, col = trans_b ? k : j;
+      return *cell(bs, b->buffer,
+                   bflat[0] + tl::layout::tile_offset(int(b_row0) + r, int(b_col0) + col, tile_b[0], tile_b[1], eb,
+                                                      tile_b[2]),
+                   0);
+    };
+    std::vector<std::pair<int64_t, double>> results;  // (thread * size + register, value)
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int k = 0; k < K; ++k) acc += A(i, k) * B(k, j);
+        const int64_t t = tl::layout::c_frag_thread(i, j, M, N, WM, WN);
+        double* p = cell(cs, cl->buffer, cflat[t] + tl::layout::c_frag_index(i, j, M, N, WM, WN), t);
+        *p = round_to(cl->buffer->dtype, (clear ? 0.0 : *p) + acc);
+      }
+    return Vals(T_, 0);
   }
 
   int64_t T_;

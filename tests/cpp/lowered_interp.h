@@ -5,6 +5,9 @@
 // which is the SIMT model with a barrier after every statement: it checks what the
 // first half of the pipeline computes, not the placement of barriers. Warp shuffles
 // read the other lanes' values of the same statement; atomics apply thread by thread.
+// Block-wide device calls: tl.gemm_ss / tl.gemm_rs compute C (+)= A * B through the layout
+// formulas of gemm_sm80_layout.cuh (what the fragments mean, not how the device code gets
+// there); cp.async copies complete at once (commit / wait / barriers are no-ops).
 // Every access is bounds-checked (an out-of-bounds access throws).
 #pragma once
 

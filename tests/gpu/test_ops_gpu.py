@@ -146,3 +146,42 @@ def test_wrong_shape_is_a_clear_error():
     kernel = tilec.compile(k, target="auto")
     with pytest.raises(Exception, match="128"):
         kernel(torch.zeros(64, device="cuda"))
+
+
+@pytest.mark.parametrize("dtype,trans_b", [("float16", False), ("bfloat16", True), ("float16", True)])
+def test_gemm_chain_with_a_in_registers(dtype, trans_b):
+    # C = half(A @ B) @ D: the first T.gemm's accumulator, cast to 16 bits in registers, is
+    # the A operand of the second (tl::gemm_rs), over a grid of 64-row blocks.
+    M, K1, N1, N2, bm = 256, 64, 64, 128, 64
+    tdt = getattr(torch, dtype)
+    D_shape = (N2, N1) if trans_b else (N1, N2)
+
+    @T.prim_func
+    def chain(A: T.Tensor((M, K1), dtype), B: T.Tensor((K1, N1), dtype), D: T.Tensor(D_shape, dtype),
+              C: T.Tensor((M, N2), "float32")):
+        with T.Kernel(M // bm, threads=128) as bx:
+            A_s = T.alloc_shared((bm, K1), dtype)
+            B_s = T.alloc_shared((K1, N1), dtype)
+            D_s = T.alloc_shared(D_shape, dtype)
+            C1 = T.alloc_fragment((bm, N1), "float32")
+            P = T.alloc_fragment((bm, N1), dtype)
+            C2 = T.alloc_fragment((bm, N2), "float32")
+            T.copy(A[bx * bm, 0], A_s)
+            T.copy(B, B_s)
+            T.copy(D, D_s)
+            T.gemm(A_s, B_s, C1, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(bm, N1):
+                P[i, j] = T.cast(C1[i, j], dtype)
+            T.gemm(P, D_s, C2, transpose_B=trans_b, clear_accum=True)
+            T.copy(C2, C[bx * bm, 0])
+
+    a = torch.randn(M, K1, device="cuda", dtype=tdt)
+    b = torch.randn(K1, N1, device="cuda", dtype=tdt)
+    d = torch.randn(*D_shape, device="cuda", dtype=tdt)
+    c = poisoned((M, N2), torch.float32)
+    kernel = run(chain, a, b, d, c)
+    assert "tl::gemm_rs<" in kernel.get_kernel_source()
+    p = (a.double() @ b.double()).float().to(tdt).double()   # the kernel rounds C1 to 16 bits
+    ref = p @ (d.double().T if trans_b else d.double())
+    torch.testing.assert_close(c.double(), ref, rtol=2e-2 if dtype == "bfloat16" else 5e-3,
+                               atol=0.25 if dtype == "bfloat16" else 5e-2)

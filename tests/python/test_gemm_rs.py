@@ -1,0 +1,42 @@
+"""T.gemm with A in a register fragment (tl::gemm_rs) through the Python front end: a fragment
+loaded from global memory feeds the mma.sync path directly, and the policy that cannot give
+every warp its own rows of A is a CompileError with a hint."""
+import pytest
+
+import tilec
+import tilec.language as T
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+
+
+def _kernel(policy, dtype="float16"):
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), dtype), D: T.Tensor((64, 64), dtype), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            D_shared = T.alloc_shared((64, 64), dtype)
+            P = T.alloc_fragment((64, 64), dtype)
+            C_local = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, P)
+            T.copy(D, D_shared)
+            T.gemm(P, D_shared, C_local, clear_accum=True, policy=policy)
+            T.copy(C_local, C)
+
+    return f
+
+
+@pytest.mark.parametrize("policy", [T.GemmWarpPolicy.Square, T.GemmWarpPolicy.FullRow])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fragment_a_from_global_lowers_to_gemm_rs(policy, dtype):
+    kernel = tilec.compile(_kernel(policy, dtype), target="sm_80")
+    src = kernel.get_kernel_source()
+    assert "tl::gemm_rs<64, 64, 64, 4, 1, false, true, " in src, src
+    assert "mma.sync.aligned.m16n8k16" in kernel.get_ptx()
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0
+
+
+def test_full_col_policy_is_a_compile_error():
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.compile(_kernel(T.GemmWarpPolicy.FullCol), target="sm_80")
+    msg = str(e.value)
+    assert "T.gemm: A is a register fragment, which needs every warp along M (WARP_N = 1)" in msg
+    assert "policy=T.GemmWarpPolicy.FullRow" in msg

@@ -11,12 +11,14 @@ sys.path.insert(0, HERE)
 def main(out_dir):
     import torch
 
+    import bench_attention
     import bench_compile
     import bench_gemm
     import bench_memory
 
     rows = []
-    for name, mod in (("gemm", bench_gemm), ("memory", bench_memory), ("compile", bench_compile)):
+    for name, mod in (("gemm", bench_gemm), ("attention", bench_attention), ("memory", bench_memory),
+                      ("compile", bench_compile)):
         print(f"== {name}")
         try:
             rows += mod.run()

@@ -141,33 +141,32 @@ Stmt overlap(const ForNode* loop, const MainLoop& m, SourceLoc loc) {
 }
 
 class OverlapGemmMainLoop : public IRMutator {
+ public:
+  explicit OverlapGemmMainLoop(bool enabled) : enabled_(enabled) {}
+
  protected:
   // A matched loop holds no other loop that could match (its body is copies and the gemm).
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
-    if (auto m = match(op)) return overlap(op, *m, s->loc);
+    if (enabled_) {
+      if (auto m = match(op)) return overlap(op, *m, s->loc);
+    }
     return IRMutator::mutate_For(s, op);
   }
-  // The fragment-size annotation of every gemm left as it was is dropped.
+  // The fragment-size annotation of every gemm left as it was is dropped (also when
+  // disabled: codegen and the printer need not know it).
   Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
     if (op->key == kGemmFragmentWordsKey) return mutate(op->body);
     return IRMutator::mutate_Annotate(s, op);
   }
+
+ private:
+  bool enabled_;
 };
 
 PrimFunc run(const PrimFunc& f, PassContext& ctx) {
-  if (back::config_flag(ctx, "tl.disable_gemm_overlap")) {
-    // Still drop the annotations: codegen and the printer need not know them.
-    class Drop : public IRMutator {
-     protected:
-      Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
-        if (op->key == kGemmFragmentWordsKey) return mutate(op->body);
-        return IRMutator::mutate_Annotate(s, op);
-      }
-    } drop;
-    return with_body(f, drop.mutate(f->body));
-  }
-  OverlapGemmMainLoop pass;
-  return with_body(f, pass.mutate(f->body));
+  OverlapGemmMainLoop pass(!back::config_flag(ctx, "tl.disable_gemm_overlap"));
+  Stmt body = pass.mutate(f->body);
+  return body.same_as(f->body) ? f : with_body(f, body);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@
 //         v + 1 is safe because those copies are asynchronous: in the input the gemm reads
 //         its stage right after them with no wait in between, so they never target it.
 // Runs:   after insert_syncs (it moves a barrier into a call, which that pass must not see),
-//         before split_host_device. Config tl.disable_gemm_overlap keeps the loops as they are.
+//         before split_host_device. Config tl.disable_gemm_overlap keeps the loops as they are;
+//         runtime::compile sets it itself and rebuilds when the overlapped kernel spills.
 #include <optional>
 
 #include "passes/cuda_back_util.h"

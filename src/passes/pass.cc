@@ -50,7 +50,8 @@ const std::vector<ConfigKey> kConfigKeys = {
      "Bit width of index arithmetic (accepted; no effect yet)."},
     {"tl.disable_gemm_overlap", false,
      "Keep T.gemm main loops as written: no operand fragments carried across iterations "
-     "(overlap_gemm_mainloop)."},
+     "(overlap_gemm_mainloop). Without this key tilec also drops the overlap by itself for a "
+     "kernel where it makes ptxas spill registers."},
     {"tl.disable_thread_storage_sync", false,
      "Do not insert __syncthreads between shared memory accesses (unsafe; for debugging)."},
     {"tl.enable_aggressive_shared_memory_merge", false,

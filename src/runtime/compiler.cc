@@ -3,6 +3,8 @@
 //   key = sha256(canonical IR text, target, out_idx, pass configs, compiler identity,
 //                line directives, tilec version + build stamp, device library hash)
 //   memory cache -> disk cache -> lower_to_cuda -> NVRTC / nvcc -> store in both.
+//   (A kernel whose overlapped GEMM main loop makes ptxas spill is built once more without
+//   the overlap, and the variant that spills less is stored.)
 //
 // A hit skips the lowering as well, since the entry holds the source and the plan. The
 // build stamp (size and mtime of the binary tilec is linked into) makes a rebuilt tilec
@@ -14,6 +16,7 @@
 #include <sstream>
 
 #include "tilec/ir/printer.h"
+#include "tilec/ir/visitor.h"
 #include "tilec/runtime/cache.h"
 #include "tilec/runtime/device_headers.h"
 #include "tilec/runtime/nvrtc.h"
@@ -207,6 +210,22 @@ void dump_artifact(const CompiledArtifact& a) {
 }
 }  // namespace
 
+namespace {
+constexpr const char* kGemmOverlapConfig = "tl.disable_gemm_overlap";
+
+int64_t spill_bytes(const CompiledArtifact& a) { return a.ptxas.spill_stores_bytes + a.ptxas.spill_loads_bytes; }
+
+// Whether overlap_gemm_mainloop rewrote a loop of this kernel.
+bool uses_gemm_overlap(const ir::PrimFunc& lowered) {
+  bool found = false;
+  ir::for_each_node(lowered->body, [&](const ir::Node* n) {
+    auto* c = dynamic_cast<const ir::CallNode*>(n);
+    found |= c && c->op == "tl.gemm_ss_overlap";
+  });
+  return found;
+}
+}  // namespace
+
 CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   TILEC_ICHECK(f.defined()) << "compile() of a null function";
   Prepared p = prepare(f, opts);
@@ -216,9 +235,23 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
     return std::move(*hit);
   }
   cuda::DeviceModule m = cuda::lower_to_cuda(f, p.ctx);
+  const bool overlapped = uses_gemm_overlap(m.lowered);
   mark_outputs(m.plan, opts.out_idx, f->name);
   check_launch_plan(m.plan);
   CompiledArtifact a = build(std::move(m.source), std::move(m.plan), p.resolved, p.key, p.effective);
+  // overlap_gemm_mainloop keeps a tile's operand fragments live across the loop's barrier:
+  // more registers for less stall. Where that makes ptxas spill (and the user left the
+  // choice to tilec), the kernel is built again without it and the one that spills less is
+  // kept (the overlapped one on a tie). Deterministic, so the cache key stays the same.
+  if (overlapped && spill_bytes(a) > 0 && !opts.pass_configs.count(kGemmOverlapConfig)) {
+    passes::PassContext plain = p.ctx;
+    plain.set(kGemmOverlapConfig, true);
+    cuda::DeviceModule m2 = cuda::lower_to_cuda(f, plain);
+    mark_outputs(m2.plan, opts.out_idx, f->name);
+    check_launch_plan(m2.plan);
+    CompiledArtifact b = build(std::move(m2.source), std::move(m2.plan), p.resolved, p.key, p.effective);
+    if (spill_bytes(b) < spill_bytes(a)) a = std::move(b);
+  }
   store(p.key, a, p.effective);
   if (p.print_ptxas) report_ptxas(a);
   dump_artifact(a);

@@ -113,3 +113,25 @@ def test_flash_attention_rejects_a_key_length_off_the_block():
     fa = importlib.import_module("flash_attention")
     with pytest.raises(ValueError, match=r"seq_len \(1000\) must be a multiple of block_N \(64\)"):
         fa.flash_attention(1, 4, 1000, 64)
+
+
+def test_gemm_overlap_is_dropped_when_it_makes_ptxas_spill():
+    # 256x128x64, 3 stages, 256 threads: with the operand fragments carried across the loop
+    # ptxas (CUDA 13.0) spills a few registers; tilec then keeps the kernel built without the
+    # overlap. An explicit tl.disable_gemm_overlap=False is the user's choice and is kept.
+    import warnings
+
+    f = importlib.import_module("gemm").matmul(4096, 4096, 4096, 256, 128, 64, dtype="bfloat16", threads=256)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the forced variant may warn about its spills
+        forced = tilec.compile(f, target="sm_90a", pass_configs={"tl.disable_gemm_overlap": False})
+    auto = tilec.compile(f, target="sm_90a")
+
+    def spills(k):
+        return k.ptxas_info["spill_stores_bytes"] + k.ptxas_info["spill_loads_bytes"]
+
+    assert "tl::gemm_ss_overlap<" in forced.get_kernel_source()
+    if spills(forced) > 0:
+        assert "gemm_ss_overlap" not in auto.get_kernel_source() and spills(auto) < spills(forced)
+    else:  # another ptxas: nothing to fall back from
+        assert auto.get_kernel_source() == forced.get_kernel_source()

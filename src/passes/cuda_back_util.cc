@@ -504,4 +504,8 @@ void bind_kernel_vars(arith::Analyzer& az, const KernelLaunchNode* k) {
                   int_imm(k->threads[i], k->thread_vars[i]->dtype));
 }
 
+Stmt call_stmt(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
+  return evaluate(call(DataType::Void(), op, std::move(args), loc), loc);
+}
+
 }  // namespace tilec::passes::back

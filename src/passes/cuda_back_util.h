@@ -84,6 +84,9 @@ ir::Stmt renew_bound_vars(const ir::Stmt& s);
 // A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
 std::vector<Expr> strides_of(const ir::Buffer& b);
 
+// Evaluate(call(void, op, args)): a statement that calls an intrinsic for its effect.
+ir::Stmt call_stmt(const std::string& op, std::vector<Expr> args, const ir::SourceLoc& loc = {});
+
 // A zero of the given (scalar) type.
 Expr zero_of(ir::DataType t);
 

@@ -18,7 +18,6 @@
 //         reaches 2^31 (runtime::kMaxInt32Span), so int32 offsets never wrap silently.
 // Runs after: vectorize (vector decisions use the logical indices). Runs once: a function
 //         that already has the attr is returned unchanged.
-#include <limits>
 
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -101,21 +100,13 @@ class Flattener : public IRMutator {
 // stride are constants; 0 for a tensor with a constant 0 dimension (nothing is accessed).
 // Saturates at INT64_MAX.
 int64_t constant_span_lower_bound(const Buffer& b, const std::vector<Expr>& strides) {
-  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
-  int64_t span = 1;
+  std::vector<int64_t> sizes, steps;  // the constant dimensions (a constant empty one: any stride)
   for (int d = 0; d < b->ndim(); ++d) {
     auto* size = as_const_int(b->shape[d]);
-    if (size && *size <= 0) return 0;
     auto* stride = as_const_int(strides[d]);
-    if (!size || !stride) continue;
-    int64_t term;
-    if (*stride == std::numeric_limits<int64_t>::min() ||
-        __builtin_mul_overflow(*size - 1, *stride < 0 ? -*stride : *stride, &term) ||
-        __builtin_add_overflow(span, term, &span)) {
-      return kSaturated;
-    }
+    if (size && (stride || *size <= 0)) sizes.push_back(*size), steps.push_back(stride ? *stride : 0);
   }
-  return span;
+  return runtime::tensor_span(static_cast<int>(sizes.size()), sizes.data(), steps.data());
 }
 
 bool has_int64(const std::vector<Expr>& xs) {

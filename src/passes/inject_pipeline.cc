@@ -37,6 +37,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "passes/cuda_back_util.h"
 #include "passes/pipeline_body.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
@@ -170,9 +171,7 @@ struct LoopPlan {
   int wait_main = -1;                           // wait count of a loop step (-1: no async)
 };
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
-  return evaluate(call(DataType::Void(), op, std::move(args), loc), loc);
-}
+using back::call_stmt;
 
 // Rewrites the accesses of versioned buffers to the version `slot`.
 class VersionAccesses : public IRMutator {

@@ -106,9 +106,7 @@ std::optional<MainLoop> match(const ForNode* loop) {
   return m;
 }
 
-Stmt call_stmt(const std::string& op, std::vector<Expr> args, SourceLoc loc) {
-  return evaluate(call(DataType::Void(), op, std::move(args), loc), loc);
-}
+using back::call_stmt;
 
 Stmt overlap(const ForNode* loop, const MainLoop& m, SourceLoc loc) {
   const auto& g = m.gemm->args;

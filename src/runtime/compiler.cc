@@ -234,11 +234,15 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
     dump_artifact(*hit);
     return std::move(*hit);
   }
-  cuda::DeviceModule m = cuda::lower_to_cuda(f, p.ctx);
-  const bool overlapped = uses_gemm_overlap(m.lowered);
-  mark_outputs(m.plan, opts.out_idx, f->name);
-  check_launch_plan(m.plan);
-  CompiledArtifact a = build(std::move(m.source), std::move(m.plan), p.resolved, p.key, p.effective);
+  bool overlapped = false;
+  auto lower_and_build = [&](passes::PassContext& ctx) {
+    cuda::DeviceModule m = cuda::lower_to_cuda(f, ctx);
+    overlapped = uses_gemm_overlap(m.lowered);
+    mark_outputs(m.plan, opts.out_idx, f->name);
+    check_launch_plan(m.plan);
+    return build(std::move(m.source), std::move(m.plan), p.resolved, p.key, p.effective);
+  };
+  CompiledArtifact a = lower_and_build(p.ctx);
   // overlap_gemm_mainloop keeps a tile's operand fragments live across the loop's barrier:
   // more registers for less stall. Where that makes ptxas spill (and the user left the
   // choice to tilec), the kernel is built again without it and the one that spills less is
@@ -246,10 +250,7 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
   if (overlapped && spill_bytes(a) > 0 && !opts.pass_configs.count(kGemmOverlapConfig)) {
     passes::PassContext plain = p.ctx;
     plain.set(kGemmOverlapConfig, true);
-    cuda::DeviceModule m2 = cuda::lower_to_cuda(f, plain);
-    mark_outputs(m2.plan, opts.out_idx, f->name);
-    check_launch_plan(m2.plan);
-    CompiledArtifact b = build(std::move(m2.source), std::move(m2.plan), p.resolved, p.key, p.effective);
+    CompiledArtifact b = lower_and_build(plain);
     if (spill_bytes(b) < spill_bytes(a)) a = std::move(b);
   }
   store(p.key, a, p.effective);

@@ -293,18 +293,12 @@ struct GemmSsCore {
 
   // The fragments of k-step ks of the operands at A / B into slot `buf`.
   __device__ __forceinline__ void load_step(Frags& f, int buf, int ks, const TA* A, const TB* B) const {
-    const unsigned a_base = smem_u32addr(A), b_base = smem_u32addr(B);
+    const unsigned a_base = smem_u32addr(A);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       load_a<KIND, TRANS_A, TileA>(f.a[buf][mt], a_addr.at(a_base, ks, mt), A, a_row0, a_col0, m_base + mt * 16,
                                    ks * KK, lane);
-#pragma unroll
-    for (int nt = 0; nt + 1 < NT; nt += 2)
-      load_b<KIND, TRANS_B, TileB, true>(f.b[buf][nt], f.b[buf][nt + 1], b_addr.at(b_base, ks, nt / 2), B, b_row0,
-                                         b_col0, n_base + nt * 8, ks * KK, lane);
-    if (NT % 2 == 1)
-      load_b<KIND, TRANS_B, TileB, false>(f.b[buf][NT - 1], f.b[buf][NT - 1], b_addr.at(b_base, ks, NT / 2), B,
-                                          b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
+    load_b_step(f, buf, ks, B);
   }
 
   // Only the B fragments of k-step ks into slot `buf` (tl::gemm_rs: A is in registers).
@@ -319,9 +313,10 @@ struct GemmSsCore {
                                           b_row0, b_col0, n_base + (NT - 1) * 8, ks * KK, lane);
   }
 
-  // The mma.sync of the fragments in slot `buf`, accumulating into C.
-  template <typename TC>
-  __device__ __forceinline__ static void mma_step(const Frags& f, int buf, TC* C) {
+  // The mma.sync of one k-step, accumulating into C: A registers of m tile mt at a_of(mt),
+  // B fragments b[nt].
+  template <typename TC, class AOf>
+  __device__ __forceinline__ static void mma_tiles(AOf a_of, const unsigned (&b)[NT][2], TC* C) {
     static_assert(same_type<TC, typename Tr::Acc>::value,
                   "gemm_ss: the accumulator type must be float (f16/bf16/tf32) or int (int8)");
 #pragma unroll
@@ -329,9 +324,15 @@ struct GemmSsCore {
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int nt = (mt & 1) ? NT - 1 - j : j;  // serpentine: reuse the last B fragment
-        Tr::run(C + (mt * NT + nt) * 4, f.a[buf][mt], f.b[buf][nt]);
+        Tr::run(C + (mt * NT + nt) * 4, a_of(mt), b[nt]);
       }
     }
+  }
+
+  // The mma.sync of the fragments in slot `buf`.
+  template <typename TC>
+  __device__ __forceinline__ static void mma_step(const Frags& f, int buf, TC* C) {
+    mma_tiles([&](int mt) { return f.a[buf][mt]; }, f.b[buf], C);
   }
 
   template <typename TC>
@@ -375,7 +376,6 @@ __device__ __forceinline__ void gemm_rs(const TA* A, const TB* B, int b_row0, in
   static_assert(KIND == kMmaF16 || KIND == kMmaBF16, "gemm_rs: A in registers must be float16 or bfloat16");
   // A's shared tile is a placeholder: only B's addressing and the warp's place are used.
   using Core = gemm_detail::GemmSsCore<M, N, K, WARP_M, WARP_N, false, TRANS_B, SmemTile<M, K, 0>, TileB, KIND, TA, TB>;
-  static_assert(gemm_detail::same_type<TC, typename Core::Tr::Acc>::value, "gemm_rs: the accumulator type must be float");
   const Core core(0, 0, b_row0, b_col0, thread_idx);
   if (CLEAR_ACCUM) Core::clear(C);
   const unsigned* a = reinterpret_cast<const unsigned*>(A);
@@ -384,14 +384,7 @@ __device__ __forceinline__ void gemm_rs(const TA* A, const TB* B, int b_row0, in
 #pragma unroll
   for (int ks = 0; ks < Core::KS; ++ks) {
     if (ks + 1 < Core::KS) core.load_b_step(f, (ks + 1) & 1, ks + 1, B);
-#pragma unroll
-    for (int mt = 0; mt < Core::MT; ++mt) {
-#pragma unroll
-      for (int j = 0; j < Core::NT; ++j) {
-        const int nt = (mt & 1) ? Core::NT - 1 - j : j;  // serpentine, as gemm_ss
-        Core::Tr::run(C + (mt * Core::NT + nt) * 4, a + (mt * Core::KS + ks) * 4, f.b[ks & 1][nt]);
-      }
-    }
+    Core::mma_tiles([&](int mt) { return a + (mt * Core::KS + ks) * 4; }, f.b[ks & 1], C);
   }
 }
 

@@ -92,6 +92,8 @@ Pass vectorize_pass();
 //   in:  vectorized lowered IR.   out: every access of a global parameter is 1-D through
 //   the parameter's strides (row-major when none; symbolic allowed); the buffer parameters
 //   are replaced by 1-D buffers and the originals kept in attr kUnflattenedParamsAttr.
+//   Offsets are int64 for a tensor with an int64 dimension/stride/index or whose constant
+//   dimensions alone span 2^31 elements, else int32 (the runtime refuses larger arguments).
 Pass flatten_buffers_pass();
 
 // plan_shared_memory (src/passes/plan_shared_memory.cc)

@@ -44,6 +44,8 @@ KNOBS: tuple[Knob, ...] = (
          "CUDA toolkit root (for its headers and nvcc)."),
     Knob("TILEC_LINE_DIRECTIVES", "bool", "0", "",
          "Emit #line directives in generated CUDA that point back to the kernel's source lines."),
+    Knob("TILEC_DEBUG_SYNC", "bool", "0", "",
+         "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."),
 )
 
 _BY_NAME = {k.name: k for k in KNOBS}
@@ -135,3 +137,7 @@ def cuda_home() -> str:
 
 def line_directives() -> bool:
     return _bool("TILEC_LINE_DIRECTIVES")
+
+
+def debug_sync() -> bool:
+    return _bool("TILEC_DEBUG_SYNC")

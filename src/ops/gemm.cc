@@ -37,6 +37,7 @@
 #include "tilec/ops/op_behaviour.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/target/cuda/gemm_isel.h"
+#include "ops/gemm_operands.h"
 
 namespace tilec::ops {
 
@@ -44,78 +45,11 @@ using namespace ir;
 
 namespace {
 
-struct Matrix {
-  const BufferRegion* region = nullptr;
-  int64_t rows = 0, cols = 0;          // extents of the region's last two dimensions
-  int64_t tile_rows = 0, tile_cols = 0;  // the buffer's last two dimensions
-};
-
-Matrix matrix_of(const BufferRegion& r, const char* name, const SourceLoc& loc) {
-  const int nd = static_cast<int>(r.region.size());
-  TILEC_USER_CHECK(nd >= 2, loc, "pass a 2-D buffer or region")
-      << "T.gemm: operand " << name << " ('" << r.buffer->name << "') has " << nd << " dimension(s), not 2";
-  for (int d = 0; d + 2 < nd; ++d)
-    TILEC_USER_CHECK(is_one(r.region[d].extent), loc, "index the leading dimensions with a single value")
-        << "T.gemm: operand " << name << " ('" << r.buffer->name << "') must be 2-D after its leading dimensions";
-  Matrix m;
-  m.region = &r;
-  const int64_t* e0 = as_const_int(r.region[nd - 2].extent);
-  const int64_t* e1 = as_const_int(r.region[nd - 1].extent);
-  const int64_t* s0 = as_const_int(r.buffer->shape[nd - 2]);
-  const int64_t* s1 = as_const_int(r.buffer->shape[nd - 1]);
-  TILEC_USER_CHECK(e0 && e1 && s0 && s1, loc, "tile shapes must be compile-time constants")
-      << "T.gemm: operand " << name << " ('" << r.buffer->name << "') has a symbolic shape";
-  m.rows = *e0, m.cols = *e1, m.tile_rows = *s0, m.tile_cols = *s1;
-  return m;
-}
-
-struct GemmOp {
-  Matrix a, b, c;
-  cuda::GemmQuery query;
-};
-
-GemmOp analyze(const TileOpNode& op, int64_t num_threads) {
-  GemmOp g;
-  g.a = matrix_of(region_arg(op, 0), "A", op.loc);
-  g.b = matrix_of(region_arg(op, 1), "B", op.loc);
-  g.c = matrix_of(region_arg(op, 2), "C", op.loc);
-  cuda::GemmQuery& q = g.query;
-  q.trans_a = attr_bool(op, "transpose_A");
-  q.trans_b = attr_bool(op, "transpose_B");
-  q.m = q.trans_a ? g.a.cols : g.a.rows;
-  q.k = q.trans_a ? g.a.rows : g.a.cols;
-  q.n = q.trans_b ? g.b.rows : g.b.cols;
-  const int64_t kb = q.trans_b ? g.b.cols : g.b.rows;
-  TILEC_USER_CHECK(kb == q.k, op.loc, "A's K extent must equal B's (check transpose_A / transpose_B)")
-      << "T.gemm: A is " << g.a.rows << "x" << g.a.cols << (q.trans_a ? " (transposed)" : "") << " and B is "
-      << g.b.rows << "x" << g.b.cols << (q.trans_b ? " (transposed)" : "") << ": K is " << q.k << " for A but " << kb
-      << " for B";
-  TILEC_USER_CHECK(g.c.rows == q.m && g.c.cols == q.n, op.loc, "C must be M x N")
-      << "T.gemm: C ('" << g.c.region->buffer->name << "') is " << g.c.rows << "x" << g.c.cols << " but A * B is "
-      << q.m << "x" << q.n;
-  TILEC_USER_CHECK(region_is_full(*g.c.region) && g.c.region->buffer->ndim() == 2, op.loc,
-                   "accumulate into a whole fragment")
-      << "T.gemm: C must be a whole 2-D fragment, not a part of '" << g.c.region->buffer->name << "'";
-  if (g.a.region->buffer->scope == Scope::kFragment)
-    TILEC_USER_CHECK(region_is_full(*g.a.region) && g.a.region->buffer->ndim() == 2, op.loc,
-                     "pass a whole M x K fragment as A")
-        << "T.gemm: A in registers must be a whole 2-D fragment, not a part of '" << g.a.region->buffer->name << "'";
-  q.a_dtype = g.a.region->buffer->dtype;
-  q.b_dtype = g.b.region->buffer->dtype;
-  q.c_dtype = g.c.region->buffer->dtype;
-  q.a_scope = g.a.region->buffer->scope;
-  q.b_scope = g.b.region->buffer->scope;
-  q.c_scope = g.c.region->buffer->scope;
-  q.lda = g.a.tile_cols;
-  q.ldb = g.b.tile_cols;
-  q.num_threads = static_cast<int>(num_threads);
-  q.instruction = attr_string(op, "instruction");
-  const std::string policy = attr_string(op, "policy", "Square");
-  auto p = cuda::parse_warp_policy(policy);
-  TILEC_USER_CHECK(p.has_value(), op.loc, "use Square, FullRow or FullCol")
-      << "T.gemm: unknown policy '" << policy << "'";
-  q.policy = *p;
-  q.loc = op.loc;
+// This behaviour runs when the wgmma one (gemm_sm90.cc) does not claim the op, so its own
+// selection leaves wgmma out.
+GemmOp analyze_ampere(const TileOpNode& op, const OpEnv& env) {
+  GemmOp g = analyze_gemm(op, env);
+  g.query.allow_wgmma = false;
   return g;
 }
 
@@ -234,7 +168,7 @@ AccessRegions gemm_access(const TileOpNode& op) {
 
 LayoutProposals gemm_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
   if (level != InferLevel::kStrict) return {};
-  GemmOp g = analyze(op, state.num_threads());
+  GemmOp g = analyze_ampere(op, state);
   cuda::GemmPlan plan = plan_for(g, state.target());
   LayoutProposals out;
   out.push_back({g.c.region->buffer, accumulator_layout(g.query, plan)});
@@ -287,7 +221,7 @@ OperandArgs operand_args(const Matrix& m, const TileOpNode& op, LowerContext& ct
 }
 
 Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
-  GemmOp g = analyze(op, ctx.num_threads());
+  GemmOp g = analyze_ampere(op, ctx);
   cuda::GemmPlan plan = plan_for(g, ctx.target());
   const cuda::GemmQuery& q = g.query;
   const int64_t chunk = std::max<int64_t>(1, 16 / q.a_dtype.bytes());

@@ -90,13 +90,13 @@ LayoutProposals infer_layout(const ir::TileOpNode& op, const LayoutInferenceStat
   auto bs = find_op_behaviours(op.op, state.target());
   if (bs.empty()) no_behaviour(op, state.target(), "lowering");
   for (const auto* b : bs)
-    if (b->infer_layout) return b->infer_layout(op, state, level);
+    if (b->infer_layout && (!b->claims || b->claims(op, state))) return b->infer_layout(op, state, level);
   return {};
 }
 
 ir::Stmt lower(const ir::TileOpNode& op, LowerContext& ctx) {
   for (const auto* b : find_op_behaviours(op.op, ctx.target())) {
-    if (!b->lower) continue;
+    if (!b->lower || (b->claims && !b->claims(op, ctx))) continue;
     ir::Stmt s = b->lower(op, ctx);
     if (s) return s;
   }

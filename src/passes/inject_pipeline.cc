@@ -173,45 +173,6 @@ struct LoopPlan {
 
 using back::call_stmt;
 
-// Rewrites the accesses of versioned buffers to the version `slot`.
-class VersionAccesses : public IRMutator {
- public:
-  VersionAccesses(const std::unordered_map<const BufferNode*, Buffer>& map, Expr slot) : map_(map), slot_(slot) {}
-
-  BufferRegion mutate_region(const BufferRegion& r) override {
-    BufferRegion out = IRMutator::mutate_region(r);
-    auto it = map_.find(r.buffer.get());
-    if (it == map_.end()) return out;
-    out.buffer = it->second;
-    out.region.insert(out.region.begin(), Range{slot_, int_imm(1, slot_->dtype)});
-    return out;
-  }
-
- protected:
-  Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
-    Expr n = IRMutator::mutate_BufferLoad(e, op);
-    auto it = map_.find(op->buffer.get());
-    if (it == map_.end()) return n;
-    auto* l = n.as<BufferLoadNode>();
-    std::vector<Expr> idx = {slot_};
-    idx.insert(idx.end(), l->indices.begin(), l->indices.end());
-    return buffer_load(it->second, idx, op->loc);
-  }
-  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
-    Stmt n = IRMutator::mutate_BufferStore(s, op);
-    auto it = map_.find(op->buffer.get());
-    if (it == map_.end()) return n;
-    auto* st = n.as<BufferStoreNode>();
-    std::vector<Expr> idx = {slot_};
-    idx.insert(idx.end(), st->indices.begin(), st->indices.end());
-    return buffer_store(it->second, idx, st->value, op->loc);
-  }
-
- private:
-  const std::unordered_map<const BufferNode*, Buffer>& map_;
-  Expr slot_;
-};
-
 class Injector : public IRMutator {
  public:
   Injector(const target::Target& t) : target_(t) {}
@@ -361,7 +322,7 @@ class Injector : public IRMutator {
       VarMap vm;
       vm[op->loop_var.get()] = is_zero(op->min) ? it : op->min + it;
       Stmt s = substitute(p.body.stmts[j], vm);
-      s = VersionAccesses(map, slot).mutate(s);
+      s = pl::VersionAccesses(map, slot).mutate(s);
       s = ConstFolder().mutate(s);
       if (p.async[j]) {
         auto* c = s.as<TileOpNode>();

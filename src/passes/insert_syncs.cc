@@ -8,6 +8,9 @@
 //         separates nothing is added. Existing barriers are kept (they may order global
 //         memory); two barriers with nothing between them become one.
 // Config: tl.disable_thread_storage_sync returns the function unchanged (unsafe).
+// Warp-specialized roles (Annotate kThreadRangeKey, and an If whose branches are roles) are
+//   planned each on their own — the roles synchronize through mbarriers — and the block
+//   barriers of a role smaller than the block become named barriers over its threads.
 //
 // Model of an access (buffer granularity; arena byte ranges decide aliasing):
 //   - BufferLoad / BufferStore of a shared buffer: a read / a write at that index;
@@ -370,6 +373,14 @@ class SyncPlanner {
       }
       case NodeKind::kAnnotate: {
         auto* op = s.as<AnnotateNode>();
+        if (op->key == kThreadRangeKey) {
+          // A warp-specialized role: its threads order their own accesses; the roles hand
+          // data to each other through mbarriers, which this pass does not model.
+          Pending inner;
+          Stmt body = visit(op->body, inner);
+          for (const auto& a : inner) add(pending, a);
+          return body.same_as(op->body) ? s : annotate(op->key, op->value, body, s->loc);
+        }
         Stmt body = visit(op->body, pending);
         return body.same_as(op->body) ? s : annotate(op->key, op->value, body, s->loc);
       }
@@ -382,7 +393,20 @@ class SyncPlanner {
     }
   }
 
+  static bool is_role(const Stmt& s) {
+    auto* a = s.as<AnnotateNode>();
+    return a && a->key == kThreadRangeKey;
+  }
+
   Stmt visit_if(const Stmt& s, const IfNode* op, Pending& pending) {
+    if (is_role(op->then_case) && (!op->else_case || is_role(op->else_case))) {
+      // The split into warp-specialized roles: each branch is planned on its own.
+      Stmt then_case = visit(op->then_case, pending);
+      Stmt else_case = visit(op->else_case, pending);
+      return then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+                 ? s
+                 : if_then_else(op->cond, then_case, else_case, s->loc);
+    }
     if (divergent_cond(op->cond)) return visit_divergent_if(s, op, pending);
     Effects fx;
     expr_effects(op->cond, &fx);
@@ -687,12 +711,45 @@ std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> arena_ranges(
   return out;
 }
 
+// Block barriers inside a role that is not the whole block become named barriers over the
+// role's threads (__syncthreads would wait for threads that never arrive).
+class NamedBarriers : public IRMutator {
+ public:
+  explicit NamedBarriers(int64_t block_threads) : block_threads_(block_threads) {}
+
+ protected:
+  Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
+    if (op->key != kThreadRangeKey) return IRMutator::mutate_Annotate(s, op);
+    const auto& r = std::get<std::vector<int64_t>>(op->value);
+    roles_.push_back(r);
+    Stmt out = IRMutator::mutate_Annotate(s, op);
+    roles_.pop_back();
+    return out;
+  }
+  Stmt mutate_Evaluate(const Stmt& s, const EvaluateNode* op) override {
+    auto* c = op->value.as<CallNode>();
+    if (!c || c->op != "tl.syncthreads" || roles_.empty() || roles_.back()[1] >= block_threads_) return s;
+    const auto& r = roles_.back();
+    TILEC_ICHECK(r.size() >= 3 && r[1] % 32 == 0 && r[2] > 0 && r[2] < 16)
+        << "a barrier inside a role of " << r[1] << " threads (named barriers need whole warps and an id 1..15)";
+    return evaluate(call(DataType::Void(), "tl.named_barrier_sync", {int_imm(r[2], Int32()), int_imm(r[1], Int32())}, s->loc),
+                    s->loc);
+  }
+
+ private:
+  int64_t block_threads_;
+  std::vector<std::vector<int64_t>> roles_;
+};
+
 PrimFunc insert(const PrimFunc& f, PassContext& ctx) {
   if (back::config_flag(ctx, "tl.disable_thread_storage_sync")) return f;
   const KernelLaunchNode* kernel = back::find_kernel(f->body);
   if (!kernel) return f;
   SyncPlanner planner(kernel, arena_ranges(kernel->body));
   Stmt body = planner.run(kernel->body);
+  int64_t threads = 1;
+  for (auto t : kernel->threads) threads *= t;
+  body = NamedBarriers(threads).mutate(body);
   if (body.same_as(kernel->body)) return f;
   auto k = std::make_shared<KernelLaunchNode>(*kernel);
   k->body = body;

@@ -30,6 +30,7 @@
 #include "tilec/ir/visitor.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
 
 namespace tilec::passes {
@@ -50,6 +51,7 @@ struct Unit {
   ParallelNest nest;               // a parallel nest (nest.outer != null)
   std::vector<NestAccess> accesses;
   std::vector<const ForNode*> loops;  // enclosing loops, outermost first
+  int64_t threads = 0;  // threads that run it: the enclosing thread range's, else the block's
   Layout loop_layout;
   std::string loop_origin;
   bool is_nest() const { return nest.outer != nullptr; }
@@ -90,12 +92,22 @@ class UnitCollector : public IRVisitor {
     if (op->key == "layout_map")
       if (auto* m = std::get_if<LayoutMap>(&op->value))
         for (const auto& kv : *m) user_layouts.push_back({kv, op->loc});
+    if (op->key == kThreadRangeKey) {
+      auto* r = std::get_if<std::vector<int64_t>>(&op->value);
+      TILEC_ICHECK(r && r->size() >= 2) << kThreadRangeKey << " needs {first thread, count}";
+      const int64_t saved = threads_;
+      threads_ = (*r)[1];
+      IRVisitor::visit_Annotate(op);
+      threads_ = saved;
+      return;
+    }
     IRVisitor::visit_Annotate(op);
   }
   void visit_TileOp(const TileOpNode* op) override {
     Unit u;
     u.op = op;
     u.loops = loops_;
+    u.threads = threads_;
     units.push_back(std::move(u));
   }
   void visit_For(const ForNode* op) override {
@@ -104,6 +116,7 @@ class UnitCollector : public IRVisitor {
       u.nest = ops::collect_nest(op);
       u.accesses = ops::collect_accesses(u.nest);
       u.loops = loops_;
+      u.threads = threads_;
       units.push_back(std::move(u));
       return;
     }
@@ -114,12 +127,25 @@ class UnitCollector : public IRVisitor {
 
  private:
   std::vector<const ForNode*> loops_;
+  int64_t threads_ = 0;
 };
 
 class Inference : public ops::LayoutInferenceState {
  public:
-  Inference(const target::Target& t, int64_t threads, UnitCollector& c)
-      : target_(t), num_threads_(threads), units_(c.units), buffers_(c.buffers) {
+  Inference(const target::Target& t, int64_t threads, UnitCollector& c, const PassContext& ctx)
+      : target_(t), num_threads_(threads), current_threads_(threads), units_(c.units), buffers_(c.buffers), ctx_(ctx) {
+    for (auto& u : units_)
+      if (u.threads == 0) u.threads = threads;
+    // A fragment takes the thread count of the (first) unit that uses it, for defaults.
+    for (const auto& u : units_) {
+      auto note = [&](const Buffer& b) { buffer_threads_.emplace(b.get(), u.threads); };
+      if (u.is_nest()) {
+        for (const auto& a : u.accesses) note(a.buffer);
+      } else {
+        for (const auto& arg : u.op->args)
+          if (auto* r = std::get_if<BufferRegion>(&arg)) note(r->buffer);
+      }
+    }
     for (const auto& [kv, loc] : c.user_layouts) {
       std::string origin = "T.annotate_layout";
       if (loc.known()) origin += " at " + loc.str();
@@ -129,7 +155,12 @@ class Inference : public ops::LayoutInferenceState {
 
   // ---- LayoutInferenceState ----
   const target::Target& target() const override { return target_; }
-  int64_t num_threads() const override { return num_threads_; }
+  int64_t num_threads() const override { return current_threads_; }
+  bool config_flag(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_bool(key);
+    return false;
+  }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second.first;
@@ -149,7 +180,8 @@ class Inference : public ops::LayoutInferenceState {
     for (const auto& b : buffers_) {
       if (layout_of(b)) continue;
       auto shape = const_buffer_shape(b);
-      if (b->scope == Scope::kFragment) propose(b, layout::default_fragment(shape, num_threads_, b->dtype), "default");
+      if (b->scope == Scope::kFragment)
+        propose(b, layout::default_fragment(shape, threads_of(b), b->dtype), "default");
       else propose(b, layout::row_major(shape), "default");
     }
     // Every demand once more, now that everything is known: conflicts surface here.
@@ -216,8 +248,14 @@ class Inference : public ops::LayoutInferenceState {
         << " maps two elements to the same place";
   }
 
+  int64_t threads_of(const Buffer& b) const {
+    auto it = buffer_threads_.find(b.get());
+    return it == buffer_threads_.end() ? num_threads_ : it->second;
+  }
+
   bool apply_op(Unit& u, InferLevel level) {
     current_loops_ = &u.loops;
+    current_threads_ = u.threads;
     bool changed = false;
     for (const auto& p : ops::infer_layout(*u.op, *this, level)) changed |= propose(p.buffer, p.layout, u.name());
     return changed;
@@ -308,9 +346,10 @@ class Inference : public ops::LayoutInferenceState {
         if (u.loop_layout) continue;
         for (const auto& a : u.accesses)
           if (a.buffer->scope == Scope::kFragment && a.full_rank(u.nest.ndim()) && !layout_of(a.buffer))
-            consider(u, {a.buffer, layout::default_fragment(const_buffer_shape(a.buffer), num_threads_, a.buffer->dtype)});
+            consider(u, {a.buffer, layout::default_fragment(const_buffer_shape(a.buffer), u.threads, a.buffer->dtype)});
       } else {
         current_loops_ = &u.loops;
+        current_threads_ = u.threads;
         for (const auto& p : ops::infer_layout(*u.op, *this, InferLevel::kFree)) consider(u, p);
       }
     }
@@ -322,7 +361,7 @@ class Inference : public ops::LayoutInferenceState {
   bool default_loop_step() {
     for (auto& u : units_) {
       if (!u.is_nest() || u.loop_layout) continue;
-      set_loop_layout(u, ops::coalesced_nest_layout(u.nest, u.accesses, num_threads_), "a coalesced default");
+      set_loop_layout(u, ops::coalesced_nest_layout(u.nest, u.accesses, u.threads), "a coalesced default");
       return true;
     }
     return false;
@@ -345,9 +384,12 @@ class Inference : public ops::LayoutInferenceState {
   }
 
   target::Target target_;
-  int64_t num_threads_;
+  int64_t num_threads_;      // the block's
+  int64_t current_threads_;  // the unit's being inferred
   std::vector<Unit>& units_;
   std::vector<Buffer>& buffers_;
+  const PassContext& ctx_;
+  std::unordered_map<const BufferNode*, int64_t> buffer_threads_;
   std::unordered_map<const BufferNode*, std::pair<Layout, std::string>> layouts_;
   const std::vector<const ForNode*>* current_loops_ = nullptr;
   std::vector<const ForNode*> no_loops_;
@@ -380,7 +422,7 @@ class Annotator : public IRMutator {
 
 class KernelRewriter : public IRMutator {
  public:
-  explicit KernelRewriter(const target::Target& t) : target_(t) {}
+  explicit KernelRewriter(const PassContext& ctx) : target_(ctx.target()), ctx_(ctx) {}
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -388,7 +430,7 @@ class KernelRewriter : public IRMutator {
     for (auto t : op->threads) threads *= t;
     UnitCollector c;
     c.visit(op->body);
-    Inference inf(target_, threads, c);
+    Inference inf(target_, threads, c, ctx_);
     inf.run();
     Stmt body = Annotator(inf.loop_layouts()).mutate(op->body);
     auto n = std::make_shared<KernelLaunchNode>(*op);
@@ -398,13 +440,14 @@ class KernelRewriter : public IRMutator {
 
  private:
   target::Target target_;
+  const PassContext& ctx_;
 };
 
 }  // namespace
 
 Pass layout_inference_pass() {
   return {"layout_inference", [](const PrimFunc& f, PassContext& ctx) {
-            Stmt body = KernelRewriter(ctx.target()).mutate(f->body);
+            Stmt body = KernelRewriter(ctx).mutate(f->body);
             if (body.same_as(f->body)) return f;
             return with_body(f, std::move(body));
           }};

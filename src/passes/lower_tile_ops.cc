@@ -21,6 +21,7 @@
 #include "tilec/ir/mutator.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
 
 namespace tilec::passes {
@@ -31,12 +32,17 @@ using namespace ir;
 
 class TileOpLowerer : public IRMutator, public ops::LowerContext {
  public:
-  explicit TileOpLowerer(const target::Target& t) : target_(t) {}
+  explicit TileOpLowerer(const PassContext& ctx) : target_(ctx.target()), ctx_(ctx) {}
 
   // ---- LowerContext ----
   const target::Target& target() const override { return target_; }
   int64_t num_threads() const override { return num_threads_; }
   Expr thread_index() const override { return thread_index_; }
+  bool config_flag(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_bool(key);
+    return false;
+  }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second;
@@ -113,6 +119,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       stride *= op->threads[i];
     }
     thread_index_ = tid;
+    block_thread_index_ = tid;
     const size_t saved = index_ranges_.size();
     for (size_t i = 0; i < op->block_vars.size() && i < op->grid.size(); ++i)
       index_ranges_.emplace_back(op->block_vars[i], cast(op->block_vars[i]->dtype, op->grid[i]));
@@ -133,6 +140,18 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       if (auto* m = std::get_if<LayoutMap>(&op->value))
         for (const auto& [b, l] : *m) layouts_[b.get()] = l;
       return mutate(op->body);
+    }
+    if (op->key == kThreadRangeKey) {
+      // A warp-specialized role: its ops run on `count` threads numbered from `first`.
+      auto& r = std::get<std::vector<int64_t>>(op->value);
+      const int64_t saved_threads = num_threads_;
+      const Expr saved_index = thread_index_;
+      num_threads_ = r[1];
+      if (r[0] != 0) thread_index_ = block_thread_index_ - int_imm(r[0], block_thread_index_->dtype);
+      Stmt body = mutate(op->body);
+      num_threads_ = saved_threads;
+      thread_index_ = saved_index;
+      return body.same_as(op->body) ? s : annotate(op->key, op->value, body, op->loc);
     }
     return IRMutator::mutate_Annotate(s, op);
   }
@@ -210,8 +229,10 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   }
 
   target::Target target_;
+  const PassContext& ctx_;
   int64_t num_threads_ = 1;
   Expr thread_index_;
+  Expr block_thread_index_;
   std::unordered_map<const BufferNode*, Layout> layouts_;
   mutable std::unordered_map<const BufferNode*, Buffer> lowered_;
   std::vector<Buffer> scratch_;
@@ -226,7 +247,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
 
 Pass lower_tile_ops_pass() {
   return {"lower_tile_ops", [](const PrimFunc& f, PassContext& ctx) {
-            TileOpLowerer lowerer(ctx.target());
+            TileOpLowerer lowerer(ctx);
             Stmt body = lowerer.mutate(f->body);
             if (body.same_as(f->body)) return f;
             // Layout arithmetic leaves index expressions that the loop and thread ranges

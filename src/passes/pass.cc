@@ -60,6 +60,9 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tl.device_compile_flags", std::string(), "Extra flags for NVRTC/nvcc, separated by spaces."},
     {"tilec.line_directives", false,
      "Emit #line directives pointing back to the kernel source (also TILEC_LINE_DIRECTIVES)."},
+    {"tilec.debug_sync", false,
+     "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
+     "(also TILEC_DEBUG_SYNC)."},
 };
 
 const char* type_name(const ConfigValue& v) {

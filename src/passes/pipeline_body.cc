@@ -105,4 +105,33 @@ bool is_global_to_shared_copy(const Stmt& s) {
   return src && dst && src->buffer->scope == Scope::kGlobal && is_shared(dst->buffer->scope);
 }
 
+BufferRegion VersionAccesses::mutate_region(const BufferRegion& r) {
+  BufferRegion out = IRMutator::mutate_region(r);
+  auto it = map_.find(r.buffer.get());
+  if (it == map_.end()) return out;
+  out.buffer = it->second;
+  out.region.insert(out.region.begin(), Range{slot_, int_imm(1, slot_->dtype)});
+  return out;
+}
+
+Expr VersionAccesses::mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) {
+  Expr n = IRMutator::mutate_BufferLoad(e, op);
+  auto it = map_.find(op->buffer.get());
+  if (it == map_.end()) return n;
+  auto* l = n.as<BufferLoadNode>();
+  std::vector<Expr> idx = {slot_};
+  idx.insert(idx.end(), l->indices.begin(), l->indices.end());
+  return buffer_load(it->second, idx, op->loc);
+}
+
+Stmt VersionAccesses::mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) {
+  Stmt n = IRMutator::mutate_BufferStore(s, op);
+  auto it = map_.find(op->buffer.get());
+  if (it == map_.end()) return n;
+  auto* st = n.as<BufferStoreNode>();
+  std::vector<Expr> idx = {slot_};
+  idx.insert(idx.end(), st->indices.begin(), st->indices.end());
+  return buffer_store(it->second, idx, st->value, op->loc);
+}
+
 }  // namespace tilec::passes::pipeline

@@ -6,9 +6,11 @@
 // and `order` lists of the loop's PipelineInfo have one entry per statement of that Seq.
 #pragma once
 
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/stmt.h"
 
 namespace tilec::passes::pipeline {
@@ -35,5 +37,22 @@ Access accesses(const ir::Stmt& s);
 
 // T.copy / T.async_copy from a global buffer into a shared one.
 bool is_global_to_shared_copy(const ir::Stmt& s);
+
+// Rewrites every access (loads, stores, tile-op regions) of the buffers in `map` to the
+// versioned buffer, at version `slot` (a new leading index / a region of extent 1 there).
+class VersionAccesses : public ir::IRMutator {
+ public:
+  VersionAccesses(const std::unordered_map<const ir::BufferNode*, ir::Buffer>& map, ir::Expr slot)
+      : map_(map), slot_(std::move(slot)) {}
+  ir::BufferRegion mutate_region(const ir::BufferRegion& r) override;
+
+ protected:
+  ir::Expr mutate_BufferLoad(const ir::Expr& e, const ir::BufferLoadNode* op) override;
+  ir::Stmt mutate_BufferStore(const ir::Stmt& s, const ir::BufferStoreNode* op) override;
+
+ private:
+  const std::unordered_map<const ir::BufferNode*, ir::Buffer>& map_;
+  ir::Expr slot_;
+};
 
 }  // namespace tilec::passes::pipeline

@@ -9,7 +9,8 @@
 //           extern __shared__ __align__(1024) unsigned char tilec_smem[];
 //         PrimFunc attr kDynamicSharedBytesAttr = arena bytes (a multiple of 16).
 //         Offsets are 128-byte aligned (1024 for swizzled buffers, so swizzle atoms stay
-//         aligned to the pattern's period).
+//         aligned to the pattern's period; the arena then gets 1024 bytes of slack and
+//         attr kSmemBaseAlignAttr = 1024, and codegen aligns its base at run time).
 // Errors: UserError naming every buffer and its size when the arena plus static shared
 //         memory exceeds target::Target::max_shared_memory_per_block().
 // Runs after: flatten_buffers. Runs before: insert_syncs (which reads the offsets to know
@@ -227,6 +228,12 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   int64_t total = 0;
   for (const auto& p : plans) total = std::max(total, p.offset + p.bytes);
   total = align_up(total, 16);
+  // The arena's base is aligned by the kernel itself when a buffer needs 1024 bytes
+  // (static shared memory placed before it may leave it at any 16-byte boundary):
+  // codegen rounds the pointer up, which takes up to 1024 - 16 more bytes.
+  bool align_base = false;
+  for (const auto& p : plans) align_base |= p.align == kSwizzleAlign;
+  if (align_base) total += kSwizzleAlign;
 
   StaticShared st;
   st.visit(kernel->body);
@@ -253,6 +260,7 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   PrimFunc out = with_body(f, back::replace_kernel(f->body, new_kernel));
   AttrMap attrs = out->attrs;
   attrs.emplace_back(kDynamicSharedBytesAttr, total);
+  if (align_base) attrs.emplace_back(kSmemBaseAlignAttr, kSwizzleAlign);
   return make_prim_func(out->name, out->params, out->body, std::move(attrs), out->loc);
 }
 

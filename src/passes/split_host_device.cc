@@ -227,6 +227,18 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   for (const auto& v : symbols.vars)
     if (used_symbols.count(v.get())) plan.kernel_args.push_back({runtime::KernelArg::kSymbol, 0, v->name, v->dtype});
 
+  // TMA tensor maps: one per distinct tl.tma_descriptor(name, swizzle, box...) call.
+  for_each_node(kernel->body, [&](const Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c || c->op != kTmaDescriptorOp) return;
+    runtime::TmaDescSpec d = tma_descriptor_spec(*c, plan);
+    for (const auto& e : plan.tma_descs)
+      if (e == d) return;
+    plan.tma_descs.push_back(d);
+    plan.kernel_args.push_back({runtime::KernelArg::kTmaDesc, static_cast<int>(plan.tma_descs.size()) - 1, "",
+                                DataType::Handle()});
+  });
+
   for (const auto& g : kernel->grid) {
     Expr e = substitute(g, wrapper_lets);
     for (const auto& v : back::free_vars(e)) {
@@ -242,6 +254,28 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   for (size_t i = 0; i < kernel->cluster.size() && i < 3; ++i) plan.cluster[i] = kernel->cluster[i];
   if (auto* a = find_attr(f->attrs, kDynamicSharedBytesAttr)) plan.dynamic_shared_bytes = std::get<int64_t>(*a);
   return plan;
+}
+
+runtime::TmaDescSpec tma_descriptor_spec(const CallNode& c, const runtime::LaunchPlan& plan) {
+  TILEC_ICHECK(c.args.size() >= 3) << kTmaDescriptorOp << " needs (tensor name, swizzle, box...)";
+  auto* name = c.args[0].as<StringImmNode>();
+  auto* swizzle = as_const_int(c.args[1]);
+  TILEC_ICHECK(name && swizzle) << kTmaDescriptorOp << ": tensor name and swizzle must be constants";
+  runtime::TmaDescSpec d;
+  d.tensor = -1;
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (plan.tensors[i].name == name->value) {
+      TILEC_ICHECK(d.tensor < 0) << "two tensor parameters are named '" << name->value << "'";
+      d.tensor = static_cast<int>(i);
+    }
+  TILEC_ICHECK(d.tensor >= 0) << kTmaDescriptorOp << " names '" << name->value << "', which is no tensor parameter";
+  d.swizzle = static_cast<int>(*swizzle);
+  for (size_t i = 2; i < c.args.size(); ++i) {
+    auto* b = as_const_int(c.args[i]);
+    TILEC_ICHECK(b) << kTmaDescriptorOp << ": box extents must be constants";
+    d.box.push_back(*b);
+  }
+  return d;
 }
 
 Pass split_host_device_pass() {

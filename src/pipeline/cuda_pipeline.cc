@@ -15,11 +15,12 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       simplify_pass(),
       rasterize_blocks_pass(),
       pipeline_planning_pass(),
-      // (sm_90+: warp_specialize goes here, between planning and injection)
-      // Injection works on tile ops (T.copy -> T.async_copy, buffers get one version per
-      // stage), so layout inference sees the versioned buffers and the async copies.
-      inject_pipeline_pass(),
   };
+  // sm_90a: a TMA-fed wgmma main loop becomes producer / consumer warpgroups over mbarriers.
+  if (target.has_wgmma()) list.push_back(warp_specialize_pass());
+  // Injection works on tile ops (T.copy -> T.async_copy, buffers get one version per
+  // stage), so layout inference sees the versioned buffers and the async copies.
+  list.push_back(inject_pipeline_pass());
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.
   //   if (target.has_tma()) list.push_back(warp_specialize_pass());
@@ -32,8 +33,9 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   list.push_back(plan_shared_memory_pass());
   list.push_back(insert_syncs_pass());
   list.push_back(overlap_gemm_mainloop_pass());  // moves a barrier into the gemm: after syncs
+  // sm_90: shared memory written by threads and then read by TMA stores or wgmma.
+  if (target.has_tma()) list.push_back(fence_proxy_async_pass());
   list.push_back(split_host_device_pass());
-  (void)target;
   return list;
 }
 

@@ -77,7 +77,8 @@ std::string options_text(const std::string& arch, const std::string& compiler, c
   os << "\ncompile_flags";
   for (const auto& flag : opts.compile_flags) os << ' ' << flag.size() << ':' << flag;
   os << "\ncompiler " << compiler << ' ' << compiler_identity(compiler) << "\nline_directives "
-     << (opts.line_directives || knobs::line_directives()) << "\n" << build_stamp() << "\n";
+     << (opts.line_directives || knobs::line_directives()) << "\ndebug_sync " << knobs::debug_sync() << "\n"
+     << build_stamp() << "\n";
   return os.str();
 }
 

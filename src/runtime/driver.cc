@@ -43,6 +43,9 @@ struct CudaDriver::Api {
   CUresult (*MemFree)(CUdeviceptr) = nullptr;
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*TensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = nullptr;
 
   static constexpr int kMaxDevices = 64;
   std::mutex context_mutex;
@@ -104,6 +107,7 @@ CudaDriver::Api* load_api() {
   resolve(api->MemFree, "cuMemFree", "cuMemFree_v2");
   resolve(api->MemcpyHtoD, "cuMemcpyHtoD", "cuMemcpyHtoD_v2");
   resolve(api->MemcpyDtoH, "cuMemcpyDtoH", "cuMemcpyDtoH_v2");
+  resolve(api->TensorMapEncodeTiled, "cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled");
   if (!ok) {
     api->error = "the CUDA driver is too old (CUDA 12.0 or newer is needed); missing:" + api->error;
     ::dlclose(api->handle);
@@ -279,6 +283,48 @@ void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void
   config.attrs = &attr;
   config.numAttrs = 1;
   check(api_, api_->LaunchKernelEx(&config, fn, params, nullptr), "cuLaunchKernelEx");
+}
+
+void CudaDriver::encode_tensor_map(void* map, ir::DataType dtype, int rank, uint64_t address, const uint64_t* dims,
+                                   const uint64_t* strides_bytes, const uint32_t* box, int swizzle) {
+  static_assert(sizeof(CUtensorMap) == kTensorMapBytes, "CUtensorMap size");
+  CUtensorMapDataType type;
+  switch (dtype.bytes()) {
+    case 1: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;  // int8, uint8, fp8: bits only
+    case 2:
+      type = dtype.is_float() && dtype.code() == ir::TypeCode::kBFloat ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+             : dtype.is_float()                                       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                                      : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+      break;
+    case 4:
+      type = dtype.is_float() ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+             : dtype.is_int() ? CU_TENSOR_MAP_DATA_TYPE_INT32
+                              : CU_TENSOR_MAP_DATA_TYPE_UINT32;
+      break;
+    case 8:
+      type = dtype.is_float() ? CU_TENSOR_MAP_DATA_TYPE_FLOAT64
+             : dtype.is_int() ? CU_TENSOR_MAP_DATA_TYPE_INT64
+                              : CU_TENSOR_MAP_DATA_TYPE_UINT64;
+      break;
+    default:
+      throw_user_error("TMA cannot copy elements of type " + dtype.str(), {}, "use T.copy(..., disable_tma=True)");
+  }
+  cuuint64_t d[5], st[5];
+  cuuint32_t b[5], es[5];
+  for (int i = 0; i < rank; ++i) {
+    d[i] = dims[i];
+    b[i] = box[i];
+    es[i] = 1;
+    if (i + 1 < rank) st[i] = strides_bytes[i];
+  }
+  static const CUtensorMapSwizzle kSwizzles[] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                                 CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B};
+  check(api_,
+        api_->TensorMapEncodeTiled(static_cast<CUtensorMap*>(map), type, static_cast<cuuint32_t>(rank),
+                                   reinterpret_cast<void*>(address), d, st, b, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   kSwizzles[swizzle], CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
 }
 
 void CudaDriver::synchronize_stream(CuStream stream) {

@@ -107,6 +107,7 @@ Kernel::Kernel(CompiledArtifact artifact) : artifact_(std::move(artifact)) {
   limit(p.param_order.size(), kMaxParams, "parameters");
   limit(p.kernel_args.size(), kMaxKernelArgs, "kernel arguments");
   limit(p.symbols.size(), kMaxSymbols, "symbolic dimensions");
+  limit(p.tma_descs.size(), kMaxTmaDescs, "TMA tensor maps");
   tensor_param_.assign(p.tensors.size(), -1);
   scalar_param_.assign(p.scalars.size(), -1);
   for (size_t pos = 0; pos < p.param_order.size(); ++pos) {
@@ -497,6 +498,12 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
         }
         break;
       }
+      case KernelArg::kTmaDesc: {
+        call.arg_ptrs[j] = call.tma_maps[ka.index];
+        if (call.empty_grid) break;  // nothing runs; the tensor may be empty
+        encode_tma(ka.index, args, call.tma_maps[ka.index]);
+        break;
+      }
       case KernelArg::kSymbol: {
         int64_t v = call.symbol_values[arg_symbol_[j]];
         if (ka.dtype.bits() == 32) {
@@ -514,6 +521,37 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
       }
     }
   }
+}
+
+void Kernel::encode_tma(int index, const ArgValue* args, void* out) const {
+  const LaunchPlan& p = artifact_.plan;
+  const TmaDescSpec& d = p.tma_descs[index];
+  const int pos = tensor_param_[d.tensor];
+  const ArgValue& a = args[pos];
+  TILEC_ICHECK(a.kind == ArgValue::kTensor) << "tensor '" << p.tensors[d.tensor].name << "' missing at finalize";
+  struct Ctx {
+    TmaGeometry g;
+    ir::DataType dtype;
+    uint64_t data;
+    int swizzle;
+  } ctx;
+  std::string why = tma_geometry(d, p.tensors[d.tensor], a.tensor, &ctx.g);
+  if (!why.empty()) {
+    arg_error(pos, why + " (the kernel copies this tensor with TMA)",
+              "pass a contiguous tensor whose rows are a multiple of 16 bytes and whose data is 16-byte aligned "
+              "(e.g. tensor.contiguous(), or pad the last dimension), or compile with "
+              "pass_configs={\"tl.disable_tma_lower\": True}");
+  }
+  ctx.dtype = p.tensors[d.tensor].dtype;
+  ctx.data = a.tensor.data;
+  ctx.swizzle = d.swizzle;
+  tma_cache_.get(index, a.tensor, out,
+                 [](void* map, const void* c) {
+                   auto* x = static_cast<const Ctx*>(c);
+                   CudaDriver::get().encode_tensor_map(map, x->dtype, x->g.rank, x->data, x->g.dims, x->g.strides,
+                                                       x->g.box, x->swizzle);
+                 },
+                 &ctx);
 }
 
 void* Kernel::function_for(int device) const {

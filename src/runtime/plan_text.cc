@@ -335,9 +335,22 @@ void check_launch_plan(const LaunchPlan& p) {
         if (!symbols.count(a.symbol)) fail("kernel argument uses undeclared symbol '" + a.symbol + "'");
         if (a.dtype != ir::Int32() && a.dtype != ir::Int64()) fail("symbol argument '" + a.symbol + "' must be int32 or int64");
         break;
+      case KernelArg::kTmaDesc:
+        if (a.index < 0 || a.index >= static_cast<int>(p.tma_descs.size())) fail("kernel argument refers to a missing tensor map");
+        break;
       default:
         fail("unknown kernel argument kind");
     }
+  }
+  for (const auto& d : p.tma_descs) {
+    if (d.tensor < 0 || d.tensor >= static_cast<int>(p.tensors.size())) fail("tensor map refers to a missing tensor");
+    const auto& t = p.tensors[d.tensor];
+    if (d.box.size() != t.shape.size() || d.box.empty() || d.box.size() > 5)
+      fail("tensor map of '" + t.name + "' has a box of rank " + std::to_string(d.box.size()) + " for a rank-" +
+           std::to_string(t.shape.size()) + " tensor (1 to 5)");
+    for (int64_t b : d.box)
+      if (b < 1 || b > 256) fail("tensor map of '" + t.name + "' has a box extent " + std::to_string(b) + " (1 to 256)");
+    if (d.swizzle < 0 || d.swizzle > 3) fail("tensor map of '" + t.name + "' has swizzle " + std::to_string(d.swizzle));
   }
   if (p.grid.empty() || p.grid.size() > 3) fail("the grid must have 1 to 3 dimensions, got " + std::to_string(p.grid.size()));
   for (const auto& g : p.grid) {
@@ -378,7 +391,13 @@ std::string launch_plan_to_text(const LaunchPlan& p) {
       case KernelArg::kTensorData: os << "arg tensor " << a.index << '\n'; break;
       case KernelArg::kScalar: os << "arg scalar " << a.index << '\n'; break;
       case KernelArg::kSymbol: os << "arg symbol " << a.symbol << ' ' << a.dtype.str() << '\n'; break;
+      case KernelArg::kTmaDesc: os << "arg tma " << a.index << '\n'; break;
     }
+  }
+  for (const auto& d : p.tma_descs) {
+    os << "tma tensor=" << d.tensor << " box=";
+    for (size_t i = 0; i < d.box.size(); ++i) os << (i ? "," : "") << d.box[i];
+    os << " swizzle=" << d.swizzle << '\n';
   }
   for (const auto& g : p.grid) {
     os << "grid ";
@@ -461,11 +480,33 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
         a.kind = KernelArg::kSymbol;
         a.symbol = tok[2];
         a.dtype = to_dtype(tok[3], line);
+      } else if (tok.size() >= 2 && tok[1] == "tma") {
+        want(3);
+        a.kind = KernelArg::kTmaDesc;
+        a.index = static_cast<int>(to_int(tok[2], line));
       } else {
-        text_error(line, "'arg' is 'tensor <i>', 'scalar <i>' or 'symbol <name> <type>'");
+        text_error(line, "'arg' is 'tensor <i>', 'scalar <i>', 'symbol <name> <type>' or 'tma <i>'");
       }
       p.kernel_args.push_back(std::move(a));
       saw_arg = true;
+    } else if (head == "tma") {
+      TmaDescSpec d;
+      for (size_t i = 1; i < tok.size(); ++i) {
+        auto eq = tok[i].find('=');
+        if (eq == std::string::npos) text_error(line, "expected key=value, got '" + tok[i] + "'");
+        std::string key = tok[i].substr(0, eq), value = tok[i].substr(eq + 1);
+        if (key == "tensor") {
+          d.tensor = static_cast<int>(to_int(value, line));
+        } else if (key == "box") {
+          std::istringstream bs(value);
+          for (std::string part; std::getline(bs, part, ',');) d.box.push_back(to_int(part, line));
+        } else if (key == "swizzle") {
+          d.swizzle = static_cast<int>(to_int(value, line));
+        } else {
+          text_error(line, "unknown tma field '" + key + "'");
+        }
+      }
+      p.tma_descs.push_back(std::move(d));
     } else if (head == "grid") {
       std::string expr_text = raw.substr(raw.find("grid") + 4);
       p.grid.push_back(ExprReader(expr_text, p.symbol_vars, line).read_all());

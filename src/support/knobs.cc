@@ -39,6 +39,8 @@ const std::vector<KnobSpec> kKnobs = {
      "CUDA toolkit root (for its headers and nvcc)."},
     {"TILEC_LINE_DIRECTIVES", KnobType::kBool, "0", "",
      "Emit #line directives in generated CUDA that point back to the kernel's source lines."},
+    {"TILEC_DEBUG_SYNC", KnobType::kBool, "0", "",
+     "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."},
 };
 
 std::mutex& overrides_mutex() {
@@ -224,6 +226,7 @@ std::string cuda_home() {
 }
 
 bool line_directives() { return read_bool("TILEC_LINE_DIRECTIVES"); }
+bool debug_sync() { return read_bool("TILEC_DEBUG_SYNC"); }
 
 void set_for_testing(const std::string& name, std::optional<std::string> value) {
   check_declared(name);

@@ -36,8 +36,8 @@ std::string error_of(const GemmQuery& q, const target::Target& t) {
   return "<no error>";
 }
 
-TEST(GemmIsel, HalfAndBfloat16SelectMmaOnAmpereAndHopper) {
-  for (auto t : {sm(80), sm(86), sm(90, true)}) {
+TEST(GemmIsel, HalfAndBfloat16SelectMmaOnAmpereAndPlainSm90) {
+  for (auto t : {sm(80), sm(86), sm(90, false)}) {
     GemmPlan p = select_gemm(query(DataType::Float(16), DataType::Float(32)), t);
     EXPECT_EQ(p.inst, GemmInst::kMma);
     EXPECT_EQ(p.kind, MmaKind::kF16);
@@ -113,14 +113,67 @@ TEST(GemmIsel, ExplicitFmaIsHonoured) {
   EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kFma);
 }
 
-TEST(GemmIsel, WgmmaAndTcgen05AreSlotsForLaterIssues) {
-  auto q = query(DataType::BFloat16(), DataType::Float(32));
+TEST(GemmIsel, Sm90aSelectsWgmmaWithTileLangsWarpgroupSplit) {
+  // The team GEMM: 128 x 256 tile, 8 warps, Square -> 1 x 2 warpgroups of m64n128 atoms.
+  auto q = query(DataType::BFloat16(), DataType::Float(32), 128, 256, 64, 256);
+  GemmPlan p = select_gemm(q, sm(90, true));
+  EXPECT_EQ(p.inst, GemmInst::kWgmma);
+  EXPECT_EQ(p.wg_m, 1);
+  EXPECT_EQ(p.wg_n, 2);
+  EXPECT_EQ(p.atom_n, 128);
+  EXPECT_STREQ(wgmma_kind_constant(p.wgmma_kind), "tl::kWgmmaBF16");
+  // FullRow: both warpgroups along M, one m64n256 each.
+  q.policy = WarpPolicy::kFullRow;
+  p = select_gemm(q, sm(90, true));
+  EXPECT_EQ(p.wg_m, 2);
+  EXPECT_EQ(p.wg_n, 1);
+  EXPECT_EQ(p.atom_n, 256);
+  // The quickstart tile on one warpgroup.
+  p = select_gemm(query(DataType::Float(16), DataType::Float(32), 128, 128, 32, 128), sm(90, true));
+  EXPECT_EQ(p.inst, GemmInst::kWgmma);
+  EXPECT_EQ(p.wg_m * p.wg_n, 1);
+  EXPECT_EQ(p.atom_n, 128);
+}
+
+TEST(GemmIsel, WgmmaPredicatesFallBackToMmaAndExplicitRequestsSayWhy) {
+  // 64 threads: not a warpgroup -> mma.sync; asking for wgmma is an error that says why.
+  auto q = query(DataType::BFloat16(), DataType::Float(32), 128, 128, 32, 64);
+  EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kMma);
   q.instruction = "wgmma";
   std::string e = error_of(q, sm(90, true));
-  EXPECT_NE(e.find("wgmma lowering of T.gemm is not implemented yet"), std::string::npos) << e;
-  // Automatic selection on sm_90a goes on to mma.sync.
-  q.instruction.clear();
+  EXPECT_NE(e.find("T.gemm(instruction=\"wgmma\") cannot be used here: wgmma runs on whole warpgroups"),
+            std::string::npos)
+      << e;
+  // M = 32: below one 64-row atom.
+  q = query(DataType::Float(16), DataType::Float(32), 32, 128, 32, 128);
   EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kMma);
+  // fp8 / int8 / tf32 read K-major only: B stored K x N falls back; N x K takes wgmma.
+  q = query(DataType::Float8E4M3(), DataType::Float(32), 128, 128, 64, 128);
+  q.instruction = "wgmma";
+  e = error_of(q, sm(90, true));
+  EXPECT_NE(e.find("K-major only"), std::string::npos) << e;
+  q.trans_b = true;
+  GemmPlan p = select_gemm(q, sm(90, true));
+  EXPECT_EQ(p.inst, GemmInst::kWgmma);
+  EXPECT_EQ(wgmma_k(p.wgmma_kind), 32);
+  q = query(DataType::Int(8), DataType::Int(32), 128, 128, 64, 128);
+  q.trans_b = true;
+  EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kWgmma);
+  // sm_90 without the 'a' features, and the pass config, keep mma.sync.
+  q = query(DataType::BFloat16(), DataType::Float(32));
+  EXPECT_EQ(select_gemm(q, sm(90, false)).inst, GemmInst::kMma);
+  q.allow_wgmma = false;
+  EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kMma);
+  q.instruction = "wgmma";
+  e = error_of(q, sm(90, true));
+  EXPECT_NE(e.find("tl.disable_wgmma"), std::string::npos) << e;
+}
+
+TEST(GemmIsel, Tcgen05IsASlotForALaterIssue) {
+  auto q = query(DataType::BFloat16(), DataType::Float(32));
+  q.instruction = "tcgen05";
+  std::string e = error_of(q, sm(100, true));
+  EXPECT_NE(e.find("tcgen05 lowering of T.gemm is not implemented yet"), std::string::npos) << e;
 }
 
 TEST(GemmIsel, UnknownInstructionListsTheKnownOnes) {

@@ -66,7 +66,7 @@ std::string error_of(const GemmQuery& q, const target::Target& t) {
 }
 
 TEST(GemmRsIsel, SixteenBitFragmentASelectsMmaWithAllWarpsAlongM) {
-  for (auto t : {sm(80), sm(90, true)})
+  for (auto t : {sm(80), sm(90, false)})
     for (DataType d : {DataType::Float(16), DataType::BFloat16()})
       for (WarpPolicy p : {WarpPolicy::kSquare, WarpPolicy::kFullRow}) {
         GemmQuery q = rs_query(d);
@@ -77,6 +77,12 @@ TEST(GemmRsIsel, SixteenBitFragmentASelectsMmaWithAllWarpsAlongM) {
         EXPECT_EQ(plan.warp_m, 4);
         EXPECT_EQ(plan.warp_n, 1);
       }
+  // On sm_90a the same gemm takes wgmma with A from registers, every warpgroup along M.
+  GemmQuery w = rs_query();
+  GemmPlan wp = cuda::select_gemm(w, sm(90, true));
+  EXPECT_EQ(wp.inst, GemmInst::kWgmma);
+  EXPECT_TRUE(wp.a_in_registers);
+  EXPECT_EQ(wp.wg_n, 1);
   // Shared A keeps gemm_ss (and Square's 2 x 2 split).
   GemmQuery q = rs_query();
   q.a_scope = Scope::kSharedDyn;
@@ -332,10 +338,38 @@ TEST(GemmRsChain, CastLoopAndCopyInferOneLayoutAndLowerToGemmRs) {
   }
 }
 
+TEST(GemmRsChain, CompilesToWgmmaRs) {
+  // sm_90a: both gemms are wgmma, the second with the cast accumulator as register A.
+  for (DataType dt : {DataType::Float(16), DataType::BFloat16()}) {
+    passes::PassContext ctx(sm(90, true));
+    cuda::DeviceModule mod = cuda::lower_to_cuda(chain(false, dt, 128), ctx);
+    EXPECT_NE(mod.source.find("tl::wgmma_gemm_ss<64, 64, 32, 1, 1, false, false, true, "), std::string::npos)
+        << mod.source;
+    EXPECT_NE(mod.source.find("tl::wgmma_gemm_rs<64, 128, 64, 1, 1, false, true, tl::WgTile<64, 128, 3>, "),
+              std::string::npos)
+        << mod.source;
+    std::string why;
+    if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
+    runtime::CudaCompileRequest req;
+    req.source = mod.source;
+    req.kernel_name = mod.plan.kernel_name;
+    req.arch = "sm_90a";
+    req.compiler = "nvrtc";
+    runtime::CudaBinary out = runtime::compile_cuda(req);
+    const std::string t = dt == DataType::Float(16) ? "f16" : "bf16";
+    EXPECT_NE(out.ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t), std::string::npos);
+    // The rs form: four 32-bit registers of A in braces after the accumulators.
+    EXPECT_NE(out.ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32." + t + "." + t), std::string::npos);
+    EXPECT_EQ(out.ptx.find("ld.local"), std::string::npos) << "a fragment went to local memory";
+    EXPECT_EQ(out.ptxas.spill_stores_bytes, 0) << out.ptxas.log;
+  }
+}
+
 TEST(GemmRsChain, CompilesToMmaWithoutSpills) {
   for (DataType dt : {DataType::Float(16), DataType::BFloat16()})
     for (auto target : {sm(80), sm(90, true)}) {
       passes::PassContext ctx(target);
+      ctx.set("tl.disable_wgmma", true);  // sm_90a's own form: GemmRsChain.CompilesToWgmmaRs
       cuda::DeviceModule mod = cuda::lower_to_cuda(chain(false, dt, 128), ctx);
       EXPECT_NE(mod.source.find("tl::gemm_rs<64, 128, 64, 4, 1, false, true, tl::SmemTile<64, 128, 3>, "),
                 std::string::npos)

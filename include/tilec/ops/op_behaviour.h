@@ -38,12 +38,23 @@ struct AccessRegions {
   std::vector<ir::BufferRegion> writes;
 };
 
-// What layout inference knows while it runs. Implemented by the layout_inference pass.
-class LayoutInferenceState {
+// What every op callback can ask: the target, the threads that run the op (the block,
+// or the warpgroups of a warp-specialized role: Annotate "tilec.thread_range"), and the
+// boolean pass configs (e.g. "tl.disable_wgmma"; false when not set).
+class OpEnv {
  public:
-  virtual ~LayoutInferenceState() = default;
+  virtual ~OpEnv() = default;
   virtual const target::Target& target() const = 0;
-  virtual int64_t num_threads() const = 0;  // threads per block
+  virtual int64_t num_threads() const = 0;
+  virtual bool config_flag(const std::string& key) const {
+    (void)key;
+    return false;
+  }
+};
+
+// What layout inference knows while it runs. Implemented by the layout_inference pass.
+class LayoutInferenceState : public OpEnv {
+ public:
   // The layout assigned to `b` so far; null when none yet.
   virtual ir::Layout layout_of(const ir::Buffer& b) const = 0;
   bool has_layout(const ir::Buffer& b) const { return layout_of(b).defined(); }
@@ -64,12 +75,10 @@ using LayoutProposals = std::vector<LayoutProposal>;
 
 // What tile-op lowering can ask while it rewrites one op. Implemented by the
 // lower_tile_ops pass.
-class LowerContext {
+class LowerContext : public OpEnv {
  public:
-  virtual ~LowerContext() = default;
-  virtual const target::Target& target() const = 0;
-  virtual int64_t num_threads() const = 0;
-  // The linear thread index within the block (threadIdx.x + threadIdx.y * X + ...).
+  // The linear thread index within the threads that run the op (threadIdx.x +
+  // threadIdx.y * X + ..., minus the first thread of an enclosing thread range).
   virtual ir::Expr thread_index() const = 0;
   // The layout inference chose for a fragment or shared buffer (null for others).
   virtual ir::Layout layout_of(const ir::Buffer& b) const = 0;
@@ -114,6 +123,9 @@ using AccessFn = std::function<AccessRegions(const ir::TileOpNode& op)>;
 using InferFn =
     std::function<LayoutProposals(const ir::TileOpNode& op, const LayoutInferenceState& state, InferLevel level)>;
 using LowerFn = std::function<ir::Stmt(const ir::TileOpNode& op, LowerContext& ctx)>;
+// Whether a behaviour takes this op at all (e.g. the wgmma GEMM only when selection picks
+// wgmma); a behaviour that does not claim the op is skipped for infer_layout and lower.
+using ClaimFn = std::function<bool(const ir::TileOpNode& op, const OpEnv& env)>;
 
 struct OpBehaviour {
   std::string op;       // tile-op name, as in the schema ("copy", "gemm", "reduce_max")
@@ -123,6 +135,7 @@ struct OpBehaviour {
   AccessFn access_regions;
   InferFn infer_layout;
   LowerFn lower;
+  ClaimFn claims;       // null: claims every op it applies to
 };
 
 void register_op_behaviour(OpBehaviour b);

@@ -15,18 +15,37 @@ namespace tilec::passes {
 // The LaunchPlan of a function that went through the CUDA pipeline (split_host_device.cc).
 runtime::LaunchPlan build_launch_plan(const ir::PrimFunc& lowered);
 
+// A TMA tensor map the kernel takes as a parameter: the call
+//   tl.tma_descriptor(StringImm tensor_name, swizzle, box_0, ..., box_{rank-1})
+// (swizzle as CUtensorMapSwizzle, box innermost first) stands for the map over the tensor
+// parameter of that name; build_launch_plan gives every distinct one a TmaDescSpec and a
+// kernel argument, and codegen prints the call as that parameter.
+inline constexpr const char* kTmaDescriptorOp = "tl.tma_descriptor";
+runtime::TmaDescSpec tma_descriptor_spec(const ir::CallNode& call, const runtime::LaunchPlan& plan);
+
 // ---- attribute and annotation keys shared with the first half and codegen ----
+
+// Annotate(kThreadRangeKey, std::vector<int64_t>{first, count, barrier_id}) around code that
+// only threads [first, first + count) of the block run (a warp-specialized role, T.ws):
+// layout inference and tile-op lowering see `count` threads whose index is the thread
+// index minus `first`; insert_syncs plans the region on its own and its block barriers
+// become named barrier `barrier_id` over `count` threads when count is not the whole block.
+inline constexpr const char* kThreadRangeKey = "tilec.thread_range";
 
 // PrimFunc attr (LayoutMap): the global parameters as they were before flattening, in the
 // order of the buffer parameters, each with the layout (logical index -> flat offset).
 inline constexpr const char* kUnflattenedParamsAttr = "tilec.unflattened_params";
 // PrimFunc attr (int64): bytes of the dynamic shared memory arena.
 inline constexpr const char* kDynamicSharedBytesAttr = "tilec.dynamic_shared_bytes";
+// PrimFunc attr (int64 A): the arena's base must be A-byte aligned in the shared window
+// (1024: swizzled TMA / wgmma tiles); the arena size includes A bytes of slack for it.
+inline constexpr const char* kSmemBaseAlignAttr = "tilec.smem_base_align";
 // Annotate(kSmemOffsetKey, Expr byte_offset) directly around the Allocate of a shared.dyn
 // buffer: the buffer lives at tilec_smem + byte_offset.
 inline constexpr const char* kSmemOffsetKey = "tilec.smem_offset";
 // Annotate(kSwizzle128BKey, Buffer) anywhere in the kernel: that shared buffer holds
-// 128-byte-swizzled atoms and is placed at a 1024-byte aligned offset.
+// swizzle atoms (128B, or the 64B / 32B ones TMA and wgmma use) and is placed at a
+// 1024-byte aligned offset.
 inline constexpr const char* kSwizzle128BKey = "tilec.swizzle_128b";
 // Annotate(kAssumeAlignedPrefix + "16", Buffer) anywhere in the kernel: the kernel accesses
 // that global parameter in units needing 16-byte aligned addresses (e.g. cp.async of 16
@@ -38,5 +57,9 @@ inline constexpr const char* kAssumeAlignedPrefix = "tilec.assume_aligned:";
 // thread (tl::gemm_detail::GemmSsCore::kFragWords), which overlap_gemm_mainloop needs to
 // keep them in a local array across loop iterations. Dropped by that pass.
 inline constexpr const char* kGemmFragmentWordsKey = "tilec.gemm_fragment_words";
+// Annotate(kWgmmaAtomKey, std::vector<int64_t>{N, KIND}) around a tl.wgmma_gemm_* call: the
+// call needs tl::WgmmaAtom<N, KIND> (one wgmma instruction), which codegen defines in the
+// kernel source for exactly the atoms the kernel uses (src/target/cuda/wgmma_atoms.h).
+inline constexpr const char* kWgmmaAtomKey = "tilec.wgmma_atom";
 
 }  // namespace tilec::passes

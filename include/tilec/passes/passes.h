@@ -40,6 +40,16 @@ Pass rasterize_blocks_pass();
 //   UserError for stage/order lists that do not fit the body. Runs before inject_pipeline.
 Pass pipeline_planning_pass();
 
+// warp_specialize (src/passes/warp_specialize.cc)
+//   in:  planned tile IR.   out: on sm_90a, a kernel whose one pipelined loop fills shared
+//   buffers by TMA-able copies read only by wgmma gemms becomes 128 more threads: a
+//   producer warpgroup (one thread issues T.tma_copy into S-versioned buffers) and the
+//   original threads as consumers, handing slots over full/empty mbarrier pairs; the roles
+//   are Annotate(kThreadRangeKey) regions. setmaxnreg rebalances registers (2 or 3
+//   consumer warpgroups). Config tl.disable_warp_specialized / tl.disable_tma_lower.
+//   Other loops are left to inject_pipeline. Runs after pipeline_planning.
+Pass warp_specialize_pass();
+
 // inject_pipeline (src/passes/inject_pipeline.cc)
 //   in:  planned tile IR (pipeline_planning).   out: no For of kind Pipelined. A statement
 //   of stage s runs iteration i + (S - s) in step i of a serial loop over the original
@@ -119,6 +129,12 @@ Pass insert_syncs_pass();
 //   iteration v + 1), one copy of them and tl.gemm_ss_prefetch go before the loop.
 //   Annotations kGemmFragmentWordsKey dropped. Config tl.disable_gemm_overlap.
 Pass overlap_gemm_mainloop_pass();
+
+// fence_proxy_async (src/passes/fence_proxy_async.cc)
+//   in:  the function after insert_syncs.   out: in kernels whose shared memory the async
+//   proxy reads (wgmma, TMA stores), tl.fence_proxy_async() before every barrier that
+//   follows shared-memory writes, so the writers' data is visible to it. sm_90+.
+Pass fence_proxy_async_pass();
 
 // split_host_device (src/passes/split_host_device.cc)
 //   in:  the function after insert_syncs.   out: unchanged; checks that the LaunchPlan can

@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "tilec/ir/type.h"
+
 namespace tilec::runtime {
+
+constexpr int kTensorMapBytes = 128;  // sizeof(CUtensorMap)
 
 using CuStream = void*;    // CUstream
 using CuFunction = void*;  // CUfunction
@@ -46,6 +50,12 @@ class CudaDriver {
 
   // cuLaunchKernelEx when a cluster is set, cuLaunchKernel otherwise.
   void launch(CuFunction f, const LaunchDims& dims, CuStream stream, void** params);
+
+  // cuTensorMapEncodeTiled into the 128-byte (64-byte aligned) `map`: `rank` dimensions
+  // innermost first, rank - 1 strides in bytes (dimension 1 on), the box, swizzle 0 none /
+  // 1 32B / 2 64B / 3 128B; interleave none, L2 promotion 128 B, out of bounds reads zero.
+  void encode_tensor_map(void* map, ir::DataType dtype, int rank, uint64_t address, const uint64_t* dims,
+                         const uint64_t* strides_bytes, const uint32_t* box, int swizzle);
 
   void synchronize_stream(CuStream stream);
   void synchronize_device(int device);

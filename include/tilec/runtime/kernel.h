@@ -21,6 +21,7 @@
 
 #include "tilec/runtime/compiler.h"
 #include "tilec/runtime/driver.h"
+#include "tilec/runtime/tma_map.h"
 
 namespace tilec::runtime {
 
@@ -29,6 +30,7 @@ constexpr int kMaxKernelArgs = 64;  // kernel argument slots
 constexpr int kMaxSymbols = 32;     // symbolic dimensions
 constexpr int kMaxRank = 8;         // tensor rank
 constexpr int kMaxDevices = 64;
+constexpr int kMaxTmaDescs = 8;     // TMA tensor maps per kernel
 
 enum class DeviceType : uint8_t { kCPU, kCUDA, kOther };
 
@@ -60,6 +62,7 @@ struct BoundCall {
   int8_t symbol_bound_dim[kMaxSymbols];  // its dimension (-1: a scalar parameter)
   uint64_t arg_storage[kMaxKernelArgs];
   void* arg_ptrs[kMaxKernelArgs];
+  alignas(64) unsigned char tma_maps[kMaxTmaDescs][kTensorMapBytes];  // encoded at finalize
   LaunchDims dims;
   int device = -1;       // the tensors' CUDA device (-1: none seen yet)
   int device_param = -1; // the parameter that set `device`
@@ -118,6 +121,8 @@ class Kernel {
   std::string dim_text(const DimSpec& d) const;
   int symbol_index(const std::string& name) const;
   void* function_for(int device) const;
+  // Encodes (or takes from the cache) TMA map `index` for the call's tensor into `out`.
+  void encode_tma(int index, const ArgValue* args, void* out) const;
 
   CompiledArtifact artifact_;
   int num_outputs_ = 0;
@@ -129,6 +134,7 @@ class Kernel {
   mutable std::atomic<void*> functions_[kMaxDevices] = {};
   mutable void* modules_[kMaxDevices] = {};
   mutable std::mutex load_mutex_;
+  mutable TmaMapCache tma_cache_;
 };
 
 // Parses "sm_90a" -> (90, true). Raises UserError on other spellings.

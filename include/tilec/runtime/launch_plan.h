@@ -47,10 +47,24 @@ struct ScalarParam {
   ir::DataType dtype;
 };
 
+// A TMA tensor map the runtime encodes at launch (cuTensorMapEncodeTiled) over a tensor
+// argument: rank and extents of the tensor itself (dimension 0 the innermost, strides in
+// bytes from the tensor's strides), the box the kernel copies per instruction, the
+// swizzle; element strides 1, no interleave, L2 promotion 128 B, out-of-bounds elements
+// read as zero. Passed to the kernel as a 128-byte `const __grid_constant__` parameter.
+struct TmaDescSpec {
+  int tensor = 0;              // index into tensors
+  std::vector<int64_t> box;    // per dimension, innermost first; size = the tensor's rank
+  int swizzle = 0;             // CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B
+  friend bool operator==(const TmaDescSpec& a, const TmaDescSpec& b) {
+    return a.tensor == b.tensor && a.box == b.box && a.swizzle == b.swizzle;
+  }
+};
+
 // What goes into each kernel argument slot, in order.
 struct KernelArg {
-  enum Kind : uint8_t { kTensorData, kScalar, kSymbol } kind;
-  int index = 0;            // kTensorData: index into tensors; kScalar: into scalars
+  enum Kind : uint8_t { kTensorData, kScalar, kSymbol, kTmaDesc } kind;
+  int index = 0;            // kTensorData: index into tensors; kScalar: into scalars; kTmaDesc: into tma_descs
   std::string symbol;       // kSymbol: the symbol's name (passed as int32 or int64 per dtype)
   ir::DataType dtype = ir::DataType::Int(32);
 };
@@ -63,6 +77,7 @@ struct LaunchPlan {
   std::vector<std::pair<bool, int>> param_order;
   std::vector<std::string> symbols;   // every symbolic dimension name
   std::vector<KernelArg> kernel_args;
+  std::vector<TmaDescSpec> tma_descs;
   // Grid extents as expressions over the symbols (Vars named like `symbols`).
   std::vector<ir::Expr> grid;         // 1..3
   std::vector<ir::Var> symbol_vars;   // the Vars the grid expressions use, parallel to symbols

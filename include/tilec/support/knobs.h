@@ -49,6 +49,7 @@ std::string compiler();           // TILEC_COMPILER: "nvrtc" (default) or "nvcc"
 // else the toolkit found when tilec was built, else /usr/local/cuda.
 std::string cuda_home();
 bool line_directives();           // TILEC_LINE_DIRECTIVES
+bool debug_sync();                // TILEC_DEBUG_SYNC
 
 // The raw value of a declared knob (nullopt when unset). An undeclared name is an
 // internal error: declare it in the table first.

@@ -14,6 +14,7 @@
 
 #include "passes/cuda_back_util.h"
 #include "target/cuda/codegen_internal.h"
+#include "tilec/passes/cuda_back_passes.h"
 
 namespace tilec::cuda::detail {
 
@@ -329,11 +330,19 @@ Printed CudaPrinter::print_call(const CallNode* op) {
   TILEC_USER_CHECK(info->arity < 0 || static_cast<int>(op->args.size()) == info->arity, op->loc, "")
       << "intrinsic '" << op->op << "' takes " << info->arity << " argument(s), got " << op->args.size();
   need_header(info->header);
+  if (op->op == passes::kTmaDescriptorOp) return {tma_param_name(*op)};
+  if (op->op.rfind("tl.setmaxnreg", 0) == 0) uses_setmaxnreg = true;
+  // An mbarrier (an element of a barrier buffer) is passed by address.
+  auto arg_text = [&](const Expr& a) {
+    if (auto* l = a.as<BufferLoadNode>(); l && l->buffer->scope == Scope::kBarrier)
+      return "&" + name_of(l->buffer.get()) + "[" + expr(l->indices[0]) + "]";
+    return expr(a);
+  };
   auto join = [&](size_t from) {
     std::string s;
     for (size_t i = from; i < op->args.size(); ++i) {
       if (i > from) s += ", ";
-      s += expr(op->args[i]);
+      s += arg_text(op->args[i]);
     }
     return s;
   };

@@ -83,6 +83,14 @@ class CudaPrinter {
   // Buffers that hold a vector access somewhere (local arrays get aligned).
   std::unordered_set<const ir::BufferNode*> vector_accessed;
 
+  // Facts codegen_cuda needs after printing the body.
+  bool uses_setmaxnreg = false;                 // needs __launch_bounds__(threads, 1)
+  std::set<std::pair<int, int>> wgmma_atoms;    // (N, kind) of tl::WgmmaAtom to define
+  // The kernel's TMA map parameters: the plan's specs and their parameter names.
+  const runtime::LaunchPlan* plan = nullptr;
+  std::vector<std::string> tma_names;
+  std::string tma_param_name(const ir::CallNode& call);
+
   const std::set<std::string>& headers() const { return headers_; }
   void need_header(const std::string& h) {
     if (!h.empty()) headers_.insert(h);

@@ -21,6 +21,7 @@ const char* gemm_inst_name(GemmInst inst) {
   switch (inst) {
     case GemmInst::kMma: return "mma";
     case GemmInst::kFma: return "fma";
+    case GemmInst::kWgmma: return "wgmma";
   }
   return "?";
 }
@@ -272,10 +273,9 @@ bool refuse_later_issue(const char* what, const GemmQuery&, const target::Target
 
 const std::vector<Candidate>& chain() {
   static const std::vector<Candidate> kChain = {
-      // tcgen05 (sm_100, C in tensor memory) and wgmma (sm_90a, M >= 64, warps % 4 == 0):
-      // the Hopper/Blackwell issue adds them here, before mma.
+      // tcgen05 (sm_100, C in tensor memory): a later issue adds it here.
       {"tcgen05", [](auto& q, auto& t, auto* p, auto* w) { return refuse_later_issue("tcgen05", q, t, p, w); }},
-      {"wgmma", [](auto& q, auto& t, auto* p, auto* w) { return refuse_later_issue("wgmma", q, t, p, w); }},
+      {"wgmma", accept_wgmma},
       {"mma", accept_mma},
       {"fma", accept_fma},
   };

@@ -17,6 +17,7 @@ DeviceModule lower_to_cuda(const ir::PrimFunc& f, passes::PassContext& ctx) {
   CodegenOptions opts;
   opts.line_directives = passes::back::config_flag(ctx, "tilec.line_directives") || knobs::line_directives();
   opts.fast_math = passes::back::config_flag(ctx, "tl.enable_fast_math");
+  opts.debug_sync = passes::back::config_flag(ctx, "tilec.debug_sync") || knobs::debug_sync();
   m.source = codegen_cuda(m.lowered, m.plan, opts);
   return m;
 }

@@ -16,6 +16,7 @@ namespace tilec::cuda {
 struct CodegenOptions {
   bool line_directives = false;  // `#line N "file"` before statements with a source location
   bool fast_math = false;        // approximate exp/log/sin/... in tilec/math.cuh (TILEC_FAST_MATH)
+  bool debug_sync = false;       // mbarrier waits trap after ~2 s with a message (TILEC_DEBUG_SYNC)
 };
 
 std::string codegen_cuda(const ir::PrimFunc& lowered, const runtime::LaunchPlan& plan,

@@ -2,7 +2,10 @@
 //
 // The predicate chain, in order:
 //   1. an explicit `instruction=` must succeed or fail with a UserError that says why;
-//   2. tcgen05 (sm_100) and wgmma (sm_90a): slots for later issues, never chosen yet;
+//   2. tcgen05 (sm_100): a slot for a later issue, never chosen yet;
+//   2b. wgmma (sm_90a; gemm_isel_sm90.cc): M a multiple of 64 per warpgroup, whole
+//      warpgroups, f16/bf16 either major, tf32/fp8/int8 K-major only, A from shared
+//      memory (descriptor) or a 16-bit register fragment; not with tl.disable_wgmma;
 //   3. mma.sync (sm_80+) when the dtypes have an mma shape and M, N, K fit it and a warp
 //      partition exists; A may also be a register fragment (16-bit, not transposed, in
 //      the accumulator layout over M x K with WARP_N = 1: tl::gemm_rs), e.g. the cast
@@ -23,8 +26,8 @@
 
 namespace tilec::cuda {
 
-enum class GemmInst : uint8_t { kMma, kFma };
-const char* gemm_inst_name(GemmInst inst);  // "mma", "fma"
+enum class GemmInst : uint8_t { kMma, kFma, kWgmma };
+const char* gemm_inst_name(GemmInst inst);  // "mma", "fma", "wgmma"
 
 // The mma.sync operand kind; the values are the device library's tl::kMma* constants
 // (src/device/cuda/gemm_sm80.cuh), printed into the template arguments of tl::gemm_ss.
@@ -54,6 +57,7 @@ struct GemmQuery {
   int num_threads = 128;        // threads of the block that run the gemm
   std::string instruction;      // "" = automatic; "mma", "fma", "wgmma", "tcgen05"
   WarpPolicy policy = WarpPolicy::kSquare;
+  bool allow_wgmma = true;      // false under the pass config tl.disable_wgmma
   SourceLoc loc;                // the T.gemm line, for errors
 };
 
@@ -63,7 +67,18 @@ struct GemmPlan {
   int warp_m = 1, warp_n = 1;    // mma: the warp grid (warp w = wm + wn * warp_m); warp_n == 1 when a_in_registers
   bool a_in_registers = false;   // mma: A is a fragment (tl::gemm_rs), not shared (tl::gemm_ss)
   int thread_m = 1, thread_n = 1;  // fma: the thread grid (thread t = tm * thread_n + tn)
+  // wgmma: the warpgroup grid (group g = wm + wn * wg_m), the N of one instruction, and the
+  // operand type id (tl::kWgmma* in src/device/cuda/gemm_sm90.cuh).
+  int wg_m = 1, wg_n = 1, atom_n = 8;
+  int wgmma_kind = 0;
 };
+
+// The wgmma candidate of the chain (gemm_isel_sm90.cc): fills `plan` or explains in `why`.
+bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std::string* why);
+// The K of one wgmma for an operand type id: 16 (f16/bf16), 8 (tf32), 32 (fp8, int8).
+int wgmma_k(int kind);
+// "tl::kWgmmaBF16", ...: the device constant of an operand type id.
+const char* wgmma_kind_constant(int kind);
 
 // Raises UserError (naming T.gemm and its line) when the gemm cannot be lowered.
 GemmPlan select_gemm(const GemmQuery& q, const target::Target& target);

@@ -1,0 +1,186 @@
+// Block-level GEMM on the Hopper tensor cores: warpgroup MMA (wgmma.mma_async, sm_90a).
+//
+//   tl::wgmma_gemm_ss<M, N, K, WG_M, WG_N, TRANS_A, TRANS_B, CLEAR, TileA, TileB, KIND,
+//                     ATOM_N, WAIT>(A, a_row0, a_col0, B, b_row0, b_col0, C, thread)
+//   tl::wgmma_gemm_rs<M, N, K, WG_M, 1, TRANS_B, CLEAR, TileB, KIND, ATOM_N, WAIT>(
+//                     A_frag, B, b_row0, b_col0, C, thread)
+//
+//   C[M x N] (+)= op(A) * op(B), A stored K x M when TRANS_A (M-major) else M x K (K-major),
+//   B stored N x K when TRANS_B (K-major) else K x N (N-major), both read at (row0 + r,
+//   col0 + c) of a shared tile tl::WgTile<ROWS, COLS, SWIZZLE_BITS> whose first element is
+//   A / B (layout: gemm_sm90_layout.cuh, part 1). C is the calling thread's accumulator
+//   fragment (gemm_sm90_layout.cuh, part 2); thread is its index among the WG_M * WG_N * 128
+//   threads that share the GEMM. Each warpgroup issues, per K step, one
+//   m64n<ATOM_N>k<KK> wgmma for each 64-row x ATOM_N-column atom of its sub-tile; the first
+//   step of a CLEAR gemm does not accumulate (scale-d = 0). The group is committed, and
+//   waited for until at most WAIT groups are pending (WAIT < 0: not waited for; the caller
+//   waits with tl::wgmma_wait<n>() before it touches C or reuses the operands).
+//   With A in registers (rs) A_frag holds the thread's 16-bit A values in the accumulator
+//   layout over M x K (WG_N = 1), which is what a cast accumulator of another gemm has.
+//
+// The instruction itself (one asm statement per shape and type, the accumulator registers
+// listed one by one) is the specialization tl::WgmmaAtom<N, KIND>, which the generated
+// kernel source defines for exactly the atoms it uses (src/target/cuda/wgmma_atoms.cc).
+#pragma once
+
+#include "tilec/gemm_sm90_layout.cuh"
+#include "tilec/mbarrier.cuh"
+
+namespace tl {
+
+// Operand types (ids shared with src/target/cuda/wgmma_atoms.cc).
+enum : int {
+  kWgmmaF16 = 0,      // f16 x f16 -> f32, K step 16
+  kWgmmaBF16 = 1,     // bf16 x bf16 -> f32, 16
+  kWgmmaTF32 = 2,     // tf32 x tf32 -> f32, 8 (K-major only)
+  kWgmmaE4M3E4M3 = 3, // fp8 -> f32, 32 (K-major only)
+  kWgmmaE4M3E5M2 = 4,
+  kWgmmaE5M2E4M3 = 5,
+  kWgmmaE5M2E5M2 = 6,
+  kWgmmaS8 = 7,       // s8 x s8 -> s32, 32 (K-major only)
+  kWgmmaU8 = 8,       // u8 x u8 -> s32, 32 (K-major only)
+};
+
+template <int KIND>
+struct WgmmaKindTraits {
+  static constexpr int kK = KIND <= kWgmmaBF16 ? 16 : KIND == kWgmmaTF32 ? 8 : 32;
+};
+
+// wgmma.mma_async for one 64 x N atom; defined by the generated source:
+//   template <int TA, int TB> static void ss(Acc* d, uint64 desc_a, uint64 desc_b, int scale_d);
+//   template <int TB>         static void rs(Acc* d, const uint32* a, uint64 desc_b, int scale_d);
+template <int N, int KIND>
+struct WgmmaAtom;
+
+template <int ROWS, int COLS, int SWIZZLE_BITS>
+struct WgTile {
+  static constexpr int kRows = ROWS, kCols = COLS, kSwizzle = SWIZZLE_BITS;
+};
+
+TL_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+TL_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+TL_DEVICE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Compiler-only barriers that keep register accesses of the accumulator on their side of
+// the asynchronous MMAs (the instructions read and write these registers later).
+TL_DEVICE void wgmma_fence_operand(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+TL_DEVICE void wgmma_fence_operand(int& x) { asm volatile("" : "+r"(x)::"memory"); }
+template <int R, typename T>
+TL_DEVICE void wgmma_fence_operands(T* regs) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) wgmma_fence_operand(regs[i]);
+}
+
+// The 64-bit shared-memory matrix descriptor (PTX "matrix descriptor"): start address,
+// leading / stride byte offsets (16-byte units) and the layout type, which numbers the
+// swizzles 1 = 128B, 2 = 64B, 3 = 32B (not the tensor-map order).
+TL_DEVICE uint64 wgmma_descriptor(uint32 addr, uint32 lbo, uint32 sbo, int swizzle_bits) {
+  const uint64 type = swizzle_bits == 3 ? 1 : swizzle_bits == 2 ? 2 : swizzle_bits == 1 ? 3 : 0;
+  return uint64((addr & 0x3FFFF) >> 4) | (uint64((lbo & 0x3FFFF) >> 4) << 16) |
+         (uint64((sbo & 0x3FFFF) >> 4) << 32) | (type << 62);
+}
+
+namespace wgmma_detail {
+
+// Operand stored with K contiguous (A not transposed, B transposed): (mn, k) of the atom's
+// first element. Rows are one span apart, 8-row groups SBO = 8 spans apart; the leading
+// offset is unused for swizzled K-major operands.
+template <class Tile, int EB>
+TL_DEVICE uint64 kmajor(uint32 base, int mn, int k) {
+  constexpr int span = layout::wg_span_bytes(Tile::kSwizzle);
+  static_assert(Tile::kSwizzle != 0, "wgmma reads K-major operands from swizzled tiles");
+  return wgmma_descriptor(base + layout::wg_linear_offset(mn, k, Tile::kRows, Tile::kCols, EB, Tile::kSwizzle) * EB,
+                          16, 8 * span, Tile::kSwizzle);
+}
+
+// Operand stored with M or N contiguous (A transposed, B not): rows are K. Column blocks
+// (span bytes of M/N each) are LBO = rows * span apart, 8-row groups SBO = 8 spans.
+template <class Tile, int EB>
+TL_DEVICE uint64 mnmajor(uint32 base, int mn, int k) {
+  constexpr int span = layout::wg_span_bytes(Tile::kSwizzle);
+  static_assert(Tile::kSwizzle != 0, "wgmma reads MN-major operands from swizzled tiles");
+  return wgmma_descriptor(base + layout::wg_linear_offset(k, mn, Tile::kRows, Tile::kCols, EB, Tile::kSwizzle) * EB,
+                          Tile::kRows * span, 8 * span, Tile::kSwizzle);
+}
+
+}  // namespace wgmma_detail
+
+template <int M, int N, int K, int WG_M, int WG_N, bool TRANS_A, bool TRANS_B, bool CLEAR, class TileA, class TileB,
+          int KIND, int ATOM_N, int WAIT, typename TA, typename TB, typename TC>
+TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0, TC* C,
+                             int thread) {
+  constexpr int MW = M / WG_M, NW = N / WG_N, MA = MW / 64, NA = NW / ATOM_N;
+  constexpr int KK = WgmmaKindTraits<KIND>::kK;
+  constexpr int REGS = MA * NA * (ATOM_N / 2);
+  static_assert(M % (64 * WG_M) == 0, "wgmma: each warpgroup takes a multiple of 64 rows");
+  static_assert(N % WG_N == 0 && NW % ATOM_N == 0 && ATOM_N % 8 == 0 && ATOM_N <= 256, "wgmma: bad N split");
+  static_assert(K % KK == 0, "wgmma: K must be a multiple of the instruction's K step");
+  const int wg = thread / 128;
+  const int wm = wg % WG_M, wn = wg / WG_M;
+  const uint32 a_base = smem_addr(A), b_base = smem_addr(B);
+  wgmma_fence_operands<REGS>(C);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < K / KK; ++ks) {
+#pragma unroll
+    for (int mi = 0; mi < MA; ++mi) {
+      const int m0 = wm * MW + mi * 64;
+      const uint64 da = TRANS_A ? wgmma_detail::mnmajor<TileA, sizeof(TA)>(a_base, a_col0 + m0, a_row0 + ks * KK)
+                                : wgmma_detail::kmajor<TileA, sizeof(TA)>(a_base, a_row0 + m0, a_col0 + ks * KK);
+#pragma unroll
+      for (int ni = 0; ni < NA; ++ni) {
+        const int n0 = wn * NW + ni * ATOM_N;
+        const uint64 db = TRANS_B ? wgmma_detail::kmajor<TileB, sizeof(TB)>(b_base, b_row0 + n0, b_col0 + ks * KK)
+                                  : wgmma_detail::mnmajor<TileB, sizeof(TB)>(b_base, b_col0 + n0, b_row0 + ks * KK);
+        WgmmaAtom<ATOM_N, KIND>::template ss<TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(C + (mi * NA + ni) * (ATOM_N / 2), da,
+                                                                             db, (CLEAR && ks == 0) ? 0 : 1);
+      }
+    }
+  }
+  wgmma_commit();
+  wgmma_fence_operands<REGS>(C);
+  if constexpr (WAIT >= 0) wgmma_wait<WAIT>();
+}
+
+template <int M, int N, int K, int WG_M, int WG_N, bool TRANS_B, bool CLEAR, class TileB, int KIND, int ATOM_N,
+          int WAIT, typename TA, typename TB, typename TC>
+TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_col0, TC* C, int thread) {
+  constexpr int MW = M / WG_M, NW = N / WG_N, MA = MW / 64, NA = NW / ATOM_N;
+  constexpr int KK = WgmmaKindTraits<KIND>::kK;
+  constexpr int REGS = MA * NA * (ATOM_N / 2);
+  static_assert(WG_N == 1, "wgmma with A in registers: every warpgroup along M");
+  static_assert(sizeof(TA) == 2 && KK == 16, "wgmma with A in registers: 16-bit A");
+  static_assert(M % (64 * WG_M) == 0 && NW % ATOM_N == 0 && K % KK == 0, "wgmma: bad shape");
+  const int wg = thread / 128;
+  const int wn = wg / WG_M;
+  const uint32 b_base = smem_addr(B);
+  // The A values are written by ordinary code (a cast) right before: fence them too.
+  uint32* a = const_cast<uint32*>(reinterpret_cast<const uint32*>(A_frag));
+  wgmma_fence_operands<REGS>(C);
+#pragma unroll
+  for (int i = 0; i < MA * K / 4; ++i) asm volatile("" : "+r"(a[i])::"memory");
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < K / KK; ++ks) {
+#pragma unroll
+    for (int mi = 0; mi < MA; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < NA; ++ni) {
+        const int n0 = wn * NW + ni * ATOM_N;
+        const uint64 db = TRANS_B ? wgmma_detail::kmajor<TileB, sizeof(TB)>(b_base, b_row0 + n0, b_col0 + ks * KK)
+                                  : wgmma_detail::mnmajor<TileB, sizeof(TB)>(b_base, b_col0 + n0, b_row0 + ks * KK);
+        WgmmaAtom<ATOM_N, KIND>::template rs<TRANS_B ? 0 : 1>(C + (mi * NA + ni) * (ATOM_N / 2),
+                                                              a + mi * (K / 4) + ks * 4, db,
+                                                              (CLEAR && ks == 0) ? 0 : 1);
+      }
+    }
+  }
+  wgmma_commit();
+  wgmma_fence_operands<REGS>(C);
+  if constexpr (WAIT >= 0) wgmma_wait<WAIT>();
+}
+
+}  // namespace tl

@@ -1,0 +1,250 @@
+// TMA copies on sm_90+ (cp.async.bulk.tensor): T.tma_copy, and T.copy where TMA applies.
+//
+// Which copies (seeds/000 4.4.1, TileLang's choice):
+//   T.tma_copy(src, dst, barrier=mbar)   always TMA (UserError when it cannot be): a load
+//                                        global -> shared needs the barrier; it posts the
+//                                        box bytes on it (expect_tx) and issues the loads,
+//                                        the caller arrives and waits (the producer half);
+//                                        a store shared -> global needs none;
+//   T.copy(shared -> global)             a TMA store by default on sm_90 (not with
+//                                        disable_tma=True, tl.disable_tma_lower, or a
+//                                        prefer_instruction other than "tma");
+//   T.copy(..., prefer_instruction="tma") must be TMA (store) — loads need an mbarrier and
+//                                        are written as T.tma_copy (UserError says so).
+//   Other T.copy loads are not TMA here; warp specialization turns the copies of a
+//   pipelined loop into T.tma_copy.
+// Shapes: the shared side is a tile (its last two dimensions, fully covered; leading
+//   dimensions indexed with one value) in smem_tile.h's form; the global side's non-unit
+//   extents are (rows, cols) or (cols), the last dimension contiguous. Boxes are at most
+//   256 per dimension and one swizzle span wide: a tile is one or more boxes (column
+//   blocks x 256-row chunks), each one instruction. Partial tiles need nothing: TMA reads
+//   zeros outside the tensor and drops writes there.
+// Layouts: at the free level a shared side without a layout gets the widest swizzled
+//   tile form (conflict-free for the threads that fill or read it).
+// Lowering (one thread issues; thread 0 of the threads that run the op, none when the op
+// runs on one thread):
+//   load:  if (t == 0) { tl.mbarrier_expect_tx(bar, bytes); tl.tma_load(&S[box], desc, bar, c...) ... }
+//   store: tl.fence_proxy_async(); if (t == 0) { tl.tma_store(desc, &S[box], c...) ...;
+//          tl.tma_store_commit(); tl.tma_store_wait_read(0) }   (insert_syncs puts the
+//          barrier between the writers' fence and the store)
+// The tensor map is tl.tma_descriptor("<tensor>", swizzle, box...) (passes::kTmaDescriptorOp);
+// the global tensor's alignment and strides are checked at launch.
+#include <sstream>
+
+#include "ops/copy_tma.h"
+#include "ops/op_util.h"
+#include "ops/smem_tile.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/layout/layout.h"
+#include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/cuda_back_passes.h"
+
+namespace tilec::ops {
+
+using namespace ir;
+
+namespace {
+
+struct TmaShape {
+  const BufferRegion* global = nullptr;
+  const BufferRegion* shared = nullptr;
+  bool load = true;
+  int rows_dim = -1;  // global dimension paired with the tile's rows (-1: rows == 1)
+  int64_t rows = 1, cols = 1;
+};
+
+// Static TMA conditions; "" and `out` filled, or why not.
+std::string tma_shape(const TileOpNode& op, TmaShape* out) {
+  const BufferRegion& src = region_arg(op, 0);
+  const BufferRegion& dst = region_arg(op, 1);
+  const bool load = src.buffer->scope == Scope::kGlobal && is_shared(dst.buffer->scope);
+  const bool store = is_shared(src.buffer->scope) && dst.buffer->scope == Scope::kGlobal;
+  if (!load && !store) return "TMA copies between global and shared memory";
+  const BufferRegion& g = load ? src : dst;
+  const BufferRegion& s = load ? dst : src;
+  if (g.buffer->dtype != s.buffer->dtype) return "TMA copies without converting types";
+  const int bits = g.buffer->dtype.bits();
+  if (bits % 8 != 0 || g.buffer->dtype.lanes() != 1) return "TMA copies whole bytes";
+  const int sn = s.buffer->ndim(), gn = g.buffer->ndim();
+  if (sn < 2) return "the shared side must be a 2-D tile";
+  if (gn > 5) return "TMA addresses tensors of at most 5 dimensions";
+  for (int d = 0; d + 2 < sn; ++d)
+    if (!is_one(s.region[d].extent)) return "the shared side's leading dimensions must be indexed with one value";
+  for (int d = sn - 2; d < sn; ++d)
+    if (!is_zero(s.region[d].min) || !as_const_int(s.region[d].extent) || !as_const_int(s.buffer->shape[d]) ||
+        *as_const_int(s.region[d].extent) != *as_const_int(s.buffer->shape[d]))
+      return "the shared side must cover its whole tile";
+  TmaShape t;
+  t.global = &g;
+  t.shared = &s;
+  t.load = load;
+  t.rows = *as_const_int(s.buffer->shape[sn - 2]);
+  t.cols = *as_const_int(s.buffer->shape[sn - 1]);
+  std::vector<Expr> strides = buffer_strides(g.buffer);
+  if (!is_one(strides.back())) return "the global tensor's last dimension must be contiguous";
+  std::vector<int> nonunit;
+  for (int d = 0; d < gn; ++d) {
+    auto* e = as_const_int(g.region[d].extent);
+    if (!e) return "the global region needs constant extents";
+    if (*e != 1) nonunit.push_back(d);
+  }
+  const auto* last = as_const_int(g.region[gn - 1].extent);
+  if (*last != t.cols) return "the global region's last dimension must be the tile's columns";
+  if (t.rows == 1) {
+    if (nonunit.size() > 1) return "a one-row tile takes one global dimension";
+  } else {
+    if (nonunit.size() != 2 || nonunit.back() != gn - 1 || *as_const_int(g.region[nonunit[0]].extent) != t.rows)
+      return "the global region must be the tile's rows x columns";
+    t.rows_dim = nonunit[0];
+  }
+  if (t.cols * (bits / 8) % 16 != 0) return "a TMA box row must be a multiple of 16 bytes";
+  *out = t;
+  return "";
+}
+
+bool tma_enabled(const TileOpNode& op, const OpEnv& env) {
+  return env.target().has_tma() && !env.config_flag("tl.disable_tma_lower") && !attr_bool(op, "disable_tma");
+}
+
+// T.copy: TMA for stores unless something says otherwise.
+bool copy_claims(const TileOpNode& op, const OpEnv& env) {
+  const std::string prefer = attr_string(op, "prefer_instruction");
+  if (!prefer.empty() && prefer != "tma") return false;
+  if (!tma_enabled(op, env)) return false;
+  TmaShape t;
+  std::string why = tma_shape(op, &t);
+  if (prefer == "tma") {
+    TILEC_USER_CHECK(why.empty(), op.loc, "remove prefer_instruction=\"tma\", or change the copy's shape")
+        << "T.copy(prefer_instruction=\"tma\") cannot use TMA: " << why;
+    TILEC_USER_CHECK(!t.load, op.loc, "write the load as T.tma_copy(src, dst, barrier=mbar) and wait on mbar")
+        << "T.copy(prefer_instruction=\"tma\") of a load needs an mbarrier";
+  }
+  return why.empty() && !t.load;
+}
+
+bool tma_copy_claims(const TileOpNode& op, const OpEnv& env) {
+  TILEC_USER_CHECK(env.target().has_tma(), op.loc, "use T.copy, or compile for sm_90a")
+      << "T.tma_copy needs TMA (sm_90 or newer), the target is " << env.target().str();
+  TmaShape t;
+  std::string why = tma_shape(op, &t);
+  TILEC_USER_CHECK(why.empty(), op.loc, "use T.copy for this copy") << "T.tma_copy cannot use TMA: " << why;
+  if (t.load) {
+    const AttrValue* b = find_attr(op.attrs, "barrier");
+    TILEC_USER_CHECK(b && std::holds_alternative<Expr>(*b), op.loc,
+                     "mbar = T.alloc_barrier(arrive_count=1), then T.tma_copy(src, dst, barrier=mbar[0])")
+        << "T.tma_copy of a load needs barrier=";
+  }
+  return true;
+}
+
+AccessRegions tma_access(const TileOpNode& op) { return {{region_arg(op, 0)}, {region_arg(op, 1)}}; }
+
+LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
+  if (level != InferLevel::kFree) return {};
+  TmaShape t;
+  if (!tma_shape(op, &t).empty() || state.has_layout(t.shared->buffer)) return {};
+  const Buffer& b = t.shared->buffer;
+  layout::SwizzleMode mode = widest_smem_tile_mode(t.cols, t.cols, b->dtype);
+  return {{b, smem_tile_layout(b, mode)}};
+}
+
+int tensor_map_swizzle(layout::SwizzleMode m) {
+  switch (m) {
+    case layout::SwizzleMode::kNone: return 0;
+    case layout::SwizzleMode::k32B: return 1;
+    case layout::SwizzleMode::k64B: return 2;
+    case layout::SwizzleMode::k128B: return 3;
+  }
+  return 0;
+}
+
+Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
+  TmaShape t;
+  std::string why = tma_shape(op, &t);
+  TILEC_ICHECK(why.empty()) << why;
+  const Buffer& s = t.shared->buffer;
+  const Buffer& g = t.global->buffer;
+  auto form = smem_tile_form(s, ctx.layout_of(s));
+  TILEC_USER_CHECK(form.has_value(), op.loc, "remove the T.annotate_layout of this buffer, or use T.copy")
+      << describe_op(op) << ": shared buffer '" << s->name << "' has a layout TMA cannot write ("
+      << layout::describe(ctx.layout_of(s)) << ")";
+  const int64_t elem = s->dtype.bytes();
+  const int64_t span = form->mode == layout::SwizzleMode::kNone ? t.cols : layout::swizzle_span_bytes(form->mode) / elem;
+  const int64_t box_cols = std::min<int64_t>(span, t.cols), box_rows = std::min<int64_t>(t.rows, 256);
+  TILEC_USER_CHECK(box_cols <= 256, op.loc, "use tiles of at most 256 columns")
+      << describe_op(op) << ": a TMA box is at most 256 elements wide, the tile has " << t.cols << " columns";
+  const int gn = g->ndim();
+  // The map: box extents innermost first.
+  std::vector<Expr> desc_args = {string_imm(g->name), int_imm(tensor_map_swizzle(form->mode))};
+  for (int k = 0; k < gn; ++k) {
+    const int d = gn - 1 - k;
+    desc_args.push_back(int_imm(d == gn - 1 ? box_cols : d == t.rows_dim ? box_rows : 1));
+  }
+  Expr desc = call(DataType::Handle(), passes::kTmaDescriptorOp, desc_args, op.loc);
+  // The tile's first element in shared memory.
+  const int sn = s->ndim();
+  std::vector<Expr> origin;
+  for (int d = 0; d + 2 < sn; ++d) origin.push_back(t.shared->region[d].min);
+  origin.push_back(int_imm(0));
+  origin.push_back(int_imm(0));
+  Expr base = ctx.physical_index(s, origin)[0];
+  Buffer ls = ctx.lowered_buffer(s);
+  Expr bar;
+  if (t.load) bar = std::get<Expr>(*find_attr(op.attrs, "barrier"));
+  std::vector<Stmt> issue;
+  if (t.load)
+    issue.push_back(evaluate(call(DataType::Void(), "tl.mbarrier_expect_tx",
+                                  {bar, int_imm(t.rows * t.cols * elem, Int32())}, op.loc),
+                             op.loc));
+  for (int64_t c0 = 0; c0 < t.cols; c0 += box_cols) {
+    for (int64_t r0 = 0; r0 < t.rows; r0 += box_rows) {
+      // Column block c0 / span starts at (c0 / span) * rows * span; rows are span apart.
+      Expr off = base + int_imm((c0 / span) * t.rows * span + r0 * span);
+      Expr smem = call(DataType::Handle(), "tl.address_of", {buffer_load(ls, {off}, op.loc)}, op.loc);
+      std::vector<Expr> coords;
+      for (int k = 0; k < gn; ++k) {
+        const int d = gn - 1 - k;
+        Expr c = t.global->region[d].min;
+        if (d == gn - 1 && c0) c = c + int_imm(c0, c->dtype);
+        if (d == t.rows_dim && r0) c = c + int_imm(r0, c->dtype);
+        coords.push_back(c->dtype == Int32() ? c : cast(Int32(), c, op.loc));
+      }
+      std::vector<Expr> args;
+      if (t.load) {
+        args = {smem, desc, bar};
+      } else {
+        args = {desc, smem};
+      }
+      args.insert(args.end(), coords.begin(), coords.end());
+      issue.push_back(evaluate(call(DataType::Void(), t.load ? "tl.tma_load" : "tl.tma_store", args, op.loc), op.loc));
+    }
+  }
+  if (!t.load) {
+    issue.push_back(evaluate(call(DataType::Void(), "tl.tma_store_commit", {}, op.loc), op.loc));
+    issue.push_back(evaluate(call(DataType::Void(), "tl.tma_store_wait_read", {int_imm(0)}, op.loc), op.loc));
+  }
+  Stmt body = seq(issue, op.loc);
+  if (ctx.num_threads() > 1) body = if_then_else(binary(NodeKind::kEQ, ctx.thread_index(), int_imm(0, ctx.thread_index()->dtype)), body, nullptr, op.loc);
+  if (form->mode != layout::SwizzleMode::kNone) body = annotate(passes::kSwizzle128BKey, ls, body, op.loc);
+  if (!t.load) body = seq({evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, op.loc), op.loc), body}, op.loc);
+  return body;
+}
+
+}  // namespace
+
+std::string why_not_tma(const TileOpNode& op) {
+  TmaShape t;
+  return tma_shape(op, &t);
+}
+
+void register_copy_tma_behaviours() {
+  auto sm90 = [](const target::Target& t) { return t.has_tma(); };
+  OpBehaviour copy{"copy", "tma", sm90, 20, nullptr, tma_infer, tma_lower};
+  copy.claims = copy_claims;
+  register_op_behaviour(std::move(copy));
+  OpBehaviour tma{"tma_copy", "tma", nullptr, 20, tma_access, tma_infer, tma_lower};
+  tma.claims = tma_copy_claims;
+  register_op_behaviour(std::move(tma));
+}
+
+}  // namespace tilec::ops

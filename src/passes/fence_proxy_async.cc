@@ -1,0 +1,133 @@
+// Pass fence_proxy_async: orders threads' ordinary shared-memory writes before the
+// asynchronous proxy reads them (wgmma operands, TMA stores).
+//
+// Input:  lowered IR after insert_syncs (and overlap_gemm_mainloop): barriers placed.
+// Output: in a kernel where the async proxy reads shared memory (tl.wgmma_gemm_*,
+//         tl.tma_store), every block / named barrier that follows shared-memory writes of
+//         the threads (stores, cp.async, writes through intrinsics) since the previous
+//         barrier gets tl.fence_proxy_async() right before it. The writers fence before the
+//         barrier that hands the data over (PTX memory model: a generic-proxy write is seen
+//         by a later async-proxy read only through fence.proxy.async; the writer-side
+//         placement of CUTLASS and of the issue reports in HOPPER.md section 8).
+//         Other kernels are unchanged. TMA stores fence for themselves (copy_tma.cc).
+// Runs after: insert_syncs. Before: split_host_device.
+// Algorithm: one walk in program order remembering whether a shared write happened since
+//   the last barrier; loop bodies are walked twice (the write of one iteration reaches the
+//   barrier at the top of the next). Conservative: a write anywhere in a branch counts.
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+
+bool async_proxy_reads_shared(const Stmt& body) {
+  bool found = false;
+  for_each_node(body, [&](const Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c) return;
+    found |= c->op == "tl.wgmma_gemm_ss" || c->op == "tl.wgmma_gemm_rs" || c->op == "tl.tma_store";
+  });
+  return found;
+}
+
+bool is_barrier_stmt(const Stmt& s) {
+  auto* e = s.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c && back::intrinsic_effect(c->op) == "barrier";
+}
+
+// Whether a statement (not a barrier) writes shared memory.
+bool writes_shared(const Stmt& s) {
+  bool found = false;
+  for_each_node(s, [&](const Node* n) {
+    if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) found |= is_shared(st->buffer->scope);
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c || c->op == "tl.address_of") return;
+    const std::string& spec = back::intrinsic_effect(c->op);
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      auto* addr = c->args[i].as<CallNode>();
+      auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>()
+                                                                              : nullptr;
+      if (!load || !is_shared(load->buffer->scope)) continue;
+      const char e = back::effect_of_arg(spec, i);
+      found |= e == 'w' || e == 'm' || e == 'a' || e == '?';
+    }
+  });
+  return found;
+}
+
+class Fencer : public IRMutator {
+ protected:
+  Stmt mutate_Seq(const Stmt& s, const SeqNode* op) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const auto& x : op->stmts) {
+      if (is_barrier_stmt(x)) {
+        if (dirty_) {
+          out.push_back(evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, x->loc), x->loc));
+          changed = true;
+        }
+        dirty_ = false;
+        out.push_back(x);
+        continue;
+      }
+      Stmt y = mutate(x);
+      changed |= !y.same_as(x);
+      out.push_back(y);
+    }
+    return changed ? seq(out, s->loc) : s;
+  }
+  Stmt mutate_Evaluate(const Stmt& s, const EvaluateNode* op) override {
+    if (is_barrier_stmt(s)) {
+      // A barrier that is a whole branch or loop body: fence before it too.
+      bool need = dirty_;
+      dirty_ = false;
+      if (need) return seq({evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, s->loc), s->loc), s}, s->loc);
+      return s;
+    }
+    dirty_ |= writes_shared(s);
+    return s;
+  }
+  Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
+    dirty_ |= is_shared(op->buffer->scope);
+    return s;
+  }
+  Stmt mutate_For(const Stmt& s, const ForNode* op) override {
+    // Writes late in the body reach the barriers early in the next iteration.
+    const bool entry = dirty_;
+    (void)IRMutator::mutate_For(s, op);
+    dirty_ |= entry;
+    return IRMutator::mutate_For(s, op);
+  }
+  Stmt mutate_If(const Stmt& s, const IfNode* op) override {
+    const bool entry = dirty_;
+    Stmt then_case = mutate(op->then_case);
+    const bool after_then = dirty_;
+    dirty_ = entry;
+    Stmt else_case = op->else_case ? mutate(op->else_case) : op->else_case;
+    dirty_ |= after_then;
+    if (then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) return s;
+    return if_then_else(op->cond, then_case, else_case, s->loc);
+  }
+
+ private:
+  bool dirty_ = false;
+};
+
+}  // namespace
+
+Pass fence_proxy_async_pass() {
+  return {"fence_proxy_async", [](const PrimFunc& f, PassContext&) {
+            if (!async_proxy_reads_shared(f->body)) return f;
+            Stmt body = Fencer().mutate(f->body);
+            return body.same_as(f->body) ? f : with_body(f, std::move(body));
+          }};
+}
+
+}  // namespace tilec::passes

@@ -1,0 +1,377 @@
+// Pass warp_specialize: a pipelined GEMM main loop on sm_90a becomes a producer warpgroup
+// that issues TMA loads and consumer warpgroups that run wgmma, handing the pipeline's
+// shared buffers back and forth through mbarriers (MODEL.md "Software pipelining", the
+// sm_90 form; HOPPER.md section 5).
+//
+// Input:  tile IR after pipeline_planning (planned T.Pipelined loops: canonical bodies,
+//         `stage` lists).
+// Output: for each kernel that qualifies (below), with T the kernel's threads and S the
+//         loop's num_stages, loop `for k in [m, m + n)`, slot = (k - m) % S and
+//         phase = ((k - m) / S) % 2:
+//           KernelLaunch(threads = T + 128)
+//             <the wrappers around the loop: Lets, Allocates (the copied shared buffers
+//              now with S versions: shape (S, ...)), Annotates>
+//             full = barriers[S] (arrive count 1), empty = barriers[S] (arrive count T)
+//             barrier_init(full); barrier_init(empty)
+//             if tx >= T:   Annotate(thread_range {T, 128, 2}):
+//                             setmaxnreg_dec(24)                       (T = 256: 24/240; 384: 24/160)
+//                             if tx == T: Annotate(thread_range {T, 1, 0}):
+//                               for k: barrier_wait(empty[slot], phase ^ 1)
+//                                      T.tma_copy(src, dst[slot], barrier=full[slot]) ...
+//                                      barrier_arrive(full[slot])
+//             else:         Annotate(thread_range {0, T, 1}):
+//                             setmaxnreg_inc(240)
+//                             <the kernel body, the loop replaced by>
+//                               for k: barrier_wait(full[slot], phase)
+//                                      <the loop's later-stage statements, dst -> dst[slot]>
+//                                      barrier_arrive(empty[slot])   (after the last reader)
+//         A producer thread may run S steps ahead of the consumers; each slot's full
+//         barrier completes when the producer arrived and the TMA bytes landed, its empty
+//         barrier when all T consumer threads are done reading it.
+// Qualifies when: the target has wgmma and TMA, neither tl.disable_warp_specialized nor
+//   tl.disable_tma_lower is set; the block is one-dimensional, T a multiple of 128 with
+//   T + 128 <= 1024; the kernel has exactly one pipelined loop (num_stages >= 2), not
+//   nested in another loop or a condition, and every wrapper between the kernel and the
+//   loop is a Let without memory reads, an Allocate or an Annotate; the loop's stage-0
+//   statements are all T.copy global -> shared that TMA can do (no disable_tma, no other
+//   prefer_instruction), into distinct shared buffers without a user layout that nothing
+//   outside the loop touches; every later-stage reader of those buffers is a T.gemm that
+//   selects wgmma on T threads; the copies' regions read no memory.
+// Everything else is left to inject_pipeline (cp.async on sm_80+).
+// Before: pipeline_planning.  After: inject_pipeline, layout_inference, lower_tile_ops.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "ops/copy_tma.h"
+#include "ops/gemm_operands.h"
+#include "passes/cuda_back_util.h"
+#include "passes/pipeline_body.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
+#include "tilec/target/cuda/gemm_isel.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+namespace pl = pipeline;
+
+constexpr int64_t kProducerThreads = 128;
+
+// Selection queries on the consumers' threads.
+class ConsumerEnv : public ops::OpEnv {
+ public:
+  ConsumerEnv(const PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
+  const target::Target& target() const override { return ctx_.target(); }
+  int64_t num_threads() const override { return threads_; }
+  bool config_flag(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_bool(key);
+    return false;
+  }
+
+ private:
+  const PassContext& ctx_;
+  int64_t threads_;
+};
+
+using back::reads_memory;
+
+bool region_reads_memory(const BufferRegion& r) {
+  for (const auto& rg : r.region)
+    if (reads_memory(rg.min) || reads_memory(rg.extent)) return true;
+  return false;
+}
+
+const TileOpNode* tile_op(const Stmt& s) { return s.as<TileOpNode>(); }
+
+// The loop and the wrappers on the way to it.
+struct Spine {
+  const ForNode* loop = nullptr;
+  std::vector<const StmtNode*> wrappers;  // Let / Allocate / Annotate nodes, outermost first
+};
+
+// The nodes from `s` down to the first pipelined loop (inclusive); false when there is none.
+bool path_to_loop(const Stmt& s, std::vector<const StmtNode*>* path) {
+  if (!s) return false;
+  path->push_back(s.get());
+  if (auto* f = s.as<ForNode>(); f && f->for_kind == ForKind::kPipelined) return true;
+  std::vector<Stmt> children;
+  if (auto* q = s.as<SeqNode>()) children = q->stmts;
+  if (auto* f = s.as<ForNode>()) children = {f->body};
+  if (auto* i = s.as<IfNode>()) children = {i->then_case, i->else_case};
+  if (auto* l = s.as<LetNode>()) children = {l->body};
+  if (auto* a = s.as<AllocateNode>()) children = {a->body};
+  if (auto* a = s.as<AnnotateNode>()) children = {a->body};
+  for (const auto& c : children)
+    if (path_to_loop(c, path)) return true;
+  path->pop_back();
+  return false;
+}
+
+// The single pipelined loop of a kernel body when only Seqs and wrappers lead to it.
+std::optional<Spine> find_spine(const Stmt& body) {
+  int loops = 0;
+  for_each_node(body, [&](const Node* n) {
+    if (auto* f = dynamic_cast<const ForNode*>(n); f && f->for_kind == ForKind::kPipelined) ++loops;
+  });
+  std::vector<const StmtNode*> path;
+  if (loops != 1 || !path_to_loop(body, &path)) return std::nullopt;
+  Spine sp;
+  sp.loop = static_cast<const ForNode*>(path.back());
+  path.pop_back();
+  for (const StmtNode* n : path) {
+    switch (n->kind) {
+      case NodeKind::kSeq: break;
+      case NodeKind::kLet:
+      case NodeKind::kAllocate:
+      case NodeKind::kAnnotate: sp.wrappers.push_back(n); break;
+      default: return std::nullopt;  // inside another loop or a condition
+    }
+  }
+  return sp;
+}
+
+struct Plan {
+  const ForNode* loop = nullptr;
+  pl::Body body;
+  std::vector<size_t> producers;  // stage-0 copies, in body order
+  std::vector<size_t> consumers;  // the rest
+  std::unordered_map<const BufferNode*, Buffer> versioned;  // copied buffer -> (S, ...) buffer
+  int stages = 0;
+};
+
+class WarpSpecializer : public IRMutator {
+ public:
+  explicit WarpSpecializer(const PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    int64_t threads = 1;
+    for (size_t i = 0; i < op->threads.size(); ++i)
+      if (i > 0 && op->threads[i] != 1) return s;
+    threads = op->threads.empty() ? 1 : op->threads[0];
+    if (threads % 128 != 0 || threads + kProducerThreads > 1024) return s;
+    auto sp = find_spine(op->body);
+    if (!sp) return s;
+    for (const StmtNode* w : sp->wrappers)
+      if (auto* l = dynamic_cast<const LetNode*>(w); l && reads_memory(l->value)) return s;
+    auto plan = plan_loop(sp->loop, op->body, threads);
+    if (!plan) return s;
+    return rewrite(op, *sp, *plan, threads);
+  }
+
+ private:
+  std::optional<Plan> plan_loop(const ForNode* f, const Stmt& kernel_body, int64_t threads) {
+    if (f->pipeline.num_stages < 2 || f->pipeline.stage.empty()) return std::nullopt;
+    Plan p;
+    p.loop = f;
+    p.stages = f->pipeline.num_stages;
+    p.body = pl::split_body(f->body);
+    const auto& stage = f->pipeline.stage;
+    if (stage.size() != p.body.stmts.size()) return std::nullopt;
+    ConsumerEnv env(ctx_, threads);
+    std::unordered_map<const BufferNode*, size_t> writer;
+    for (size_t j = 0; j < p.body.stmts.size(); ++j) {
+      const Stmt& st = p.body.stmts[j];
+      if (stage[j] != 0) {
+        p.consumers.push_back(j);
+        continue;
+      }
+      const TileOpNode* op = tile_op(st);
+      if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st)) return std::nullopt;
+      if (attr_bool(*op, "disable_tma")) return std::nullopt;
+      const std::string prefer = attr_string(*op, "prefer_instruction");
+      if (!prefer.empty() && prefer != "tma") return std::nullopt;
+      if (!ops::why_not_tma(*op).empty()) return std::nullopt;
+      if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1))) return std::nullopt;
+      const BufferNode* dst = region_arg(*op, 1).buffer.get();
+      if (writer.count(dst)) return std::nullopt;
+      writer[dst] = j;
+      p.producers.push_back(j);
+    }
+    if (p.producers.empty() || p.consumers.empty()) return std::nullopt;
+    // Readers: wgmma gemms only.
+    for (size_t j : p.consumers) {
+      pl::Access acc = pl::accesses(p.body.stmts[j]);
+      bool touches = false;
+      for (const auto& [b, w] : writer) touches |= acc.reads.count(b) || acc.writes.count(b);
+      if (!touches) continue;
+      const TileOpNode* op = tile_op(p.body.stmts[j]);
+      if (!op || op->op != "gemm") return std::nullopt;
+      for (const auto& [b, w] : writer)
+        if (acc.writes.count(b)) return std::nullopt;
+      ops::GemmOp g = ops::analyze_gemm(*op, env);
+      if (cuda::select_gemm(g.query, ctx_.target()).inst != cuda::GemmInst::kWgmma) return std::nullopt;
+    }
+    // The copied buffers: not used outside the loop, no user layout.
+    bool outside = false, user_layout = false;
+    for_each_node(kernel_body, [&](const Node* n) {
+      if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && a->key == "layout_map")
+        if (auto* m = std::get_if<LayoutMap>(&a->value))
+          for (const auto& [b, l] : *m) user_layout |= writer.count(b.get()) > 0;
+    });
+    std::unordered_set<const Node*> inside;
+    for_each_node(f->body, [&](const Node* n) { inside.insert(n); });
+    for_each_node(kernel_body, [&](const Node* n) {
+      if (inside.count(n)) return;
+      const BufferNode* b = nullptr;
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) b = l->buffer.get();
+      if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) b = st->buffer.get();
+      if (b && writer.count(b)) outside = true;
+      if (auto* t = dynamic_cast<const TileOpNode*>(n))
+        for (const auto& a : t->args)
+          if (auto* r = std::get_if<BufferRegion>(&a); r && writer.count(r->buffer.get())) outside = true;
+    });
+    if (outside || user_layout) return std::nullopt;
+    // The loop's own wrappers may not allocate a copied buffer.
+    for (const auto& w : p.body.wrappers)
+      if (auto* a = w.as<AllocateNode>(); a && writer.count(a->buffer.get())) return std::nullopt;
+    for (const auto& [b, j] : writer) {
+      std::vector<Expr> shape = {int_imm(p.stages)};
+      shape.insert(shape.end(), b->shape.begin(), b->shape.end());
+      p.versioned[b] = make_buffer(b->name, shape, b->dtype, b->scope, {}, b->loc);
+    }
+    return p;
+  }
+
+  Stmt call(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
+    return evaluate(ir::call(DataType::Void(), op, std::move(args), loc), loc);
+  }
+
+  Stmt rewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads) {
+    const ForNode* f = p.loop;
+    const SourceLoc loc = f->loc;
+    const int64_t S = p.stages;
+    const DataType it = f->loop_var->dtype;
+    Var k = make_var(f->loop_var->name, it, f->loop_var->loc);
+    Expr iter = is_zero(f->min) ? Expr(k) : Expr(k) - f->min;
+    Expr slot = floormod(iter, int_imm(S, it));
+    Expr phase = floormod(floordiv(iter, int_imm(S, it)), int_imm(2, it));
+    Buffer full = make_buffer(f->loop_var->name + "_full", {int_imm(S)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
+    Buffer empty = make_buffer(f->loop_var->name + "_empty", {int_imm(S)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
+    Expr full_slot = buffer_load(full, {slot}, loc), empty_slot = buffer_load(empty, {slot}, loc);
+    VarMap rename;
+    rename[f->loop_var.get()] = k;
+
+    // Producer: one thread.
+    std::vector<Stmt> produce = {call("barrier_wait", {empty_slot, int_imm(1, it) - phase}, loc)};
+    for (size_t j : p.producers) {
+      Stmt st = substitute(p.body.stmts[j], rename);
+      st = pl::VersionAccesses(p.versioned, slot).mutate(st);
+      auto* c = st.as<TileOpNode>();
+      produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
+    }
+    produce.push_back(call("barrier_arrive", {full_slot}, loc));
+    Stmt producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(produce, loc), loc);
+
+    // Consumers: the later stages, with the slot's handshake.
+    std::vector<Stmt> consume = {call("barrier_wait", {full_slot, phase}, loc)};
+    size_t last_reader = 0;
+    bool waits_pending = false;
+    for (size_t q = 0; q < p.consumers.size(); ++q) {
+      pl::Access acc = pl::accesses(p.body.stmts[p.consumers[q]]);
+      for (const auto& [b, nb] : p.versioned)
+        if (acc.reads.count(b)) {
+          last_reader = q;
+          if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+        }
+    }
+    for (size_t q = 0; q < p.consumers.size(); ++q) {
+      Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
+      consume.push_back(pl::VersionAccesses(p.versioned, slot).mutate(st));
+      if (q == last_reader) {
+        // The slot is free once its readers' wgmmas finished.
+        if (waits_pending) consume.push_back(call("tl.wgmma_wait", {int_imm(0)}, loc));
+        consume.push_back(call("barrier_arrive", {empty_slot}, loc));
+      }
+    }
+    Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
+                                  pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
+
+    // The consumers run the kernel body with the loop replaced and the spine's wrappers
+    // taken out (they go around both roles).
+    std::unordered_set<const StmtNode*> spine(sp.wrappers.begin(), sp.wrappers.end());
+    std::function<Stmt(const Stmt&)> strip = [&](const Stmt& s) -> Stmt {
+      if (s.get() == f) return consumer_loop;
+      if (spine.count(s.get())) {
+        if (auto* l = s.as<LetNode>()) return strip(l->body);
+        if (auto* a = s.as<AllocateNode>()) return strip(a->body);
+        if (auto* a = s.as<AnnotateNode>()) return strip(a->body);
+      }
+      if (auto* q = s.as<SeqNode>()) {
+        std::vector<Stmt> out;
+        for (const auto& x : q->stmts) out.push_back(strip(x));
+        return seq(out, s->loc);
+      }
+      return s;
+    };
+    Stmt consumer_body = strip(kernel->body);
+
+    const Var tx = kernel->thread_vars[0];
+    const int consumer_groups = static_cast<int>(threads / 128);
+    const int consumer_regs = consumer_groups == 2 ? 240 : consumer_groups == 3 ? 160 : 0;
+    std::vector<Stmt> producer_stmts, consumer_stmts;
+    if (consumer_regs) {
+      producer_stmts.push_back(call("tl.setmaxnreg_dec", {int_imm(24)}, loc));
+      consumer_stmts.push_back(call("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc));
+    }
+    producer_stmts.push_back(
+        if_then_else(binary(NodeKind::kEQ, tx, int_imm(threads, tx->dtype)),
+                     annotate(kThreadRangeKey, std::vector<int64_t>{threads, 1, 0}, producer_loop, loc), nullptr, loc));
+    consumer_stmts.push_back(consumer_body);
+    Stmt roles = if_then_else(
+        tx >= int_imm(threads, tx->dtype),
+        annotate(kThreadRangeKey, std::vector<int64_t>{threads, kProducerThreads, 2}, seq(producer_stmts, loc), loc),
+        annotate(kThreadRangeKey, std::vector<int64_t>{0, threads, 1}, seq(consumer_stmts, loc), loc), loc);
+    auto whole = [](const Buffer& b) {
+      BufferRegion r;
+      r.buffer = b;
+      for (const auto& e : b->shape) r.region.push_back(Range{int_imm(0), e});
+      return r;
+    };
+    Stmt body = seq({make_tile_op("barrier_init", {whole(full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc),
+                     make_tile_op("barrier_init", {whole(empty)}, {{"arrive_count", std::vector<int64_t>(S, threads)}}, loc),
+                     roles},
+                    loc);
+    body = allocate(full, allocate(empty, body, loc), loc);
+    // The spine's wrappers around everything, the copied buffers with their versions.
+    for (auto w = sp.wrappers.rbegin(); w != sp.wrappers.rend(); ++w) {
+      if (auto* l = dynamic_cast<const LetNode*>(*w)) {
+        body = let(l->var, l->value, body, l->loc);
+      } else if (auto* a = dynamic_cast<const AllocateNode*>(*w)) {
+        auto v = p.versioned.find(a->buffer.get());
+        body = allocate(v == p.versioned.end() ? a->buffer : v->second, body, a->loc);
+      } else if (auto* a = dynamic_cast<const AnnotateNode*>(*w)) {
+        body = annotate(a->key, a->value, body, a->loc);
+      }
+    }
+    auto n = std::make_shared<KernelLaunchNode>(*kernel);
+    n->threads[0] = threads + kProducerThreads;
+    n->body = body;
+    return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
+  }
+
+  const PassContext& ctx_;
+};
+
+}  // namespace
+
+Pass warp_specialize_pass() {
+  return {"warp_specialize", [](const PrimFunc& f, PassContext& ctx) {
+            const target::Target& t = ctx.target();
+            if (!t.has_wgmma() || !t.has_tma() || ctx.get_bool("tl.disable_warp_specialized") ||
+                ctx.get_bool("tl.disable_tma_lower"))
+              return f;
+            Stmt body = WarpSpecializer(ctx).mutate(f->body);
+            return body.same_as(f->body) ? f : with_body(f, std::move(body));
+          }};
+}
+
+}  // namespace tilec::passes

@@ -1,0 +1,169 @@
+// The wgmma candidate of T.gemm's instruction selection (sm_90a; see gemm_isel.h).
+//
+// Accepts when: the target has wgmma and tl.disable_wgmma is not set; C is f32 (s32 for
+// int8) and the operand types have a wgmma form; A and B are K-major unless the type is
+// f16/bf16 (which may be MN-major: the transpose bits of the descriptor); A comes from
+// shared memory, or from a 16-bit register fragment that is not transposed; the block is
+// whole warpgroups; M splits into 64-row atoms per warpgroup and N into columns that are a
+// multiple of 8 per warpgroup; K is a multiple of the instruction's K.
+// Warpgroup partition: TileLang's wgmma partition, in warps (m_warp a multiple of 4, 16
+// rows and 8 columns per warp at least), read as warpgroups: wg_m = m_warp / 4, wg_n =
+// n_warp. FullRow takes the most warpgroups along M, FullCol the fewest, Square the split
+// whose per-warp tile is closest in shape to the whole tile. With A in registers every
+// warpgroup sits along M (wg_n = 1): each holds the rows of A it multiplies.
+// The instruction N (atom_n) is the widest legal wgmma N dividing a warpgroup's columns.
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "tilec/target/cuda/gemm_isel.h"
+
+namespace tilec::cuda {
+
+using ir::DataType;
+
+namespace {
+
+constexpr int kF16 = 0, kBF16 = 1, kTF32 = 2, kE4M3E4M3 = 3, kE4M3E5M2 = 4, kE5M2E4M3 = 5, kE5M2E5M2 = 6, kS8 = 7,
+              kU8 = 8;
+
+bool is_fp8(DataType d) { return d == DataType::Float8E4M3() || d == DataType::Float8E5M2(); }
+
+// The operand type id of (A, B, C), or -1 with the reason.
+int wgmma_kind_for(const GemmQuery& q, std::string* why) {
+  const DataType a = q.a_dtype, b = q.b_dtype, c = q.c_dtype;
+  if (c == DataType::Float(32)) {
+    if (a == DataType::Float(16) && b == a) return kF16;
+    if (a == DataType::BFloat16() && b == a) return kBF16;
+    if (a == DataType::Float(32) && b == a) return kTF32;
+    if (is_fp8(a) && is_fp8(b)) {
+      const bool a4 = a == DataType::Float8E4M3(), b4 = b == DataType::Float8E4M3();
+      return a4 ? (b4 ? kE4M3E4M3 : kE4M3E5M2) : (b4 ? kE5M2E4M3 : kE5M2E5M2);
+    }
+  }
+  if (c == DataType::Int(32) && a == b) {
+    if (a == DataType::Int(8)) return kS8;
+    if (a == DataType::UInt(8)) return kU8;
+  }
+  *why = "wgmma supports float16 x float16, bfloat16 x bfloat16, float32 (as tf32) and float8 (e4m3/e5m2, any "
+         "mix) -> float32, and int8 x int8 / uint8 x uint8 -> int32, not A " +
+         a.str() + ", B " + b.str() + ", C " + c.str();
+  return -1;
+}
+
+bool legal_atom_n(int kind, int64_t n) {
+  if (n % 8 != 0 || n < 8 || n > 256) return false;
+  if (kind == kS8 || kind == kU8) return n <= 32 || n % 16 == 0;
+  return true;
+}
+
+// The widest instruction N that divides a warpgroup's `columns`; 0 when none does.
+int widest_atom(int kind, int64_t columns) {
+  for (int n = 256; n >= 8; n -= 8)
+    if (columns % n == 0 && legal_atom_n(kind, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+int wgmma_k(int kind) { return kind <= kBF16 ? 16 : kind == kTF32 ? 8 : 32; }
+
+const char* wgmma_kind_constant(int kind) {
+  static const char* kNames[] = {"tl::kWgmmaF16",      "tl::kWgmmaBF16",     "tl::kWgmmaTF32",
+                                 "tl::kWgmmaE4M3E4M3", "tl::kWgmmaE4M3E5M2", "tl::kWgmmaE5M2E4M3",
+                                 "tl::kWgmmaE5M2E5M2", "tl::kWgmmaS8",       "tl::kWgmmaU8"};
+  return kind >= 0 && kind <= kU8 ? kNames[kind] : "?";
+}
+
+bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std::string* why) {
+  if (!t.has_wgmma()) {
+    *why = "wgmma needs sm_90a, the target is " + t.str();
+    return false;
+  }
+  if (!q.allow_wgmma) {
+    *why = "disabled by the pass config tl.disable_wgmma";
+    return false;
+  }
+  if (!ir::is_shared(q.b_scope)) {
+    *why = std::string("wgmma reads B from shared memory (T.alloc_shared), not ") + ir::scope_name(q.b_scope);
+    return false;
+  }
+  const bool a_in_registers = !ir::is_shared(q.a_scope);
+  if (a_in_registers && q.a_scope != ir::Scope::kFragment) {
+    *why = std::string("wgmma reads A from shared memory or a register fragment, not ") + ir::scope_name(q.a_scope);
+    return false;
+  }
+  const int kind = wgmma_kind_for(q, why);
+  if (kind < 0) return false;
+  const bool sixteen_bit = kind == kF16 || kind == kBF16;
+  // K-major means A not transposed (M x K) and B transposed (N x K).
+  if (!sixteen_bit && (q.trans_a || !q.trans_b)) {
+    *why = "wgmma reads " + q.a_dtype.str() + " operands K-major only: store A as M x K and B as N x K " +
+           "(transpose_B=True)";
+    return false;
+  }
+  if (a_in_registers && (!sixteen_bit || q.trans_a)) {
+    *why = "wgmma takes A from registers only for float16/bfloat16 A that is not transposed";
+    return false;
+  }
+  const int kk = wgmma_k(kind);
+  if (q.num_threads % 128 != 0) {
+    *why = "wgmma runs on whole warpgroups (128 threads), the block has " + std::to_string(q.num_threads);
+    return false;
+  }
+  if (q.m % 64 != 0 || q.k % kk != 0 || q.n % 8 != 0) {
+    std::ostringstream os;
+    os << "wgmma needs M % 64 == 0, N % 8 == 0 and K % " << kk << " == 0, the tile is M=" << q.m << " N=" << q.n
+       << " K=" << q.k;
+    *why = os.str();
+    return false;
+  }
+  // Warp splits (m_warp a multiple of 4), as TileLang enumerates them.
+  const int warps = q.num_threads / 32;
+  std::vector<std::pair<int, int>> splits;
+  for (int mw = 4; mw <= warps; mw += 4) {
+    if (warps % mw != 0) continue;
+    const int nw = warps / mw;
+    if (q.m % (16 * mw) != 0 || q.n % (8 * nw) != 0) continue;
+    const int atom = widest_atom(kind, q.n / nw);
+    if (atom == 0) continue;
+    // B stored K x N (N contiguous) is read in swizzle spans of N: at least 32 bytes each.
+    if (!q.trans_b && (int64_t(atom) * q.b_dtype.bytes()) % 32 != 0) continue;
+    if (a_in_registers && nw != 1) continue;
+    splits.emplace_back(mw, nw);
+  }
+  if (splits.empty()) {
+    std::ostringstream os;
+    os << "the " << q.m << "x" << q.n << " C tile cannot be split over " << warps / 4
+       << " warpgroups (each needs a multiple of 64 rows and of 8 columns that a wgmma N divides"
+       << (a_in_registers ? ", and with A in registers all of them along M" : "") << ")";
+    *why = os.str();
+    return false;
+  }
+  std::pair<int, int> pick = splits.front();
+  const WarpPolicy policy = a_in_registers ? WarpPolicy::kFullRow : q.policy;
+  switch (policy) {
+    case WarpPolicy::kFullRow: pick = splits.back(); break;
+    case WarpPolicy::kFullCol: pick = splits.front(); break;
+    case WarpPolicy::kSquare: {
+      const double ideal = double(q.m) / double(q.n);
+      double best = std::numeric_limits<double>::max();
+      for (auto [mw, nw] : splits) {
+        const double per_m = double(q.m) / (16.0 * mw), per_n = double(q.n) / (8.0 * nw);
+        const double balance = std::fabs(per_m / per_n - ideal);
+        if (balance < best) best = balance, pick = {mw, nw};
+      }
+      break;
+    }
+  }
+  plan->inst = GemmInst::kWgmma;
+  plan->wg_m = pick.first / 4;
+  plan->wg_n = pick.second;
+  plan->atom_n = widest_atom(kind, q.n / pick.second);
+  plan->wgmma_kind = kind;
+  plan->a_in_registers = a_in_registers;
+  return true;
+}
+
+}  // namespace tilec::cuda

@@ -1,0 +1,173 @@
+// The Hopper form of the quickstart GEMM and the team's 128x256 GEMM on sm_90a: a
+// warp-specialized kernel (producer warpgroup with TMA loads on mbarriers, consumer
+// warpgroups with wgmma), checked in the lowered IR, the CUDA source and the PTX NVRTC
+// makes of it. The sm_80 form stays mma.sync + cp.async (gemm_end_to_end_test.cc).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ops/gemm_operands.h"
+#include "tilec/ir/example_gemm.h"
+#include "tilec/ir/printer.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/layout/layout.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/runtime/nvrtc.h"
+#include "tilec/target/cuda/lower.h"
+
+#include "../../src/device/cuda/gemm_sm90_layout.cuh"
+
+using namespace tilec;
+using namespace tilec::ir;
+
+namespace {
+
+target::Target sm90a() {
+  target::Target t;
+  t.arch = 90;
+  t.arch_specific = true;
+  return t;
+}
+
+GemmExampleConfig team_gemm() {
+  GemmExampleConfig c;
+  c.name = "gemm_team";
+  c.M = c.N = c.K = 4096;
+  c.block_M = 128, c.block_N = 256, c.block_K = 64;
+  c.threads = 256;
+  c.num_stages = 3;
+  c.in_dtype = DataType::BFloat16();
+  c.relu = false;
+  return c;
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+struct Compiled {
+  cuda::DeviceModule mod;
+  runtime::CudaBinary bin;
+};
+
+Compiled compile(const PrimFunc& f, passes::PassContext& ctx) {
+  Compiled c;
+  c.mod = cuda::lower_to_cuda(f, ctx);
+  std::string why;
+  if (!runtime::nvrtc_available(&why)) return c;
+  runtime::CudaCompileRequest req;
+  req.source = c.mod.source;
+  req.kernel_name = c.mod.plan.kernel_name;
+  req.arch = ctx.target().str();
+  req.compiler = "nvrtc";
+  c.bin = runtime::compile_cuda(req);
+  return c;
+}
+
+TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
+  passes::PassContext ctx(sm90a());
+  Compiled c = compile(build_example_gemm(team_gemm()), ctx);
+  const std::string& src = c.mod.source;
+  // 256 consumer threads + one producer warpgroup; one block per SM for setmaxnreg.
+  EXPECT_NE(src.find("__launch_bounds__(384, 1)"), std::string::npos) << src;
+  EXPECT_NE(src.find("tl::setmaxnreg_dec<24>()"), std::string::npos);
+  EXPECT_NE(src.find("tl::setmaxnreg_inc<240>()"), std::string::npos);
+  // Two tensor maps: A (box 64 x 128) and B (box 64 x 64, four per stage).
+  ASSERT_EQ(c.mod.plan.tma_descs.size(), 2u);
+  EXPECT_EQ(c.mod.plan.tma_descs[0].box, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(c.mod.plan.tma_descs[1].box, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(c.mod.plan.tma_descs[0].swizzle, 3);
+  EXPECT_EQ(count(src, "tl::tma_load("), 5) << src;
+  EXPECT_EQ(count(src, "const __grid_constant__ tl::TmaDescriptor"), 2);
+  EXPECT_NE(src.find("tl::wgmma_gemm_ss<128, 256, 64, 1, 2, false, false, false, tl::WgTile<128, 64, 3>, "
+                     "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 128, 0>"),
+            std::string::npos)
+      << src;
+  EXPECT_EQ(c.mod.plan.block[0], 384);
+  // 3 stages of 48 KiB plus the 1 KiB the kernel aligns its arena with.
+  EXPECT_EQ(c.mod.plan.dynamic_shared_bytes, 3 * 49152 + 1024);
+  if (c.bin.ptx.empty()) GTEST_SKIP() << "NVRTC not found";
+  for (const char* ins : {"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
+                          "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
+                          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                          "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.expect_tx",
+                          "setmaxnreg.inc.sync.aligned.u32 240", "setmaxnreg.dec.sync.aligned.u32 24"})
+    EXPECT_NE(c.bin.ptx.find(ins), std::string::npos) << "PTX lacks " << ins;
+  EXPECT_EQ(c.bin.ptx.find("mma.sync"), std::string::npos);
+  EXPECT_EQ(c.bin.ptx.find("cp.async.cg"), std::string::npos);
+  EXPECT_EQ(c.bin.ptxas.spill_stores_bytes, 0) << c.bin.ptxas.log;
+  EXPECT_EQ(c.bin.ptxas.spill_loads_bytes, 0) << c.bin.ptxas.log;
+  EXPECT_EQ(c.bin.ptx.find("ld.local"), std::string::npos);
+}
+
+TEST(GemmSm90, QuickstartGemmGetsTmaAndWgmmaUnchanged) {
+  passes::PassContext ctx(sm90a());
+  Compiled c = compile(build_example_gemm({}), ctx);  // 128x128x32, 3 stages, 128 threads
+  const std::string& src = c.mod.source;
+  EXPECT_EQ(c.mod.plan.block[0], 256) << src;
+  EXPECT_EQ(src.find("setmaxnreg"), std::string::npos) << "one consumer warpgroup needs no rebalancing";
+  // K tile of 32 halves = 64-byte rows: the 64B swizzle for A, 128B for B (128 columns).
+  EXPECT_NE(src.find("tl::WgTile<128, 32, 2>, tl::WgTile<32, 128, 3>"), std::string::npos) << src;
+  ASSERT_EQ(c.mod.plan.tma_descs.size(), 2u);
+  EXPECT_EQ(c.mod.plan.tma_descs[0].swizzle, 2);
+  if (c.bin.ptx.empty()) GTEST_SKIP() << "NVRTC not found";
+  EXPECT_NE(c.bin.ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
+  EXPECT_EQ(c.bin.ptxas.spill_stores_bytes, 0) << c.bin.ptxas.log;
+}
+
+TEST(GemmSm90, ConfigsTurnThePartsOff) {
+  {
+    passes::PassContext ctx(sm90a());
+    ctx.set("tl.disable_warp_specialized", true);
+    cuda::DeviceModule m = cuda::lower_to_cuda(build_example_gemm(team_gemm()), ctx);
+    // No producer: cp.async pipeline, still wgmma, 256 threads.
+    EXPECT_EQ(m.plan.block[0], 256);
+    EXPECT_TRUE(m.plan.tma_descs.empty());
+    EXPECT_NE(m.source.find("tl::wgmma_gemm_ss<"), std::string::npos);
+    EXPECT_NE(m.source.find("tl::cp_async_cg16"), std::string::npos);
+    // cp.async writes reach wgmma through the async proxy: fenced before the barrier.
+    const size_t fence = m.source.find("tl::fence_proxy_async();");
+    ASSERT_NE(fence, std::string::npos) << m.source;
+    const size_t next = m.source.find_first_not_of(" \n", fence + 24);
+    EXPECT_EQ(m.source.compare(next, 16, "__syncthreads();"), 0) << m.source;
+  }
+  {
+    passes::PassContext ctx(sm90a());
+    ctx.set("tl.disable_wgmma", true);
+    cuda::DeviceModule m = cuda::lower_to_cuda(build_example_gemm(team_gemm()), ctx);
+    EXPECT_EQ(m.plan.block[0], 256);
+    EXPECT_NE(m.source.find("tl::gemm_ss"), std::string::npos);
+    EXPECT_EQ(m.source.find("wgmma"), std::string::npos);
+  }
+}
+
+// The accumulator fragment the compiler builds (IR) is the device formula, element by
+// element, and matches the PTX wgmma D layout: warp w of a warpgroup holds rows
+// 16w..16w+15 of each 64-row atom; lane l holds row (l / 4) (+8) and columns 2 (l % 4)
+// (+1) of every 8-column group.
+TEST(GemmSm90, AccumulatorFragmentMatchesTheDeviceFormulas) {
+  for (auto [m, n, wgm, wgn, atom] : std::vector<std::tuple<int, int, int, int, int>>{
+           {128, 256, 1, 2, 128}, {128, 256, 2, 1, 256}, {64, 64, 1, 1, 64}, {256, 128, 2, 1, 128}, {128, 128, 1, 1, 64}}) {
+    Layout l = ops::wgmma_fragment_layout(m, n, wgm, wgn, atom);
+    for (int i = 0; i < m; i += 3)
+      for (int j = 0; j < n; j += 5) {
+        const int t = static_cast<int>(layout::eval_thread(l, {i, j}));
+        const int r = static_cast<int>(layout::eval_index(l, {i, j})[0]);
+        ASSERT_EQ(t, tl::layout::wg_acc_thread(i, j, m, n, wgm, wgn)) << i << "," << j;
+        ASSERT_EQ(r, tl::layout::wg_acc_index(i, j, m, n, wgm, wgn, atom)) << i << "," << j;
+        // PTX: within the warpgroup's atom, lane = (row % 8) * 4 + (col % 8) / 2, warp = row % 64 / 16.
+        const int row = i % (m / wgm) % 64, col = j % (n / wgn) % atom;
+        EXPECT_EQ(t % 32, (row % 8) * 4 + (col % 8) / 2);
+        EXPECT_EQ(t % 128 / 32, row / 16);
+        // Register i of the atom: col = 8 (i / 4) + 2 (l % 4) + i % 2, row = l / 4 + 8 ((i / 2) % 2).
+        const int reg = r % (atom / 2);
+        EXPECT_EQ(col, 8 * (reg / 4) + 2 * (t % 4) + reg % 2);
+        EXPECT_EQ(row % 16, (t % 32) / 4 + 8 * ((reg / 2) % 2));
+      }
+    EXPECT_EQ(layout::fragment_local_size(l), int64_t(m) * n / (128 * wgm * wgn));
+  }
+}
+
+}  // namespace

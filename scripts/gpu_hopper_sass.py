@@ -1,0 +1,35 @@
+"""Compiles the team GEMM and FlashAttention for sm_90a, disassembles them (cuobjdump) and
+counts the instructions that show the Hopper path: HGMMA (wgmma), UTMALDG (TMA loads),
+SYNCS (mbarrier waits), and local-memory spills (LDL / STL) inside the main loops."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+
+def main():
+    d = tempfile.mkdtemp()
+    os.environ["TILEC_DUMP_DIR"] = d
+    os.environ["TILEC_DISABLE_CACHE"] = "1"
+    import tilec
+    from flash_attention import flash_attention
+    from gemm import matmul
+
+    tilec.compile(matmul(4096, 4096, 4096, 128, 256, 64, dtype="bfloat16", threads=256), target="sm_90a")
+    tilec.compile(flash_attention(4, 32, 4096, 128, dtype="bfloat16"), target="sm_90a")
+    ok = True
+    for cubin in sorted(glob.glob(os.path.join(d, "**", "*.cubin"), recursive=True)):
+        sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
+        counts = {k: sass.count(k) for k in ("HGMMA", "UTMALDG", "SYNCS", "LDL", "STL", "HMMA", "LDGSTS")}
+        print(os.path.relpath(cubin, d), counts)
+        ok &= counts["HGMMA"] > 0 and counts["UTMALDG"] > 0 and counts["LDL"] == 0 and counts["STL"] == 0
+    print("SASS check:", "ok" if ok else "FAILED")
+
+
+if __name__ == "__main__":
+    main()

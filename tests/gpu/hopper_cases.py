@@ -1,0 +1,216 @@
+"""GPU cases of the Hopper path (wgmma, TMA, mbarriers, warp specialization), one process each.
+
+    python tests/gpu/hopper_cases.py CASE      -> prints one line "RESULT {json}"
+    python tests/gpu/hopper_cases.py --list
+
+Run through tests/gpu/test_hopper_gpu.py (pytest, each case in its own process under a
+time limit, so that a hang or a trap cannot take the others down) or
+tests/gpu/hopper_check.py (all cases in parallel, a summary table). Every case runs on fresh
+random inputs with the output poisoned (NaN) first and compares against a float32 (or
+float64) torch reference; the tolerance is relative to the reference's largest value.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+
+def _tol(dtype):
+    return {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-3}.get(dtype, 2e-2)
+
+
+def _rel_err(out, ref):
+    import torch
+
+    out = out.double()
+    ref = ref.double()
+    if torch.isnan(out).any():
+        return float("inf")
+    return ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def gemm_case(M, N, K, dtype="bfloat16", block_M=128, block_N=128, block_K=32, num_stages=3, threads=128,
+              trans_A=False, trans_B=False, pass_configs=None, expect=("wgmma", "tma_load")):
+    import torch
+    import tilec
+    from gemm import matmul
+
+    f = matmul(M, N, K, block_M, block_N, block_K, dtype=dtype, trans_A=trans_A, trans_B=trans_B,
+               num_stages=num_stages, threads=threads)
+    k = tilec.compile(f, target="auto", out_idx=[2], pass_configs=pass_configs or {})
+    src = k.get_kernel_source()
+    missing = [e for e in expect if e not in src]
+    tdt = getattr(torch, dtype)
+    a = torch.randn((K, M) if trans_A else (M, K), dtype=tdt, device="cuda")
+    b = torch.randn((N, K) if trans_B else (K, N), dtype=tdt, device="cuda")
+    c = torch.full((M, N), float("nan"), dtype=tdt, device="cuda")
+    k(a, b, c)
+    torch.cuda.synchronize()
+    ref = (a.float().T if trans_A else a.float()) @ (b.float().T if trans_B else b.float())
+    err = _rel_err(c, ref)
+    # A second launch on new inputs with the same tensors reuses the cached tensor maps.
+    a.normal_()
+    c.fill_(float("nan"))
+    k(a, b, c)
+    torch.cuda.synchronize()
+    ref = (a.float().T if trans_A else a.float()) @ (b.float().T if trans_B else b.float())
+    err = max(err, _rel_err(c, ref))
+    return {"ok": err < _tol(dtype) and not missing, "err": err, "missing": missing,
+            "regs": k.ptxas_info["registers"], "spills": k.ptxas_info["spill_stores_bytes"]}
+
+
+def lowp_case(dtype, M=512, N=384, K=256, block_K=64):
+    """fp8 / int8 / tf32 GEMM, K-major operands (B stored N x K)."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    acc = "int32" if dtype == "int8" else "float32"
+
+    @T.prim_func
+    def g(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((M, N), acc)):
+        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=128) as (bx, by):
+            As = T.alloc_shared((128, block_K), dtype)
+            Bs = T.alloc_shared((128, block_K), dtype)
+            Cl = T.alloc_fragment((128, 128), acc)
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * 128, ko * block_K], As)
+                T.copy(B[bx * 128, ko * block_K], Bs)
+                T.gemm(As, Bs, Cl, transpose_B=True)
+            T.copy(Cl, C[by * 128, bx * 128])
+
+    k = tilec.compile(g, target="auto", out_idx=[2])
+    src = k.get_kernel_source()
+    if dtype == "int8":
+        a = torch.randint(-8, 8, (M, K), dtype=torch.int8, device="cuda")
+        b = torch.randint(-8, 8, (N, K), dtype=torch.int8, device="cuda")
+        ref = a.double() @ b.double().T
+    elif dtype == "float32":
+        a = torch.randn(M, K, device="cuda")
+        b = torch.randn(N, K, device="cuda")
+        ref = a.double() @ b.double().T
+    else:
+        tdt = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}[dtype]
+        a = torch.randn(M, K, device="cuda").to(tdt)
+        b = torch.randn(N, K, device="cuda").to(tdt)
+        ref = a.double() @ b.double().T
+    c = k(a, b)
+    torch.cuda.synchronize()
+    err = _rel_err(c, ref)
+    tol = 0 if dtype == "int8" else (5e-3 if dtype == "float32" else 1e-3)
+    return {"ok": err <= tol and "wgmma" in src, "err": err, "regs": k.ptxas_info["registers"]}
+
+
+def flash_case(dim=128, causal=False, dtype="bfloat16", seq=1024):
+    import torch
+    import tilec
+    from flash_attention import flash_attention
+
+    f = flash_attention(2, 4, seq, dim, is_causal=causal, dtype=dtype)
+    k = tilec.compile(f, target="auto", out_idx=[3])
+    src = k.get_kernel_source()
+    tdt = getattr(torch, dtype)
+    q, kk, v = (torch.randn(2, seq, 4, dim, dtype=tdt, device="cuda") for _ in range(3))
+    o = k(q, kk, v)
+    torch.cuda.synchronize()
+    qd, kd, vd = (x.double().transpose(1, 2) for x in (q, kk, v))
+    s = qd @ kd.transpose(-1, -2) / dim ** 0.5
+    if causal:
+        s = s.masked_fill(torch.ones(seq, seq, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+    ref = (s.softmax(-1) @ vd).transpose(1, 2)
+    err = _rel_err(o, ref)
+    return {"ok": err < _tol(dtype) and "wgmma_gemm_rs" in src, "err": err, "regs": k.ptxas_info["registers"],
+            "spills": k.ptxas_info["spill_stores_bytes"]}
+
+
+def hang_case():
+    """A wait on a phase nobody completes: with TILEC_DEBUG_SYNC=1 the kernel traps with a
+    message instead of hanging. The case succeeds when the launch fails (the process
+    output, checked by the driver, names the barrier)."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    @T.prim_func
+    def stuck(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            mbar = T.alloc_barrier(arrive_count=128)
+            T.barrier_wait(mbar[0], 0)  # nobody arrives: phase 0 never completes
+            for i in T.Parallel(128):
+                A[i] = 1.0
+
+    k = tilec.compile(stuck, target="auto")
+    a = torch.zeros(128, device="cuda")
+    try:
+        k(a)
+        torch.cuda.synchronize()
+    except Exception as e:  # the trap surfaces as a launch / sync error
+        return {"ok": True, "error": str(e).splitlines()[0]}
+    return {"ok": False, "error": "the wait returned"}
+
+
+def tma_alignment_case():
+    """A tensor TMA cannot address (row stride not a multiple of 16 bytes) is a clear error."""
+    import torch
+    import tilec
+    from gemm import matmul
+
+    f = matmul(256, 256, 256, 128, 128, 32, dtype="float16")
+    k = tilec.compile(f, target="auto", out_idx=[2])
+    a = torch.randn(256, 264, dtype=torch.float16, device="cuda")[:, :256]  # stride 264: fine
+    b_bad = torch.randn(256, 263, dtype=torch.float16, device="cuda")[:, :256]  # stride 263: 526 bytes
+    try:
+        k(a, b_bad)
+    except Exception as e:
+        msg = str(e)
+        return {"ok": "16 bytes" in msg or "contiguous" in msg, "error": msg.splitlines()[0][:300]}
+    return {"ok": False, "error": "no error"}
+
+
+CASES = {
+    "team_bf16_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256),
+    "team_bf16_1024": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256),
+    "quickstart_f16_1024": lambda: gemm_case(1024, 1024, 1024, "float16"),
+    "quickstart_bf16_partial": lambda: gemm_case(1000, 1030, 520, "bfloat16"),
+    "f16_trans_B": lambda: gemm_case(512, 768, 256, "float16", trans_B=True),
+    "bf16_trans_A": lambda: gemm_case(512, 768, 256, "bfloat16", trans_A=True),
+    "f16_trans_AB": lambda: gemm_case(512, 768, 320, "float16", trans_A=True, trans_B=True),
+    "f16_k64_s4": lambda: gemm_case(768, 512, 1024, "float16", 128, 128, 64, 4, 128),
+    "bf16_256x128_t256": lambda: gemm_case(1024, 768, 512, "bfloat16", 256, 128, 64, 3, 256),
+    "bf16_no_ws": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256,
+                                     pass_configs={"tl.disable_warp_specialized": True}, expect=("wgmma",)),
+    "bf16_no_wgmma": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256,
+                                        pass_configs={"tl.disable_wgmma": True}, expect=("gemm_ss",)),
+    "fp8_e4m3": lambda: lowp_case("float8_e4m3"),
+    "fp8_e5m2": lambda: lowp_case("float8_e5m2"),
+    "int8": lambda: lowp_case("int8"),
+    "tf32": lambda: lowp_case("float32", block_K=32),
+    "flash_d128": lambda: flash_case(128),
+    "flash_d64_causal": lambda: flash_case(64, True),
+    "flash_d128_causal_f16": lambda: flash_case(128, True, "float16"),
+    "hang_detector": hang_case,
+    "tma_alignment_error": tma_alignment_case,
+}
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--list":
+        print("\n".join(CASES))
+        return
+    name = sys.argv[1]
+    try:
+        result = CASES[name]()
+    except Exception as e:  # reported, not raised: the driver prints it
+        result = {"ok": False, "exception": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()[-2000:]}
+    print("RESULT " + json.dumps({"case": name, **result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -236,6 +236,10 @@ struct PyKernel {
   std::shared_ptr<Kernel> kernel;
   std::vector<int> output_params;          // parameter positions of the outputs
   std::vector<PyObject*> output_dtypes;    // torch dtype objects (borrowed from g_torch), lazily
+  // For a kernel with TMA tensor maps compiled from a program: builds the same program
+  // without TMA, run when an argument breaks TMA's rules (built once, on first need).
+  std::function<CompiledArtifact()> build_without_tma;
+  std::shared_ptr<Kernel> without_tma;
 };
 
 PyObject* torch_dtype_for(ir::DataType t) {
@@ -249,6 +253,22 @@ CuStream stream_from(PyObject* s) {
   if (PyLong_Check(s)) return reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(s));
   PyRef raw(PyObject_GetAttr(s, s_cuda_stream));  // torch.cuda.Stream and the like
   return reinterpret_cast<CuStream>(PyLong_AsUnsignedLongLong(raw.p));
+}
+
+// The program compiled without TMA, for arguments a tensor map cannot address; warns once.
+const Kernel& kernel_without_tma(PyKernel& self, const TmaArgumentError& why) {
+  if (!self.without_tma) {
+    std::string text = why.message() + ": running '" + self.kernel->plan().kernel_name +
+                       "' compiled without TMA for such arguments (slower)";
+    PyErr_WarnEx(PyExc_RuntimeWarning, text.c_str(), 1);
+    CompiledArtifact a;
+    {
+      nb::gil_scoped_release release;
+      a = self.build_without_tma();
+    }
+    self.without_tma = std::make_shared<Kernel>(std::move(a));
+  }
+  return *self.without_tma;
 }
 
 // `dry_run`: everything but the launch itself (host-overhead measurements, tests).
@@ -277,6 +297,7 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   PyObject* outputs[kMaxParams];
   Keep keep;
   BoundCall call;
+  const Kernel* run = &k;  // the kernel launched: k, or its variant without TMA
   std::vector<nb::object> allocated;  // only when the runtime allocates outputs
   const bool with_outputs = given == np;
   try {
@@ -317,6 +338,15 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       allocated.push_back(std::move(tensor));
     }
     k.finalize(values, call);
+  } catch (const TmaArgumentError& e) {
+    if (!self.build_without_tma) raise_argument_error(e.message() + "\n  hint: " + e.hint());
+    run = &kernel_without_tma(self, e);
+    try {
+      run->bind(values, call, false);
+      run->finalize(values, call);
+    } catch (const UserError& e2) {
+      raise_argument_error(e2.hint().empty() ? e2.message() : e2.message() + "\n  hint: " + e2.hint());
+    }
   } catch (const UserError& e) {
     raise_argument_error(e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint());
   }
@@ -330,7 +360,7 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   }
   if (!dry_run) {
     try {
-      k.launch(call, stream);
+      run->launch(call, stream);
     } catch (const UserError& e) {  // no driver, wrong architecture, launch failure
       std::string text = e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint();
       PyErr_SetString(PyExc_RuntimeError, text.c_str());
@@ -482,7 +512,14 @@ void bind_runtime(nb::module_& m) {
           nb::gil_scoped_release release;
           a = compile(f, o);
         }
-        return make_kernel(std::move(a));
+        const bool uses_tma = !a.plan.tma_descs.empty();
+        PyKernel k = make_kernel(std::move(a));
+        if (uses_tma) {
+          CompileOptions plain = o;
+          plain.pass_configs["tl.disable_tma_lower"] = true;
+          k.build_without_tma = [f, plain] { return compile(f, plain); };
+        }
+        return k;
       },
       nb::arg("func"), nb::arg("target") = "auto", nb::arg("out_idx") = nb::none(), nb::arg("pass_configs") = nb::none(),
       nb::arg("compiler") = nb::none(), nb::arg("compile_flags") = nb::none(), nb::arg("use_cache") = true,

@@ -66,6 +66,28 @@ class Simplifier : public ir::IRMutator {
     Expr b = mutate(op->b);
     return impl_->rewrite_binary(op->kind, a, b, e);
   }
+  // The integer bit operations (tl.bitwise_*, tl.shift_*: swizzled layouts) of constants
+  // fold, so a swizzle at a constant position leaves no (0 ^ 0) behind.
+  Expr mutate_Call(const Expr& e, const ir::CallNode* op) override {
+    Expr n = ir::IRMutator::mutate_Call(e, op);
+    auto* c = n.as<ir::CallNode>();
+    if (!c || !n->dtype.is_integer() || !n->dtype.is_scalar()) return n;
+    std::vector<int64_t> v;
+    for (const auto& a : c->args) {
+      auto* imm = a.as<ir::IntImmNode>();
+      if (!imm || !a->dtype.is_integer()) return n;
+      v.push_back(imm->value);
+    }
+    int64_t r = 0;
+    if (c->op == "tl.bitwise_xor" && v.size() == 2) r = v[0] ^ v[1];
+    else if (c->op == "tl.bitwise_and" && v.size() == 2) r = v[0] & v[1];
+    else if (c->op == "tl.bitwise_or" && v.size() == 2) r = v[0] | v[1];
+    else if (c->op == "tl.shift_left" && v.size() == 2 && v[1] >= 0 && v[1] < 62 && v[0] >= 0) r = v[0] << v[1];
+    else if (c->op == "tl.shift_right" && v.size() == 2 && v[1] >= 0 && v[1] < 63 && v[0] >= 0) r = v[0] >> v[1];
+    else return n;
+    if (!fits_type(r, n->dtype)) return n;
+    return ir::int_imm(r, n->dtype, e->loc);
+  }
   Expr mutate_Not(const Expr& e, const ir::NotNode* op) override {
     Expr a = mutate(op->a);
     if (Expr f = fold_not(a)) return f;

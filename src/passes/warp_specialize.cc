@@ -25,6 +25,10 @@
 //                               for k: barrier_wait(full[slot], phase)
 //                                      <the loop's later-stage statements, dst -> dst[slot]>
 //                                      barrier_arrive(empty[slot])   (after the last reader)
+//         When those statements are only gemms from shared memory (a GEMM main loop), they
+//         do not wait for their wgmmas (wg_wait -1): the step ends with wgmma_wait(1) and
+//         releases the previous slot (k > m), and wgmma_wait(0) follows the loop — one
+//         wgmma group stays in flight across iterations (CUTLASS's mainloop).
 //         A producer thread may run S steps ahead of the consumers; each slot's full
 //         barrier completes when the producer arrived and the TMA bytes landed, its empty
 //         barrier when all T consumer threads are done reading it.
@@ -158,6 +162,13 @@ class WarpSpecializer : public IRMutator {
       if (i > 0 && op->threads[i] != 1) return s;
     threads = op->threads.empty() ? 1 : op->threads[0];
     if (threads % 128 != 0 || threads + kProducerThreads > 1024) return s;
+    // Kernels that split their warps themselves (T.ws) keep their roles.
+    bool has_roles = false;
+    for_each_node(op->body, [&](const Node* n) {
+      if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && (a->key == kThreadRangeKey || a->key == "ws"))
+        has_roles = true;
+    });
+    if (has_roles) return s;
     auto sp = find_spine(op->body);
     if (!sp) return s;
     for (const StmtNode* w : sp->wrappers)
@@ -241,6 +252,18 @@ class WarpSpecializer : public IRMutator {
     return p;
   }
 
+  // Whether the loop's later stages are only wgmma gemms that wait for themselves
+  // (wg_wait 0), into accumulators nothing else in the loop touches, with operands from
+  // shared memory: then their completion may be awaited one iteration late.
+  static bool defer_release(const Plan& p) {
+    for (size_t j : p.consumers) {
+      const TileOpNode* g = tile_op(p.body.stmts[j]);
+      if (!g || g->op != "gemm" || attr_int(*g, "wg_wait", 0) != 0) return false;
+      if (!is_shared(region_arg(*g, 0).buffer->scope) || !is_shared(region_arg(*g, 1).buffer->scope)) return false;
+    }
+    return !p.consumers.empty();
+  }
+
   Stmt call(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
     return evaluate(ir::call(DataType::Void(), op, std::move(args), loc), loc);
   }
@@ -271,7 +294,11 @@ class WarpSpecializer : public IRMutator {
     produce.push_back(call("barrier_arrive", {full_slot}, loc));
     Stmt producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(produce, loc), loc);
 
-    // Consumers: the later stages, with the slot's handshake.
+    // Consumers: the later stages, with the slot's handshake. A main loop of gemms only
+    // keeps one wgmma group in flight: slot k is released once its gemms are done, which
+    // is checked one iteration later (wgmma_wait(1)), so the tensor cores never idle
+    // while a step waits for its own MMAs.
+    const bool deferred = defer_release(p);
     std::vector<Stmt> consume = {call("barrier_wait", {full_slot, phase}, loc)};
     size_t last_reader = 0;
     bool waits_pending = false;
@@ -285,7 +312,26 @@ class WarpSpecializer : public IRMutator {
     }
     for (size_t q = 0; q < p.consumers.size(); ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
-      consume.push_back(pl::VersionAccesses(p.versioned, slot).mutate(st));
+      st = pl::VersionAccesses(p.versioned, slot).mutate(st);
+      if (deferred) {
+        auto* g = st.as<TileOpNode>();
+        AttrMap attrs = g->attrs;
+        attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
+                    attrs.end());
+        attrs.emplace_back("wg_wait", int64_t{-1});
+        st = make_tile_op(g->op, g->args, attrs, g->loc);
+      }
+      consume.push_back(st);
+      if (deferred) {
+        if (q + 1 == p.consumers.size()) {
+          // The previous slot's gemms are done when at most this step's group runs.
+          Expr prev = floormod(iter + int_imm(S - 1, it), int_imm(S, it));
+          consume.push_back(call("tl.wgmma_wait", {int_imm(1)}, loc));
+          consume.push_back(if_then_else(binary(NodeKind::kGT, iter, int_imm(0, it)),
+                                         call("barrier_arrive", {buffer_load(empty, {prev}, loc)}, loc), nullptr, loc));
+        }
+        continue;
+      }
       if (q == last_reader) {
         // The slot is free once its readers' wgmmas finished.
         if (waits_pending) consume.push_back(call("tl.wgmma_wait", {int_imm(0)}, loc));
@@ -294,6 +340,7 @@ class WarpSpecializer : public IRMutator {
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
                                   pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
+    if (deferred) consumer_loop = seq({consumer_loop, call("tl.wgmma_wait", {int_imm(0)}, loc)}, loc);
 
     // The consumers run the kernel body with the loop replaced and the spine's wrappers
     // taken out (they go around both roles).

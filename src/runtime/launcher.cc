@@ -537,10 +537,12 @@ void Kernel::encode_tma(int index, const ArgValue* args, void* out) const {
   } ctx;
   std::string why = tma_geometry(d, p.tensors[d.tensor], a.tensor, &ctx.g);
   if (!why.empty()) {
-    arg_error(pos, why + " (the kernel copies this tensor with TMA)",
-              "pass a contiguous tensor whose rows are a multiple of 16 bytes and whose data is 16-byte aligned "
-              "(e.g. tensor.contiguous(), or pad the last dimension), or compile with "
-              "pass_configs={\"tl.disable_tma_lower\": True}");
+    throw TmaArgumentError("argument '" + param_name(pos) + "' of kernel " + signature() + ": " + why +
+                               " (the kernel copies this tensor with TMA)",
+                           {},
+                           "pass a tensor whose rows are a multiple of 16 bytes and whose data is 16-byte aligned "
+                           "(e.g. pad the last dimension), or compile with "
+                           "pass_configs={\"tl.disable_tma_lower\": True}");
   }
   ctx.dtype = p.tensors[d.tensor].dtype;
   ctx.data = a.tensor.data;

@@ -40,6 +40,12 @@ Pass rasterize_blocks_pass();
 //   UserError for stage/order lists that do not fit the body. Runs before inject_pipeline.
 Pass pipeline_planning_pass();
 
+// lower_warp_roles (src/passes/lower_warp_roles.cc)
+//   in:  tile IR.   out: every `with T.ws(g...)` (Annotate "ws") is an If on the thread
+//   index around Annotate(kThreadRangeKey, {128 g0, 128 n, 1 + g0}): the role's ops see its
+//   threads, its block barriers become named barriers. UserError on bad groups.
+Pass lower_warp_roles_pass();
+
 // warp_specialize (src/passes/warp_specialize.cc)
 //   in:  planned tile IR.   out: on sm_90a, a kernel whose one pipelined loop fills shared
 //   buffers by TMA-able copies read only by wgmma gemms becomes 128 more threads: a

@@ -55,6 +55,14 @@ struct ArgValue {
   const char* type_name = nullptr;  // kOther: the argument's type, for the message
 };
 
+// Raised by finalize when a tensor argument cannot be addressed by one of the kernel's TMA
+// tensor maps (alignment, strides). Callers that hold the kernel's program can run the
+// variant compiled without TMA instead (the Python binding does, with a warning).
+class TmaArgumentError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // Per-call state, filled by bind/finalize.
 struct BoundCall {
   int64_t symbol_values[kMaxSymbols];

@@ -32,9 +32,14 @@ std::vector<TileOpSchema> builtin_schemas() {
   v.push_back({"async_copy",
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
                {{"no_implicit_commit_wait", AttrKind::kBool, false}, {"guard", AttrKind::kExpr, {}}}});
+  // T.tma_copy(..., cluster_mask=m): TMA multicast. Every CTA of the mask issues one copy of
+  // the same size into the same place of every CTA of the mask, completing on the barrier
+  // at the same offset in each, so each CTA's barrier expects popcount(m) such copies.
   v.push_back({"tma_copy",
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
-               {{"barrier", AttrKind::kExpr, {}}, {"eviction_policy", AttrKind::kString, {}}}});
+               {{"barrier", AttrKind::kExpr, {}},
+                {"eviction_policy", AttrKind::kString, {}},
+                {"cluster_mask", AttrKind::kInt, {}}}});
   v.push_back({"gemm",
                {{"A", ArgKind::kRegion}, {"B", ArgKind::kRegion}, {"C", ArgKind::kRegion}},
                {{"transpose_A", AttrKind::kBool, false},

@@ -13,8 +13,9 @@
 //                                        are written as T.tma_copy (UserError says so).
 //   Other T.copy loads are not TMA here; warp specialization turns the copies of a
 //   pipelined loop into T.tma_copy.
-// Shapes: the shared side is a tile (its last two dimensions, fully covered; leading
-//   dimensions indexed with one value) in smem_tile.h's form; the global side's non-unit
+// Shapes: the shared side is a tile (its last two dimensions: all columns of all rows, or
+//   of a band of whole 8-row groups; leading dimensions indexed with one value) in
+//   smem_tile.h's form; the global side's non-unit
 //   extents are (rows, cols) or (cols), the last dimension contiguous. Boxes are at most
 //   256 per dimension and one swizzle span wide: a tile is one or more boxes (column
 //   blocks x 256-row chunks), each one instruction. Partial tiles need nothing: TMA reads
@@ -24,6 +25,8 @@
 // Lowering (one thread issues; thread 0 of the threads that run the op, none when the op
 // runs on one thread):
 //   load:  if (t == 0) { tl.mbarrier_expect_tx(bar, bytes); tl.tma_load(&S[box], desc, bar, c...) ... }
+//          with cluster_mask m: tl.tma_load_multicast(&S[box], desc, bar, m, c...), and
+//          popcount(m) times the bytes expected (every CTA of m sends its copy)
 //   store: tl.fence_proxy_async(); if (t == 0) { tl.tma_store(desc, &S[box], c...) ...;
 //          tl.tma_store_commit(); tl.tma_store_wait_read(0) }   (insert_syncs puts the
 //          barrier between the writers' fence and the store)
@@ -50,7 +53,9 @@ struct TmaShape {
   const BufferRegion* shared = nullptr;
   bool load = true;
   int rows_dim = -1;  // global dimension paired with the tile's rows (-1: rows == 1)
-  int64_t rows = 1, cols = 1;
+  int64_t rows = 1, cols = 1;  // the copy: rows of the tile from row_min, all its columns
+  int64_t tile_rows = 1;       // the shared tile (its second-to-last dimension)
+  Expr row_min;                // first tile row the copy writes
 };
 
 // Static TMA conditions; "" and `out` filled, or why not.
@@ -70,16 +75,24 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   if (gn > 5) return "TMA addresses tensors of at most 5 dimensions";
   for (int d = 0; d + 2 < sn; ++d)
     if (!is_one(s.region[d].extent)) return "the shared side's leading dimensions must be indexed with one value";
-  for (int d = sn - 2; d < sn; ++d)
-    if (!is_zero(s.region[d].min) || !as_const_int(s.region[d].extent) || !as_const_int(s.buffer->shape[d]) ||
-        *as_const_int(s.region[d].extent) != *as_const_int(s.buffer->shape[d]))
-      return "the shared side must cover its whole tile";
+  // Whole rows of the tile: all of them, or (multicast slices) a band of whole 8-row groups.
+  const int64_t* cols_extent = as_const_int(s.region[sn - 1].extent);
+  const int64_t* rows_extent = as_const_int(s.region[sn - 2].extent);
+  const int64_t* tile_cols = as_const_int(s.buffer->shape[sn - 1]);
+  const int64_t* tile_rows = as_const_int(s.buffer->shape[sn - 2]);
+  if (!cols_extent || !rows_extent || !tile_cols || !tile_rows || !is_zero(s.region[sn - 1].min) ||
+      *cols_extent != *tile_cols)
+    return "the shared side must cover whole rows of its tile";
+  const bool whole = is_zero(s.region[sn - 2].min) && *rows_extent == *tile_rows;
+  if (!whole && *rows_extent % 8 != 0) return "a part of a shared tile must be whole 8-row groups";
   TmaShape t;
   t.global = &g;
   t.shared = &s;
   t.load = load;
-  t.rows = *as_const_int(s.buffer->shape[sn - 2]);
-  t.cols = *as_const_int(s.buffer->shape[sn - 1]);
+  t.rows = *rows_extent;
+  t.cols = *cols_extent;
+  t.tile_rows = *tile_rows;
+  t.row_min = s.region[sn - 2].min;
   std::vector<Expr> strides = buffer_strides(g.buffer);
   if (!is_one(strides.back())) return "the global tensor's last dimension must be contiguous";
   std::vector<int> nonunit;
@@ -181,25 +194,37 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
     desc_args.push_back(int_imm(d == gn - 1 ? box_cols : d == t.rows_dim ? box_rows : 1));
   }
   Expr desc = call(DataType::Handle(), passes::kTmaDescriptorOp, desc_args, op.loc);
-  // The tile's first element in shared memory.
+  // The first element the copy writes in shared memory (a band of whole 8-row groups starts
+  // a swizzle atom, so its physical position is the unswizzled one).
   const int sn = s->ndim();
   std::vector<Expr> origin;
   for (int d = 0; d + 2 < sn; ++d) origin.push_back(t.shared->region[d].min);
   origin.push_back(int_imm(0));
   origin.push_back(int_imm(0));
   Expr base = ctx.physical_index(s, origin)[0];
+  if (!is_zero(t.row_min)) {
+    TILEC_USER_CHECK(ctx.analyzer().can_prove_divisible(t.row_min, 8), op.loc, "start the band at a multiple of 8 rows")
+        << describe_op(op) << ": a part of shared tile '" << s->name << "' must start at a multiple of 8 rows";
+    base = base + t.row_min * int_imm(span, t.row_min->dtype);
+  }
+  const int64_t mask = attr_int(op, "cluster_mask", 0);
+  TILEC_USER_CHECK(mask == 0 || t.load, op.loc, "multicast loads only") << describe_op(op) << ": cluster_mask on a store";
+  TILEC_USER_CHECK(mask >= 0 && mask < (1 << 16), op.loc, "") << describe_op(op) << ": cluster_mask must be 16 bits";
   Buffer ls = ctx.lowered_buffer(s);
   Expr bar;
   if (t.load) bar = std::get<Expr>(*find_attr(op.attrs, "barrier"));
   std::vector<Stmt> issue;
-  if (t.load)
+  if (t.load) {
+    // A multicast copy lands popcount(mask) equal copies (one from each CTA of the mask).
+    const int64_t copies = mask ? __builtin_popcountll(mask) : 1;
     issue.push_back(evaluate(call(DataType::Void(), "tl.mbarrier_expect_tx",
-                                  {bar, int_imm(t.rows * t.cols * elem, Int32())}, op.loc),
+                                  {bar, int_imm(t.rows * t.cols * elem * copies, Int32())}, op.loc),
                              op.loc));
+  }
   for (int64_t c0 = 0; c0 < t.cols; c0 += box_cols) {
     for (int64_t r0 = 0; r0 < t.rows; r0 += box_rows) {
       // Column block c0 / span starts at (c0 / span) * rows * span; rows are span apart.
-      Expr off = base + int_imm((c0 / span) * t.rows * span + r0 * span);
+      Expr off = base + int_imm((c0 / span) * t.tile_rows * span + r0 * span);
       Expr smem = call(DataType::Handle(), "tl.address_of", {buffer_load(ls, {off}, op.loc)}, op.loc);
       std::vector<Expr> coords;
       for (int k = 0; k < gn; ++k) {
@@ -210,13 +235,16 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
         coords.push_back(c->dtype == Int32() ? c : cast(Int32(), c, op.loc));
       }
       std::vector<Expr> args;
-      if (t.load) {
+      if (t.load && mask) {
+        args = {smem, desc, bar, int_imm(mask, DataType::UInt(16))};
+      } else if (t.load) {
         args = {smem, desc, bar};
       } else {
         args = {desc, smem};
       }
       args.insert(args.end(), coords.begin(), coords.end());
-      issue.push_back(evaluate(call(DataType::Void(), t.load ? "tl.tma_load" : "tl.tma_store", args, op.loc), op.loc));
+      const char* what = t.load ? (mask ? "tl.tma_load_multicast" : "tl.tma_load") : "tl.tma_store";
+      issue.push_back(evaluate(call(DataType::Void(), what, args, op.loc), op.loc));
     }
   }
   if (!t.load) {
@@ -235,6 +263,24 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
 std::string why_not_tma(const TileOpNode& op) {
   TmaShape t;
   return tma_shape(op, &t);
+}
+
+std::optional<std::vector<TileArg>> tma_row_band(const TileOpNode& op, int64_t parts, const Expr& part) {
+  TmaShape t;
+  if (!tma_shape(op, &t).empty() || t.rows_dim < 0 || t.rows % (8 * parts) != 0 || !is_zero(t.row_min))
+    return std::nullopt;
+  const int64_t band = t.rows / parts;
+  std::vector<TileArg> args = op.args;
+  BufferRegion g = *t.global, s = *t.shared;
+  Expr offset = part * int_imm(band, part->dtype);
+  Range& gr = g.region[t.rows_dim];
+  gr = Range{gr.min + cast(gr.min->dtype, offset), int_imm(band, gr.extent->dtype)};
+  Range& sr = s.region[s.buffer->ndim() - 2];
+  sr = Range{cast(sr.min->dtype, offset), int_imm(band, sr.extent->dtype)};
+  const bool load = t.load;
+  args[0] = load ? g : s;
+  args[1] = load ? s : g;
+  return args;
 }
 
 void register_copy_tma_behaviours() {

@@ -36,6 +36,12 @@ bool async_proxy_reads_shared(const Stmt& body) {
   return found;
 }
 
+bool is_fence(const Stmt& s) {
+  auto* e = s.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c && c->op == "tl.fence_proxy_async";
+}
+
 bool is_barrier_stmt(const Stmt& s) {
   auto* e = s.as<EvaluateNode>();
   auto* c = e ? e->value.as<CallNode>() : nullptr;
@@ -69,7 +75,7 @@ class Fencer : public IRMutator {
     bool changed = false;
     for (const auto& x : op->stmts) {
       if (is_barrier_stmt(x)) {
-        if (dirty_) {
+        if (dirty_ && !(!out.empty() && is_fence(out.back()))) {
           out.push_back(evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, x->loc), x->loc));
           changed = true;
         }

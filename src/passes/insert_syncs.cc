@@ -90,6 +90,8 @@ bool is_barrier(const Stmt& s) {
   return c && back::intrinsic_effect(c->op) == "barrier";
 }
 
+std::string barrier_op(const Stmt& s) { return s.as<EvaluateNode>()->value.as<CallNode>()->op; }
+
 class SyncPlanner {
  public:
   SyncPlanner(const KernelLaunchNode* kernel, std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges)
@@ -330,9 +332,19 @@ class SyncPlanner {
           if (auto* q = y.as<SeqNode>()) parts = q->stmts;
           else parts = {y};
           for (auto& part : parts) {
+            // Two barriers in a row: one suffices — the stronger (a cluster barrier also
+            // orders the block; a named barrier is not interchangeable with a block one).
             if (is_barrier(part) && !out.empty() && is_barrier(out.back())) {
-              changed = true;
-              continue;
+              const std::string a = barrier_op(out.back()), b = barrier_op(part);
+              if (a == b || (a == "tl.cluster_sync" && b == "tl.syncthreads")) {
+                changed = true;
+                continue;
+              }
+              if (a == "tl.syncthreads" && b == "tl.cluster_sync") {
+                out.back() = part;
+                changed = true;
+                continue;
+              }
             }
             out.push_back(part);
           }
@@ -651,9 +663,11 @@ class SyncPlanner {
     az_.bind_range(op->loop_var, op->min, op->extent);
     if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
     VarSet inside = vars_bound_in(op);
-    // Back-edge pending: grow until the body's exit adds nothing new.
+    // Back-edge pending: grow until the body's exit adds nothing new (nothing for a loop
+    // whose iterations touch different elements).
     Pending back_edge;
-    for (int iter = 0; iter < 64; ++iter) {
+    const bool disjoint = find_attr(op->annotations, kDisjointIterationsKey) != nullptr;
+    for (int iter = 0; iter < 64 && !disjoint; ++iter) {
       Pending p = back_edge;
       VarSet saved = divergent_;
       (void)visit(op->body, p);

@@ -11,7 +11,8 @@
 //           KernelLaunch(threads = T + 128)
 //             <the wrappers around the loop: Lets, Allocates (the copied shared buffers
 //              now with S versions: shape (S, ...)), Annotates>
-//             full = barriers[S] (arrive count 1), empty = barriers[S] (arrive count T)
+//             full = barriers[S] (arrive count 1), empty = barriers[S] (arrive count: the
+//                    consumer warpgroups, of the whole cluster when tiles are multicast)
 //             barrier_init(full); barrier_init(empty)
 //             if tx >= T:   Annotate(thread_range {T, 128, 2}):
 //                             setmaxnreg_dec(24)                       (T = 256: 24/240; 384: 24/160)
@@ -24,7 +25,13 @@
 //                             <the kernel body, the loop replaced by>
 //                               for k: barrier_wait(full[slot], phase)
 //                                      <the loop's later-stage statements, dst -> dst[slot]>
-//                                      barrier_arrive(empty[slot])   (after the last reader)
+//                                      barrier_arrive(empty[slot])   (after the last reader, by
+//                                      thread 0 of each consumer warpgroup)
+//         With a cluster along one grid dimension (T.Kernel(..., cluster_dims=)), a copy whose
+//         source does not depend on that block index is split into one band of rows per CTA
+//         of the cluster, each multicast to all of them (tma_copy cluster_mask); consumers
+//         then release a slot on every CTA's empty barrier, and cluster barriers follow the
+//         barrier initialisation and end the kernel.
 //         When those statements are only gemms from shared memory (a GEMM main loop), they
 //         do not wait for their wgmmas (wg_wait -1): the step ends with wgmma_wait(1) and
 //         releases the previous slot (k > m), and wgmma_wait(0) follows the loop — one
@@ -283,12 +290,42 @@ class WarpSpecializer : public IRMutator {
     VarMap rename;
     rename[f->loop_var.get()] = k;
 
+    // Clusters along one grid dimension: a tile every CTA of the cluster loads alike (its
+    // source does not depend on that block index) is split into one band per CTA, each
+    // multicast to all of them. A slot is then free only when the consumers of every CTA
+    // released it, so they arrive on every CTA's empty barrier.
+    int cdim = -1;
+    int64_t csize = 1;
+    for (size_t d = 0; d < kernel->cluster.size(); ++d) {
+      csize *= kernel->cluster[d];
+      if (kernel->cluster[d] > 1) cdim = cdim == -1 ? static_cast<int>(d) : -2;
+    }
+    VarMap spine_lets;
+    for (const StmtNode* w : sp.wrappers)
+      if (auto* l = dynamic_cast<const LetNode*>(w)) spine_lets[l->var.get()] = substitute(l->value, spine_lets);
+    auto cluster_invariant = [&](const BufferRegion& r) {
+      const VarNode* b = kernel->block_vars[cdim].get();
+      for (const auto& rg : r.region)
+        if (back::uses_var(substitute(rg.min, spine_lets), b)) return false;
+      return true;
+    };
+    bool multicast = false;
+    const int64_t cta_mask = (int64_t{1} << csize) - 1;
+
     // Producer: one thread.
     std::vector<Stmt> produce = {call("barrier_wait", {empty_slot, int_imm(1, it) - phase}, loc)};
     for (size_t j : p.producers) {
       Stmt st = substitute(p.body.stmts[j], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
       auto* c = st.as<TileOpNode>();
+      if (cdim >= 0 && csize <= 16 && cluster_invariant(region_arg(*c, 0))) {
+        Expr rank = ir::call(DataType::Int(32), "tl.block_rank_in_cluster", {}, loc);
+        if (auto band = ops::tma_row_band(*c, csize, rank)) {
+          produce.push_back(make_tile_op("tma_copy", *band, {{"barrier", full_slot}, {"cluster_mask", cta_mask}}, c->loc));
+          multicast = true;
+          continue;
+        }
+      }
       produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
     }
     produce.push_back(call("barrier_arrive", {full_slot}, loc));
@@ -299,6 +336,23 @@ class WarpSpecializer : public IRMutator {
     // is checked one iteration later (wgmma_wait(1)), so the tensor cores never idle
     // while a step waits for its own MMAs.
     const bool deferred = defer_release(p);
+    // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
+    // CTA of the cluster when tiles are multicast.
+    const Var tx = kernel->thread_vars[0];
+    auto release = [&](const Expr& which) -> Stmt {
+      Expr bar = buffer_load(empty, {which}, loc);
+      Stmt arrive;
+      if (multicast) {
+        std::vector<Stmt> all;
+        for (int64_t q = 0; q < csize; ++q)
+          all.push_back(call("tl.mbarrier_arrive_cluster", {bar, int_imm(q, DataType::UInt(32))}, loc));
+        arrive = seq(all, loc);
+      } else {
+        arrive = call("barrier_arrive", {bar}, loc);
+      }
+      return if_then_else(binary(NodeKind::kEQ, floormod(tx, int_imm(128, tx->dtype)), int_imm(0, tx->dtype)), arrive,
+                          nullptr, loc);
+    };
     std::vector<Stmt> consume = {call("barrier_wait", {full_slot, phase}, loc)};
     size_t last_reader = 0;
     bool waits_pending = false;
@@ -327,15 +381,14 @@ class WarpSpecializer : public IRMutator {
           // The previous slot's gemms are done when at most this step's group runs.
           Expr prev = floormod(iter + int_imm(S - 1, it), int_imm(S, it));
           consume.push_back(call("tl.wgmma_wait", {int_imm(1)}, loc));
-          consume.push_back(if_then_else(binary(NodeKind::kGT, iter, int_imm(0, it)),
-                                         call("barrier_arrive", {buffer_load(empty, {prev}, loc)}, loc), nullptr, loc));
+          consume.push_back(if_then_else(binary(NodeKind::kGT, iter, int_imm(0, it)), release(prev), nullptr, loc));
         }
         continue;
       }
       if (q == last_reader) {
         // The slot is free once its readers' wgmmas finished.
         if (waits_pending) consume.push_back(call("tl.wgmma_wait", {int_imm(0)}, loc));
-        consume.push_back(call("barrier_arrive", {empty_slot}, loc));
+        consume.push_back(release(slot));
       }
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
@@ -361,7 +414,6 @@ class WarpSpecializer : public IRMutator {
     };
     Stmt consumer_body = strip(kernel->body);
 
-    const Var tx = kernel->thread_vars[0];
     const int consumer_groups = static_cast<int>(threads / 128);
     const int consumer_regs = consumer_groups == 2 ? 240 : consumer_groups == 3 ? 160 : 0;
     std::vector<Stmt> producer_stmts, consumer_stmts;
@@ -383,10 +435,17 @@ class WarpSpecializer : public IRMutator {
       for (const auto& e : b->shape) r.region.push_back(Range{int_imm(0), e});
       return r;
     };
-    Stmt body = seq({make_tile_op("barrier_init", {whole(full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc),
-                     make_tile_op("barrier_init", {whole(empty)}, {{"arrive_count", std::vector<int64_t>(S, threads)}}, loc),
-                     roles},
-                    loc);
+    // Empty barriers: one arrival per consumer warpgroup (of every CTA of the cluster).
+    const int64_t releases = (threads / 128) * (multicast ? csize : 1);
+    std::vector<Stmt> top = {
+        make_tile_op("barrier_init", {whole(full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc),
+        make_tile_op("barrier_init", {whole(empty)}, {{"arrive_count", std::vector<int64_t>(S, releases)}}, loc)};
+    // The other CTAs arrive on these barriers and write into this CTA's shared memory: the
+    // barriers are initialised cluster-wide before, and no CTA exits before all are done.
+    if (multicast) top.push_back(call("tl.cluster_sync", {}, loc));
+    top.push_back(roles);
+    if (multicast) top.push_back(call("tl.cluster_sync", {}, loc));
+    Stmt body = seq(top, loc);
     body = allocate(full, allocate(empty, body, loc), loc);
     // The spine's wrappers around everything, the copied buffers with their versions.
     for (auto w = sp.wrappers.rbegin(); w != sp.wrappers.rend(); ++w) {

@@ -82,9 +82,14 @@ TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
   EXPECT_EQ(count(src, "tl::tma_load("), 5) << src;
   EXPECT_EQ(count(src, "const __grid_constant__ tl::TmaDescriptor"), 2);
   EXPECT_NE(src.find("tl::wgmma_gemm_ss<128, 256, 64, 1, 2, false, false, false, tl::WgTile<128, 64, 3>, "
-                     "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 128, 0>"),
+                     "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 128, -1>"),
             std::string::npos)
       << src;
+  // One wgmma group stays in flight: a step waits for the previous one and releases its
+  // slot (one arrival per consumer warpgroup); the loop ends with a full wait.
+  EXPECT_NE(src.find("tl::wgmma_wait<1>();"), std::string::npos);
+  EXPECT_NE(src.find("tl::wgmma_wait<0>();"), std::string::npos);
+  EXPECT_NE(src.find("tl::mbarrier_init(&ko_empty[0], 2);"), std::string::npos) << src;
   EXPECT_EQ(c.mod.plan.block[0], 384);
   // 3 stages of 48 KiB plus the 1 KiB the kernel aligns its arena with.
   EXPECT_EQ(c.mod.plan.dynamic_shared_bytes, 3 * 49152 + 1024);

@@ -170,6 +170,68 @@ def tma_fallback_case():
     return r
 
 
+def manual_ws_case():
+    """The T.ws example (producer warp group with T.tma_copy, consumer with wgmma)."""
+    import warp_specialized_gemm as ex
+
+    for case in ex.CASES:
+        ex.run_case(*case)  # raises on a mismatch
+    return {"ok": True}
+
+
+def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
+    """A GEMM launched in clusters of 2 along N: the A tile is split into one band per CTA,
+    each multicast to both (TMA multicast, remote mbarrier arrivals, cluster barriers)."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    bm, bn, bk = 128, 256, 64
+
+    @T.prim_func
+    def g(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256, cluster_dims=cluster) as (bx, by):
+            As = T.alloc_shared((bm, bk), dtype)
+            Bs = T.alloc_shared((bk, bn), dtype)
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[by * bm, bx * bn])
+
+    k = tilec.compile(g, target="auto", out_idx=[2])
+    src = k.get_kernel_source()
+    tdt = getattr(torch, dtype)
+    a = torch.randn(M, K, dtype=tdt, device="cuda")
+    b = torch.randn(K, N, dtype=tdt, device="cuda")
+    c = k(a, b)
+    torch.cuda.synchronize()
+    err = _rel_err(c, a.float() @ b.float())
+    return {"ok": err < _tol(dtype) and "tma_load_multicast" in src and "cluster_sync" in src, "err": err}
+
+
+def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16"):
+    """The peer benchmark's program: C through shared memory, stored with TMA."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+    from peer_gemm import program
+
+    k = tilec.compile(program(T, M, N, K, 128, 256, 64, 3, 256, dtype), target="auto", out_idx=[2])
+    src = k.get_kernel_source()
+    tdt = getattr(torch, dtype)
+    a = torch.randn(M, K, dtype=tdt, device="cuda")
+    b = torch.randn(K, N, dtype=tdt, device="cuda")
+    c = k(a, b)
+    torch.cuda.synchronize()
+    err = _rel_err(c, a.float() @ b.float())
+    return {"ok": err < _tol(dtype) and "tma_store" in src, "err": err}
+
+
 CASES = {
     "team_bf16_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256),
     "team_bf16_1024": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256),
@@ -191,6 +253,10 @@ CASES = {
     "flash_d128": lambda: flash_case(128),
     "flash_d64_causal": lambda: flash_case(64, True),
     "flash_d128_causal_f16": lambda: flash_case(128, True, "float16"),
+    "manual_ws": manual_ws_case,
+    "cluster_multicast_2x1": cluster_case,
+    "cluster_multicast_4x1_partial": lambda: cluster_case((4, 1, 1), 1000, 2048, 520),
+    "tma_store_epilogue": tma_store_case,
     "hang_detector": hang_case,
     "tma_fallback": tma_fallback_case,
 }

@@ -1,6 +1,8 @@
 """CI's view of the examples (no GPU): every example compiles with NVRTC for sm_80 and sm_90a,
 and the generated code uses the instructions it is meant to (checked in the PTX):
-  - the pipelined GEMM: mma.sync, ldmatrix, cp.async (with commit/wait groups);
+  - the pipelined GEMM: on sm_80 mma.sync, ldmatrix, cp.async (with commit/wait groups); on
+    sm_90a wgmma, TMA loads (cp.async.bulk.tensor) completing on mbarriers, warp
+    specialization (setmaxnreg for two consumer warpgroups) — and no mma.sync;
   - memory-bound kernels: vector global accesses (8 or 16 bytes); reductions: warp shuffles.
 Patterns are regular expressions.
 On a GPU machine the examples also run and check themselves (tests/gpu/test_examples_gpu.py)."""
@@ -35,13 +37,26 @@ def _gemm_big_tile():
 
 VECTOR_LOAD = r"ld\.global(\.nc)?\.v[24]"
 
-# name -> (builder, PTX patterns (regular expressions) that must appear)
+WGMMA = r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32"
+TMA_LOAD = r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+MBAR_WAIT = r"mbarrier\.try_wait\.parity"
+HOPPER_GEMM = [WGMMA, TMA_LOAD, MBAR_WAIT, "mbarrier.expect_tx", "wgmma.wait_group"]
+
+# name -> (builder, PTX patterns (regular expressions) that must appear; a dict by target
+# where the two targets differ, and patterns that must not appear under "absent")
 EXAMPLES = {
-    "gemm": (_gemm, ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global",
-                     "cp.async.commit_group", "cp.async.wait_group"]),
-    "gemm_bf16_tB": (_gemm_bf16_transposed, [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
-                                            "ldmatrix.sync.aligned", "cp.async.cg.shared.global"]),
-    "gemm_128x256": (_gemm_big_tile, ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async"]),
+    "gemm": (_gemm, {"sm_80": ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global",
+                               "cp.async.commit_group", "cp.async.wait_group"],
+                     "sm_90a": HOPPER_GEMM, "absent": {"sm_90a": ["mma.sync", "cp.async.cg"]}}),
+    "gemm_bf16_tB": (_gemm_bf16_transposed,
+                     {"sm_80": [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32",
+                                "ldmatrix.sync.aligned", "cp.async.cg.shared.global"],
+                      "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", TMA_LOAD]}),
+    "gemm_128x256": (_gemm_big_tile, {"sm_80": ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async"],
+                                      "sm_90a": HOPPER_GEMM + ["setmaxnreg.inc.sync.aligned.u32 240",
+                                                               "setmaxnreg.dec.sync.aligned.u32 24"]}),
+    "warp_specialized_gemm": (lambda: importlib.import_module("warp_specialized_gemm").ws_gemm(1024, 1024, 1024),
+                              {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD, MBAR_WAIT, "mbarrier.arrive"]}),
     "elementwise_add": (lambda: importlib.import_module("elementwise_add").elementwise_add(), [r"ld\.global"]),
     "softmax": (lambda: importlib.import_module("softmax").softmax(4096), ["shfl.sync.bfly", VECTOR_LOAD]),
     "rmsnorm": (lambda: importlib.import_module("rmsnorm").rmsnorm(4096), ["shfl.sync.bfly", VECTOR_LOAD]),
@@ -50,14 +65,20 @@ EXAMPLES = {
     "reduction": (lambda: importlib.import_module("reduction").row_reduce(1024), ["shfl.sync.bfly"]),
     "cumsum": (lambda: importlib.import_module("cumsum").row_cumsum(512), ["bar.sync"]),
     "flash_attention_d64": (lambda: importlib.import_module("flash_attention").flash_attention(1, 8, 1024, 64),
-                            ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global",
-                             "shfl.sync.bfly", "ex2.approx"]),
+                            {"sm_80": ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned",
+                                       "cp.async.cg.shared.global", "shfl.sync.bfly", "ex2.approx"],
+                             "sm_90a": [WGMMA, TMA_LOAD, "shfl.sync.bfly", "ex2.approx",
+                                        # P @ V with P in registers: wgmma's register-A form
+                                        r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, \{"]}),
     "flash_attention_d128": (lambda: importlib.import_module("flash_attention").flash_attention(2, 4, 512, 128),
-                             ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global"]),
+                             {"sm_80": ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned",
+                                        "cp.async.cg.shared.global"],
+                              "sm_90a": [WGMMA, TMA_LOAD]}),
     "flash_attention_causal_bf16": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
                                                                            dtype="bfloat16"),
-        [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32"]),
+        {"sm_80": [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32"],
+         "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16"]}),
 }
 
 
@@ -65,12 +86,20 @@ EXAMPLES = {
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_compiles_with_intended_instructions(name, target):
     build, patterns = EXAMPLES[name]
+    absent = []
+    if isinstance(patterns, dict):
+        absent = patterns.get("absent", {}).get(target, [])
+        patterns = patterns[target]
+    if patterns is None:
+        pytest.skip(f"{name} is a {', '.join(t for t in TARGETS if t != target)} program")
     kernel = tilec.compile(build(), target=target)
     assert kernel.target == target
     ptx = kernel.get_ptx()
     assert ptx, "NVRTC returned no PTX"
     missing = [p for p in patterns if not re.search(p, ptx)]
     assert not missing, f"{name} for {target}: PTX lacks {missing}"
+    present = [p for p in absent if re.search(p, ptx)]
+    assert not present, f"{name} for {target}: PTX has {present}"
     info = kernel.ptxas_info
     assert info["registers"] > 0
     assert info["spill_stores_bytes"] == 0, f"{name} spills registers on {target}: {info}"
@@ -79,7 +108,7 @@ def test_example_compiles_with_intended_instructions(name, target):
 def test_gemm_main_loop_has_one_barrier_per_step():
     # overlap_gemm_mainloop moves the loop's one wait + barrier into tl::gemm_ss_overlap
     # (before its last k-step); the first of them stays in front of the loop.
-    src = tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
+    src = tilec.compile(_gemm(), target="sm_80").get_kernel_source()
     head, loop = src[:src.index("for (int ko")], src[src.index("for (int ko"):]
     loop = loop[:loop.index("tl::cp_async_wait(0)")]
     assert loop.count("__syncthreads()") == 0, src
@@ -90,7 +119,7 @@ def test_gemm_main_loop_has_one_barrier_per_step():
 
 
 def test_gemm_main_loop_without_overlap_has_one_barrier_per_step():
-    src = tilec.compile(_gemm(), target="sm_90a",
+    src = tilec.compile(_gemm(), target="sm_80",
                         pass_configs={"tl.disable_gemm_overlap": True}).get_kernel_source()
     assert "gemm_ss_overlap" not in src and "gemm_frag" not in src, src
     loop = src[src.index("for (int ko"):]
@@ -104,6 +133,10 @@ def test_flash_attention_feeds_p_from_registers(target):
     fa = importlib.import_module("flash_attention")
     kernel = tilec.compile(fa.flash_attention(1, 8, 1024, 64), target=target)
     src = kernel.get_kernel_source()
+    if target == "sm_90a":  # wgmma with A from registers; two warpgroups along M (FullRow)
+        assert "tl::wgmma_gemm_rs<128, 64, 64, 2, 1, false, false, " in src, src
+        assert "tl::wgmma_gemm_ss<128, 64, 64, 2, 1, false, true, " in src, src
+        return
     assert "tl::gemm_rs<128, 64, 64, 8, 1, false, false, " in src, src
     assert "tl::gemm_ss<" in src or "tl::gemm_ss_overlap<" in src, src
     assert re.search("mma.sync.aligned.m16n8k16", kernel.get_ptx())
@@ -124,8 +157,9 @@ def test_gemm_overlap_is_dropped_when_it_makes_ptxas_spill():
     f = importlib.import_module("gemm").matmul(4096, 4096, 4096, 256, 128, 64, dtype="bfloat16", threads=256)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the forced variant may warn about its spills
-        forced = tilec.compile(f, target="sm_90a", pass_configs={"tl.disable_gemm_overlap": False})
-    auto = tilec.compile(f, target="sm_90a")
+        forced = tilec.compile(f, target="sm_90a", pass_configs={"tl.disable_gemm_overlap": False,
+                                                                 "tl.disable_wgmma": True})
+    auto = tilec.compile(f, target="sm_90a", pass_configs={"tl.disable_wgmma": True})
 
     def spills(k):
         return k.ptxas_info["spill_stores_bytes"] + k.ptxas_info["spill_loads_bytes"]

@@ -37,6 +37,11 @@ inline constexpr const char* kThreadRangeKey = "tilec.thread_range";
 inline constexpr const char* kUnflattenedParamsAttr = "tilec.unflattened_params";
 // PrimFunc attr (int64): bytes of the dynamic shared memory arena.
 inline constexpr const char* kDynamicSharedBytesAttr = "tilec.dynamic_shared_bytes";
+// For annotation (bool): the iterations of this loop, in all threads, touch pairwise
+// different elements of every buffer the body indexes with the loop's variables (the
+// register loop of a lowered T.Parallel nest): insert_syncs carries no conflict across
+// its back edge.
+inline constexpr const char* kDisjointIterationsKey = "tilec.disjoint_iterations";
 // PrimFunc attr (int64 A): the arena's base must be A-byte aligned in the shared window
 // (1024: swizzled TMA / wgmma tiles); the arena size includes A bytes of slack for it.
 inline constexpr const char* kSmemBaseAlignAttr = "tilec.smem_base_align";

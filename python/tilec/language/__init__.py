@@ -17,6 +17,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
 )
 from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
+from .ops import ClusterKernel, block_rank_in_cluster, cluster_sync
 from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 
 globals().update(_DTYPES)

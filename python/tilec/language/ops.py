@@ -51,6 +51,31 @@ def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = N
 
 
 @primitive
+def ClusterKernel(*grid, threads: Any = 128, cluster_dims: Any = None):
+    """`T.Kernel` with a thread-block cluster (cluster_dims required): the CTAs of a cluster run
+    together and can multicast TMA loads into each other's shared memory."""
+    if cluster_dims is None:
+        raise CompileError("T.ClusterKernel needs cluster_dims", hint="T.ClusterKernel(gx, gy, threads=256, cluster_dims=(2, 1, 1))")
+    if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
+        grid = tuple(grid[0])
+    return KernelFrame(grid, threads, cluster_dims, _loc())
+
+
+@primitive
+def block_rank_in_cluster():
+    """The rank of this CTA in its cluster (0 .. cluster size - 1)."""
+    ctx = context.require("T.block_rank_in_cluster")
+    return _tilec.call("int32", "tl.block_rank_in_cluster", [], ctx.loc)
+
+
+@primitive
+def cluster_sync():
+    """A barrier over every thread of every CTA of the cluster."""
+    ctx = context.require("T.cluster_sync")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cluster_sync", [], ctx.loc), ctx.loc)
+
+
+@primitive
 def Parallel(*extents, min: Any = None, annotations: Optional[dict] = None,  # noqa: A002 - printed form
              coalesced_width: Any = None, loop_layout: Any = None):
     """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads.

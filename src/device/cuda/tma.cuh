@@ -80,6 +80,21 @@ TL_DEVICE void tma_load_multicast(void* dst, const TmaDescriptor& d, uint64* bar
                : "memory");
 }
 
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDescriptor& d, uint64* bar, uint16 mask, int c0, int c1,
+                                  int c2, int c3) {
+  asm volatile(TL_TMA_LOAD_PREFIX "4d" TL_TMA_MC_SUFFIX " [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(tma_desc_addr(d)), "r"(smem_addr(bar)), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+TL_DEVICE void tma_load_multicast(void* dst, const TmaDescriptor& d, uint64* bar, uint16 mask, int c0, int c1,
+                                  int c2, int c3, int c4) {
+  asm volatile(TL_TMA_LOAD_PREFIX "5d" TL_TMA_MC_SUFFIX " [%0], [%1, {%4, %5, %6, %7, %8}], [%2], %3;\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(tma_desc_addr(d)), "r"(smem_addr(bar)), "h"(mask), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+}
+
 #define TL_TMA_STORE_SUFFIX ".global.shared::cta.bulk_group"
 
 TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0) {

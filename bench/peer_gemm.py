@@ -1,0 +1,143 @@
+"""The same TileLang GEMM program text, timed under tilec or under upstream TileLang.
+
+    python bench/peer_gemm.py --impl tilec    --json out_tilec.json [--quick] [--dtype bfloat16]
+    PYTHONPATH=/tmp/tlsite python bench/peer_gemm.py --impl tilelang --json out_tl.json
+    python bench/peer_gemm.py --table out_tilec.json out_tl.json
+
+The program is the one ../shared/tools/tilelang-peer/README.md measured: bf16 GEMM NN,
+128x256x64 tile, 3 stages, 256 threads, T.use_swizzle(10), C through shared memory; plus the
+quickstart tile (128x128x32, 3 stages, 128 threads). Each process times cuBLAS
+(torch.matmul) next to its kernels (CUDA events, median), so the two implementations are
+compared through the same-run cuBLAS and directly (--table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (16384, 8192, 1024), (4096, 28672, 8192),
+          (8192, 1024, 8192)]
+CONFIGS = {"team": (128, 256, 64, 3, 256), "quickstart": (128, 128, 32, 3, 128)}
+
+
+def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            C_shared = T.alloc_shared((block_M, block_N), dtype)
+            T.use_swizzle(10)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C_shared)
+            T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def run(impl, dtype, quick, configs):
+    import torch
+
+    sys.path.insert(0, HERE)
+    from _timing import bench
+
+    if impl == "tilec":
+        sys.path.insert(0, os.path.join(HERE, "..", "python"))
+        import tilec.compat  # noqa: F401  (makes `tilelang` resolve to tilec)
+    import tilelang
+    import tilelang.language as T
+
+    tdt = getattr(torch, dtype)
+    rows = []
+    for (M, N, K) in SHAPES[:2] if quick else SHAPES:
+        a = torch.randn(M, K, dtype=tdt, device="cuda")
+        b = torch.randn(K, N, dtype=tdt, device="cuda")
+        ref = (a @ b).float()
+        flops = 2.0 * M * N * K
+        for name in configs:
+            if name == "quickstart" and (M, N, K) not in SHAPES[:2]:
+                continue
+            bm, bn, bk, st, th = CONFIGS[name]
+            t0 = time.time()
+            try:
+                kernel = tilelang.compile(program(T, M, N, K, bm, bn, bk, st, th, dtype), out_idx=[2])
+                compile_s = time.time() - t0
+                c = kernel(a, b)
+                torch.cuda.synchronize()
+                err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+                t = bench(lambda: kernel(a, b), warmup=10, rep=30)
+            except Exception as e:  # reported in the table, not fatal
+                print(f"  {impl} {M}x{N}x{K} {name}: failed: {str(e).splitlines()[0][:300]}", flush=True)
+                continue
+            t_cublas = statistics.median([bench(lambda: torch.matmul(a, b), warmup=5, rep=30) for _ in range(3)])
+            row = {"impl": impl, "shape": f"{M}x{N}x{K}", "config": name, "dtype": dtype, "ms": t,
+                   "tflops": flops / t / 1e9, "cublas_ms": t_cublas, "cublas_tflops": flops / t_cublas / 1e9,
+                   "vs_cublas": t_cublas / t, "err": err, "compile_s": compile_s}
+            rows.append(row)
+            print(f"  {impl} {M}x{N}x{K} {name}: {row['tflops']:.0f} TFLOP/s ({row['vs_cublas']:.3f}x cuBLAS "
+                  f"{row['cublas_tflops']:.0f}), err {err:.1e}, compile {compile_s:.2f} s", flush=True)
+    return rows
+
+
+def table(paths):
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            rows += json.load(f)
+    by = {}
+    for r in rows:
+        by.setdefault((r["shape"], r["config"], r["dtype"]), {})[r["impl"]] = r
+    print("| shape | config | dtype | tilec TFLOP/s | upstream TileLang TFLOP/s | cuBLAS TFLOP/s (tilec run) | "
+          "tilec / cuBLAS | TileLang / cuBLAS | tilec / TileLang | compile tilec / TileLang (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    ratios = {"tilec": [], "tilelang": [], "tt": []}
+    for (shape, cfg, dt), d in by.items():
+        ours, peer = d.get("tilec"), d.get("tilelang")
+        f = lambda r, k, fmt="{:.0f}": fmt.format(r[k]) if r else "-"  # noqa: E731
+        tt = ours["ms"] and peer and peer["ms"] / ours["ms"] if ours and peer else None
+        print(f"| {shape} | {cfg} | {dt} | {f(ours, 'tflops')} | {f(peer, 'tflops')} | {f(ours, 'cublas_tflops')} | "
+              f"{f(ours, 'vs_cublas', '{:.3f}')} | {f(peer, 'vs_cublas', '{:.3f}')} | "
+              f"{'%.3f' % tt if tt else '-'} | {f(ours, 'compile_s', '{:.2f}')} / {f(peer, 'compile_s', '{:.2f}')} |")
+        if cfg == "team":
+            if ours:
+                ratios["tilec"].append(ours["vs_cublas"])
+            if peer:
+                ratios["tilelang"].append(peer["vs_cublas"])
+            if tt:
+                ratios["tt"].append(tt)
+    for k, label in (("tilec", "tilec / cuBLAS"), ("tilelang", "TileLang / cuBLAS"), ("tt", "tilec / TileLang")):
+        if ratios[k]:
+            print(f"geomean {label} (team config): {statistics.geometric_mean(ratios[k]):.3f} "
+                  f"(min {min(ratios[k]):.3f}) over {len(ratios[k])} shapes")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--impl", choices=["tilec", "tilelang"])
+    ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--configs", default="team,quickstart")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--table", nargs="*")
+    args = ap.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    rows = run(args.impl, args.dtype, args.quick, args.configs.split(","))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

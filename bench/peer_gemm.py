@@ -45,7 +45,7 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
     return main
 
 
-def run(impl, dtype, quick, configs):
+def run(impl, dtype, quick, configs, pass_configs=None, label=None):
     import torch
 
     sys.path.insert(0, HERE)
@@ -70,7 +70,8 @@ def run(impl, dtype, quick, configs):
             bm, bn, bk, st, th = CONFIGS[name]
             t0 = time.time()
             try:
-                kernel = tilelang.compile(program(T, M, N, K, bm, bn, bk, st, th, dtype), out_idx=[2])
+                kw = {"pass_configs": pass_configs} if pass_configs else {}
+                kernel = tilelang.compile(program(T, M, N, K, bm, bn, bk, st, th, dtype), out_idx=[2], **kw)
                 compile_s = time.time() - t0
                 c = kernel(a, b)
                 torch.cuda.synchronize()
@@ -80,7 +81,7 @@ def run(impl, dtype, quick, configs):
                 print(f"  {impl} {M}x{N}x{K} {name}: failed: {str(e).splitlines()[0][:300]}", flush=True)
                 continue
             t_cublas = statistics.median([bench(lambda: torch.matmul(a, b), warmup=5, rep=30) for _ in range(3)])
-            row = {"impl": impl, "shape": f"{M}x{N}x{K}", "config": name, "dtype": dtype, "ms": t,
+            row = {"impl": label or impl, "shape": f"{M}x{N}x{K}", "config": name, "dtype": dtype, "ms": t,
                    "tflops": flops / t / 1e9, "cublas_ms": t_cublas, "cublas_tflops": flops / t_cublas / 1e9,
                    "vs_cublas": t_cublas / t, "err": err, "compile_s": compile_s}
             rows.append(row)
@@ -103,10 +104,19 @@ def table(paths):
             shapes.append(r["shape"])
     geo = {"tilec": [], "tilelang": [], "tt": []}
 
-    def best(impl, shape, prefix):
-        cands = [r for r in rows if r["impl"] == impl and r["shape"] == shape and r["config"].startswith(prefix)
-                 and r["err"] < 2e-2]
+    def best(impl, shape, prefix, exact=False):
+        cands = [r for r in rows if (r["impl"] == impl if exact else r["impl"].startswith(impl)) and
+                 r["shape"] == shape and r["config"].startswith(prefix) and r["err"] < 2e-2]
         return min(cands, key=lambda r: r["ms"]) if cands else None
+
+    # Each tilec variant on its own (pass configs), then the best of them against upstream.
+    variants = sorted({r["impl"] for r in rows if r["impl"].startswith("tilec")})
+    for v in variants:
+        rs = [best(v, sh, "team", True) for sh in shapes]
+        rs = [r for r in rs if r]
+        if rs:
+            print(f"variant {v}: geomean vs cuBLAS {statistics.geometric_mean([r['vs_cublas'] for r in rs]):.3f} "
+                  f"(min {min(r['vs_cublas'] for r in rs):.3f}) over {len(rs)} shapes")
 
     for shape in shapes:
         for prefix in ("team", "quickstart"):
@@ -117,6 +127,8 @@ def table(paths):
             tt = peer["ms"] / ours["ms"] if ours and peer else None
             cfg = (ours or peer)["config"] + (f" / {peer['config']}" if ours and peer and peer["config"] != ours["config"]
                                               else "")
+            if ours and ours["impl"] != "tilec":
+                cfg += f" ({ours['impl']})"
             print(f"| {shape} | {(ours or peer)['dtype']} | {cfg} | {f(ours, 'tflops')} | {f(peer, 'tflops')} | "
                   f"{f(ours or peer, 'cublas_tflops')} | {f(ours, 'vs_cublas', '{:.3f}')} | "
                   f"{f(peer, 'vs_cublas', '{:.3f}')} | {'%.3f' % tt if tt else '-'} | "
@@ -142,11 +154,14 @@ def main():
     ap.add_argument("--configs", default="team,team_s4,quickstart")
     ap.add_argument("--json", default="")
     ap.add_argument("--table", nargs="*")
+    ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs (tilec variants)")
+    ap.add_argument("--label", default="", help="the implementation's name in the JSON (default: --impl)")
     args = ap.parse_args()
     if args.table:
         table(args.table)
         return
-    rows = run(args.impl, args.dtype, args.quick, args.configs.split(","))
+    rows = run(args.impl, args.dtype, args.quick, args.configs.split(","),
+               json.loads(args.pass_configs) if args.pass_configs else None, args.label or None)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -67,6 +67,7 @@ GemmOp analyze_gemm(const TileOpNode& op, const OpEnv& env) {
   q.ldb = g.b.tile_cols;
   q.num_threads = static_cast<int>(env.num_threads());
   q.allow_wgmma = !env.config_flag("tl.disable_wgmma");
+  q.wgmma_partition = env.config_string("tilec.wgmma_partition");
   q.instruction = attr_string(op, "instruction");
   const std::string policy = attr_string(op, "policy", "Square");
   auto p = cuda::parse_warp_policy(policy);

@@ -161,6 +161,11 @@ class Inference : public ops::LayoutInferenceState {
       if (k.name == key) return ctx_.get_bool(key);
     return false;
   }
+  std::string config_string(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_string(key);
+    return "";
+  }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second.first;

@@ -43,6 +43,11 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       if (k.name == key) return ctx_.get_bool(key);
     return false;
   }
+  std::string config_string(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_string(key);
+    return "";
+  }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second;

@@ -60,6 +60,12 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tl.device_compile_flags", std::string(), "Extra flags for NVRTC/nvcc, separated by spaces."},
     {"tilec.line_directives", false,
      "Emit #line directives pointing back to the kernel source (also TILEC_LINE_DIRECTIVES)."},
+    {"tilec.wgmma_partition", std::string(),
+     "How wgmma splits a T.gemm with policy Square over warpgroups: \"\" (TileLang's Square), \"FullRow\" or "
+     "\"FullCol\". Only speed changes."},
+    {"tilec.persistent", false,
+     "Warp-specialized GEMM loops become persistent kernels: one block per SM (two for one consumer "
+     "warpgroup) loops over the tiles, and the producer loads the next tile during this one's epilogue."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

@@ -253,6 +253,7 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   for (size_t i = 0; i < kernel->threads.size() && i < 3; ++i) plan.block[i] = kernel->threads[i];
   for (size_t i = 0; i < kernel->cluster.size() && i < 3; ++i) plan.cluster[i] = kernel->cluster[i];
   if (auto* a = find_attr(f->attrs, kDynamicSharedBytesAttr)) plan.dynamic_shared_bytes = std::get<int64_t>(*a);
+  if (auto* a = find_attr(f->attrs, kPersistentAttr)) plan.persistent_blocks_per_sm = std::get<int64_t>(*a);
   return plan;
 }
 

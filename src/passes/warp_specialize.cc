@@ -86,6 +86,11 @@ class ConsumerEnv : public ops::OpEnv {
       if (k.name == key) return ctx_.get_bool(key);
     return false;
   }
+  std::string config_string(const std::string& key) const override {
+    for (const auto& k : config_keys())
+      if (k.name == key) return ctx_.get_string(key);
+    return "";
+  }
 
  private:
   const PassContext& ctx_;
@@ -281,7 +286,12 @@ class WarpSpecializer : public IRMutator {
     const int64_t S = p.stages;
     const DataType it = f->loop_var->dtype;
     Var k = make_var(f->loop_var->name, it, f->loop_var->loc);
-    Expr iter = is_zero(f->min) ? Expr(k) : Expr(k) - f->min;
+    // Persistent: every block loops over tiles; the pipeline's slots and phases run on
+    // across them (tile_i tiles of n steps each came before).
+    const bool persistent = want_persistent(kernel, sp, p);
+    Var tile_i = make_var("tile_i", it, loc);
+    Expr local = is_zero(f->min) ? Expr(k) : Expr(k) - f->min;
+    Expr iter = persistent ? Expr(tile_i) * cast(it, f->extent) + local : local;
     Expr slot = floormod(iter, int_imm(S, it));
     Expr phase = floormod(floordiv(iter, int_imm(S, it)), int_imm(2, it));
     Buffer full = make_buffer(f->loop_var->name + "_full", {int_imm(S)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
@@ -381,7 +391,7 @@ class WarpSpecializer : public IRMutator {
           // The previous slot's gemms are done when at most this step's group runs.
           Expr prev = floormod(iter + int_imm(S - 1, it), int_imm(S, it));
           consume.push_back(call("tl.wgmma_wait", {int_imm(1)}, loc));
-          consume.push_back(if_then_else(binary(NodeKind::kGT, iter, int_imm(0, it)), release(prev), nullptr, loc));
+          consume.push_back(if_then_else(binary(NodeKind::kGT, local, int_imm(0, it)), release(prev), nullptr, loc));
         }
         continue;
       }
@@ -393,7 +403,16 @@ class WarpSpecializer : public IRMutator {
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
                                   pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
-    if (deferred) consumer_loop = seq({consumer_loop, call("tl.wgmma_wait", {int_imm(0)}, loc)}, loc);
+    if (deferred) {
+      std::vector<Stmt> drain = {consumer_loop, call("tl.wgmma_wait", {int_imm(0)}, loc)};
+      // A persistent block's next tile needs the last slot back too.
+      if (persistent) {
+        Expr last = floormod(Expr(tile_i) * cast(it, f->extent) + cast(it, f->extent) - int_imm(1, it), int_imm(S, it));
+        drain.push_back(if_then_else(binary(NodeKind::kGT, cast(it, f->extent), int_imm(0, it)), release(last), nullptr,
+                                     loc));
+      }
+      consumer_loop = seq(drain, loc);
+    }
 
     // The consumers run the kernel body with the loop replaced and the spine's wrappers
     // taken out (they go around both roles).
@@ -413,9 +432,20 @@ class WarpSpecializer : public IRMutator {
       return s;
     };
     Stmt consumer_body = strip(kernel->body);
+    Stmt producer_body = producer_loop;
+    TileLoop tiles;
+    if (persistent) {
+      tiles = tile_loop_parts(kernel, sp, loc);
+      consumer_body = wrap_in_tile_loop(tiles, consumer_body, tile_i, false, loc);
+      producer_body = wrap_in_tile_loop(tiles, producer_body, tile_i, true, loc);
+    }
 
     const int consumer_groups = static_cast<int>(threads / 128);
-    const int consumer_regs = consumer_groups == 2 ? 240 : consumer_groups == 3 ? 160 : 0;
+    // Register budgets (launch budget: 65536 per SM): one consumer warpgroup runs two CTAs per
+    // SM (256 x 128 registers each: 24 producer + 232 consumer per thread); two take the whole
+    // SM (384 x 168: 24 / 240); three, 24 / 160.
+    const int consumer_regs = consumer_groups == 1 ? 232 : consumer_groups == 2 ? 240 : consumer_groups == 3 ? 160 : 0;
+    min_blocks_ = consumer_groups == 1 ? 2 : 1;
     std::vector<Stmt> producer_stmts, consumer_stmts;
     if (consumer_regs) {
       producer_stmts.push_back(call("tl.setmaxnreg_dec", {int_imm(24)}, loc));
@@ -423,7 +453,7 @@ class WarpSpecializer : public IRMutator {
     }
     producer_stmts.push_back(
         if_then_else(binary(NodeKind::kEQ, tx, int_imm(threads, tx->dtype)),
-                     annotate(kThreadRangeKey, std::vector<int64_t>{threads, 1, 0}, producer_loop, loc), nullptr, loc));
+                     annotate(kThreadRangeKey, std::vector<int64_t>{threads, 1, 0}, producer_body, loc), nullptr, loc));
     consumer_stmts.push_back(consumer_body);
     Stmt roles = if_then_else(
         tx >= int_imm(threads, tx->dtype),
@@ -450,7 +480,7 @@ class WarpSpecializer : public IRMutator {
     // The spine's wrappers around everything, the copied buffers with their versions.
     for (auto w = sp.wrappers.rbegin(); w != sp.wrappers.rend(); ++w) {
       if (auto* l = dynamic_cast<const LetNode*>(*w)) {
-        body = let(l->var, l->value, body, l->loc);
+        if (!persistent) body = let(l->var, l->value, body, l->loc);  // else inside the tile loops
       } else if (auto* a = dynamic_cast<const AllocateNode*>(*w)) {
         auto v = p.versioned.find(a->buffer.get());
         body = allocate(v == p.versioned.end() ? a->buffer : v->second, body, a->loc);
@@ -461,10 +491,101 @@ class WarpSpecializer : public IRMutator {
     auto n = std::make_shared<KernelLaunchNode>(*kernel);
     n->threads[0] = threads + kProducerThreads;
     n->body = body;
+    if (persistent) {
+      n->grid = {tiles.total};
+      n->block_vars = {tiles.start};
+      persistent_ = true;
+    }
     return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
   }
 
+  // ---- persistent tiles ----
+
+  // Persistent when asked (tilec.persistent), without clusters, with the same number of
+  // steps for every tile, and when the shared buffers fit without sharing bytes across the
+  // roles (a block's producer fills the next tile's stages during this tile's epilogue).
+  bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) const {
+    if (!ctx_.get_bool("tilec.persistent")) return false;
+    for (int64_t c : kernel->cluster)
+      if (c > 1) return false;
+    VarMap lets;
+    for (const StmtNode* w : sp.wrappers)
+      if (auto* l = dynamic_cast<const LetNode*>(w)) lets[l->var.get()] = substitute(l->value, lets);
+    for (const auto& b : kernel->block_vars)
+      if (back::uses_var(substitute(p.loop->extent, lets), b.get()) ||
+          back::uses_var(substitute(p.loop->min, lets), b.get()))
+        return false;
+    int64_t bytes = 0;
+    for_each_node(kernel->body, [&](const Node* node) {
+      auto* a = dynamic_cast<const AllocateNode*>(node);
+      if (!a || !is_shared(a->buffer->scope)) return;
+      auto v = p.versioned.find(a->buffer.get());
+      const Buffer& b = v == p.versioned.end() ? a->buffer : v->second;
+      int64_t n = b->dtype.bytes();
+      for (const auto& e : b->shape) n *= as_const_int(e) ? *as_const_int(e) : 1 << 20;
+      bytes += (n + 1023) / 1024 * 1024;
+    });
+    return bytes + 2048 <= ctx_.target().max_shared_memory_per_block();
+  }
+
+  struct TileLoop {
+    Var start;               // the hardware block index: the block's first tile
+    Expr total;              // tiles = the original grid's blocks
+    std::vector<Expr> grid;  // the original grid
+    std::vector<Var> block_vars;
+    std::vector<const LetNode*> lets;  // the spine's Lets, recomputed per tile
+  };
+
+  TileLoop tile_loop_parts(const KernelLaunchNode* kernel, const Spine& sp, const SourceLoc& loc) const {
+    TileLoop t;
+    t.start = make_var("tile_start", kernel->block_vars[0]->dtype, loc);
+    t.grid = kernel->grid;
+    t.block_vars = kernel->block_vars;
+    for (const auto& g : kernel->grid) t.total = t.total ? t.total * g : g;
+    for (const StmtNode* w : sp.wrappers)
+      if (auto* l = dynamic_cast<const LetNode*>(w)) t.lets.push_back(l);
+    return t;
+  }
+
+  // for tile_i in [0, ceildiv(total - start, gridDim.x)):
+  //   tile = start + tile_i * gridDim.x; b0 = tile % G0; b1 = tile / G0 % G1; ...; <spine Lets>; body
+  // The producer's copy binds fresh variables (each variable is bound once in the function).
+  Stmt wrap_in_tile_loop(const TileLoop& t, const Stmt& body, const Var& tile_i, bool fresh, const SourceLoc& loc) const {
+    const DataType dt = t.start->dtype;
+    VarMap rename;
+    auto bind = [&](const Var& v) {
+      if (!fresh) return v;
+      Var nv = make_var(v->name, v->dtype, v->loc);
+      rename[v.get()] = nv;
+      return nv;
+    };
+    Var ti = bind(tile_i);
+    Var tile = make_var("tile", dt, loc);
+    Expr stride = ir::call(dt, "tl.grid_dim_x", {}, loc);
+    // Block d of the original grid: (tile / (G0 ... G_{d-1})) % G_d (the % is a no-op for the
+    // last dimension, tile < total, but tells the analyzer its range).
+    std::vector<std::pair<Var, Expr>> lets;
+    Expr below = nullptr;
+    for (size_t d = 0; d < t.block_vars.size(); ++d) {
+      Expr g = cast(dt, t.grid[d]);
+      Expr q = below ? floordiv(Expr(tile), below) : Expr(tile);
+      Expr v = floormod(q, g);
+      lets.emplace_back(bind(t.block_vars[d]), v);
+      below = below ? below * g : g;
+    }
+    for (const LetNode* l : t.lets) lets.emplace_back(bind(l->var), fresh ? substitute(l->value, rename) : l->value);
+    Stmt inner = fresh ? substitute(body, rename) : body;
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it) inner = let(it->first, it->second, inner, loc);
+    inner = let(tile, Expr(t.start) + Expr(ti) * stride, inner, loc);
+    Expr count = floordiv(cast(dt, t.total) - t.start + stride - int_imm(1, dt), stride);
+    return make_for(ti, int_imm(0, dt), count, ForKind::kSerial, inner, loc);
+  }
+
   const PassContext& ctx_;
+
+ public:
+  int min_blocks_ = 0;  // blocks per SM the register budget was planned for (0: not specialized)
+  bool persistent_ = false;
 };
 
 }  // namespace
@@ -475,8 +596,13 @@ Pass warp_specialize_pass() {
             if (!t.has_wgmma() || !t.has_tma() || ctx.get_bool("tl.disable_warp_specialized") ||
                 ctx.get_bool("tl.disable_tma_lower"))
               return f;
-            Stmt body = WarpSpecializer(ctx).mutate(f->body);
-            return body.same_as(f->body) ? f : with_body(f, std::move(body));
+            WarpSpecializer ws(ctx);
+            Stmt body = ws.mutate(f->body);
+            if (body.same_as(f->body)) return f;
+            AttrMap attrs = f->attrs;
+            attrs.emplace_back(kMinBlocksPerSmAttr, int64_t{ws.min_blocks_});
+            if (ws.persistent_) attrs.emplace_back(kPersistentAttr, int64_t{ws.min_blocks_});
+            return make_prim_func(f->name, f->params, body, std::move(attrs), f->loc);
           }};
 }
 

@@ -188,6 +188,18 @@ int CudaDriver::max_shared_memory_optin(int device) {
   return bytes;
 }
 
+int CudaDriver::multiprocessor_count(int device) {
+  static std::atomic<int> cached[Api::kMaxDevices] = {};
+  if (device >= 0 && device < Api::kMaxDevices)
+    if (int n = cached[device].load(std::memory_order_relaxed)) return n;
+  CUdevice d = device_handle(api_, device);
+  int n = 0;
+  check(api_, api_->DeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d),
+        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  if (device >= 0 && device < Api::kMaxDevices) cached[device].store(n, std::memory_order_relaxed);
+  return n;
+}
+
 std::string CudaDriver::device_name(int device) {
   CUdevice d = device_handle(api_, device);
   char name[256] = {};

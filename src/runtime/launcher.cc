@@ -447,6 +447,11 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
     }
   }
   call.empty_grid = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+  if (p.persistent_blocks_per_sm > 0 && !call.empty_grid) {
+    // A persistent kernel: as many blocks as fit at once; each loops over its share of tiles.
+    const int64_t sms = CudaDriver::get().multiprocessor_count(call.device < 0 ? 0 : call.device);
+    grid[0] = std::min<int64_t>(grid[0], sms * p.persistent_blocks_per_sm);
+  }
   for (int i = 0; i < 3; ++i) {
     call.dims.grid[i] = static_cast<uint32_t>(grid[i]);
     call.dims.block[i] = static_cast<uint32_t>(p.block[i]);

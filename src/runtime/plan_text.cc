@@ -407,6 +407,7 @@ std::string launch_plan_to_text(const LaunchPlan& p) {
   os << "block " << p.block[0] << ' ' << p.block[1] << ' ' << p.block[2] << '\n';
   os << "cluster " << p.cluster[0] << ' ' << p.cluster[1] << ' ' << p.cluster[2] << '\n';
   os << "smem " << p.dynamic_shared_bytes << '\n';
+  if (p.persistent_blocks_per_sm > 0) os << "persistent " << p.persistent_blocks_per_sm << '\n';
   return os.str();
 }
 
@@ -517,6 +518,9 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
     } else if (head == "smem") {
       want(2);
       p.dynamic_shared_bytes = to_int(tok[1], line);
+    } else if (head == "persistent") {
+      want(2);
+      p.persistent_blocks_per_sm = to_int(tok[1], line);
     } else {
       text_error(line, "unknown item '" + head + "'");
     }

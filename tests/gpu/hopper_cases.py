@@ -212,7 +212,7 @@ def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
     return {"ok": err < _tol(dtype) and "tma_load_multicast" in src and "cluster_sync" in src, "err": err}
 
 
-def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16"):
+def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16", pass_configs=None):
     """The peer benchmark's program: C through shared memory, stored with TMA."""
     import torch
     import tilec
@@ -221,7 +221,8 @@ def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16"):
     sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
     from peer_gemm import program
 
-    k = tilec.compile(program(T, M, N, K, 128, 256, 64, 3, 256, dtype), target="auto", out_idx=[2])
+    k = tilec.compile(program(T, M, N, K, 128, 256, 64, 3, 256, dtype), target="auto", out_idx=[2],
+                      pass_configs=pass_configs or {})
     src = k.get_kernel_source()
     tdt = getattr(torch, dtype)
     a = torch.randn(M, K, dtype=tdt, device="cuda")
@@ -253,6 +254,14 @@ CASES = {
     "flash_d128": lambda: flash_case(128),
     "flash_d64_causal": lambda: flash_case(64, True),
     "flash_d128_causal_f16": lambda: flash_case(128, True, "float16"),
+    "persistent_team_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256,
+                                              pass_configs={"tilec.persistent": True}),
+    "persistent_quickstart_partial": lambda: gemm_case(1000, 1024, 520, "float16",
+                                                       pass_configs={"tilec.persistent": True}),
+    "persistent_fullrow_2048": lambda: gemm_case(2048, 1792, 1024, "bfloat16", 128, 256, 64, 3, 256,
+                                                 pass_configs={"tilec.persistent": True,
+                                                               "tilec.wgmma_partition": "FullRow"}),
+    "persistent_tma_store": lambda: tma_store_case(pass_configs={"tilec.persistent": True}),
     "manual_ws": manual_ws_case,
     "cluster_multicast_2x1": cluster_case,
     "cluster_multicast_4x1_partial": lambda: cluster_case((4, 1, 1), 1000, 2048, 520),

@@ -50,6 +50,11 @@ class OpEnv {
     (void)key;
     return false;
   }
+  // A string pass config ("" when not set).
+  virtual std::string config_string(const std::string& key) const {
+    (void)key;
+    return "";
+  }
 };
 
 // What layout inference knows while it runs. Implemented by the layout_inference pass.

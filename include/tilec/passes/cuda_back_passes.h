@@ -42,6 +42,12 @@ inline constexpr const char* kDynamicSharedBytesAttr = "tilec.dynamic_shared_byt
 // register loop of a lowered T.Parallel nest): insert_syncs carries no conflict across
 // its back edge.
 inline constexpr const char* kDisjointIterationsKey = "tilec.disjoint_iterations";
+// PrimFunc attr (int64 B): the kernel's register budget assumes B blocks per SM (warp
+// specialization with setmaxnreg): codegen prints __launch_bounds__(threads, B).
+inline constexpr const char* kMinBlocksPerSmAttr = "tilec.min_blocks_per_sm";
+// PrimFunc attr (int64 B): a persistent kernel (warp_specialize): its grid[0] counts tiles
+// and the runtime launches at most SMs x B blocks (LaunchPlan::persistent_blocks_per_sm).
+inline constexpr const char* kPersistentAttr = "tilec.persistent_blocks_per_sm";
 // PrimFunc attr (int64 A): the arena's base must be A-byte aligned in the shared window
 // (1024: swizzled TMA / wgmma tiles); the arena size includes A bytes of slack for it.
 inline constexpr const char* kSmemBaseAlignAttr = "tilec.smem_base_align";

@@ -35,6 +35,7 @@ class CudaDriver {
   int device_count();
   int compute_capability(int device);      // major * 10 + minor
   int max_shared_memory_optin(int device); // bytes per block with the opt-in attribute
+  int multiprocessor_count(int device);    // SMs (cached)
   std::string device_name(int device);
 
   // Makes `device`'s primary context current on this thread; returns the previous

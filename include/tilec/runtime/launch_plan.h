@@ -84,6 +84,9 @@ struct LaunchPlan {
   int64_t block[3] = {1, 1, 1};
   int64_t cluster[3] = {1, 1, 1};
   int64_t dynamic_shared_bytes = 0;
+  // > 0: a persistent kernel (its blocks loop over the tiles grid[0] counts, striding by
+  // gridDim.x): the runtime launches min(grid[0], SMs x persistent_blocks_per_sm) blocks.
+  int64_t persistent_blocks_per_sm = 0;
 };
 
 // Evaluates an integer expression over symbol values (used for grid extents).

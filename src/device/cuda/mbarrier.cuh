@@ -112,6 +112,9 @@ TL_DEVICE void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+// The number of blocks of the grid along x (a persistent kernel's stride over its tiles).
+TL_DEVICE int grid_dim_x() { return static_cast<int>(gridDim.x); }
+
 // ---- clusters ----
 TL_DEVICE uint32 block_rank_in_cluster() {
   uint32 r;

@@ -390,7 +390,10 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
   for (const auto& h : p.headers()) os << "#include \"" << h << "\"\n";
   for (const auto& [n, kind] : p.wgmma_atoms) os << "\n" << wgmma_atom_definition(n, kind);
   // setmaxnreg needs a known register budget per thread: one block per SM.
-  const std::string bounds = std::to_string(threads) + (p.uses_setmaxnreg ? ", 1" : "");
+  int64_t min_blocks = p.uses_setmaxnreg ? 1 : 0;
+  if (auto* a = find_attr(f->attrs, passes::kMinBlocksPerSmAttr); a && std::holds_alternative<int64_t>(*a))
+    min_blocks = std::max<int64_t>(min_blocks, std::get<int64_t>(*a));
+  const std::string bounds = std::to_string(threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
   os << "\nextern \"C\" __global__ void __launch_bounds__(" << bounds << ") " << kernel_name << "(";
   for (size_t i = 0; i < params.size(); ++i) os << (i ? ", " : "") << params[i];
   os << ") {\n";

@@ -142,7 +142,13 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
     return false;
   }
   std::pair<int, int> pick = splits.front();
-  const WarpPolicy policy = a_in_registers ? WarpPolicy::kFullRow : q.policy;
+  WarpPolicy policy = a_in_registers ? WarpPolicy::kFullRow : q.policy;
+  // The partition changes only speed, never results: a Square gemm may be asked to split
+  // like FullRow / FullCol instead (pass config tilec.wgmma_partition).
+  if (policy == WarpPolicy::kSquare && !q.wgmma_partition.empty()) {
+    auto p = parse_warp_policy(q.wgmma_partition);
+    if (p) policy = *p;
+  }
   switch (policy) {
     case WarpPolicy::kFullRow: pick = splits.back(); break;
     case WarpPolicy::kFullCol: pick = splits.front(); break;

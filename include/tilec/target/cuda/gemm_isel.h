@@ -58,6 +58,7 @@ struct GemmQuery {
   std::string instruction;      // "" = automatic; "mma", "fma", "wgmma", "tcgen05"
   WarpPolicy policy = WarpPolicy::kSquare;
   bool allow_wgmma = true;      // false under the pass config tl.disable_wgmma
+  std::string wgmma_partition;  // tilec.wgmma_partition: "" (the policy), "FullRow", "FullCol" for Square
   SourceLoc loc;                // the T.gemm line, for errors
 };
 

@@ -161,6 +161,7 @@ struct Plan {
   std::vector<size_t> consumers;  // the rest
   std::unordered_map<const BufferNode*, Buffer> versioned;  // copied buffer -> (S, ...) buffer
   int stages = 0;
+  int widest_atom = 0;  // the widest wgmma N of the loop's gemms
 };
 
 class WarpSpecializer : public IRMutator {
@@ -231,7 +232,9 @@ class WarpSpecializer : public IRMutator {
       for (const auto& [b, w] : writer)
         if (acc.writes.count(b)) return std::nullopt;
       ops::GemmOp g = ops::analyze_gemm(*op, env);
-      if (cuda::select_gemm(g.query, ctx_.target()).inst != cuda::GemmInst::kWgmma) return std::nullopt;
+      cuda::GemmPlan gp = cuda::select_gemm(g.query, ctx_.target());
+      if (gp.inst != cuda::GemmInst::kWgmma) return std::nullopt;
+      p.widest_atom = std::max(p.widest_atom, gp.atom_n);
     }
     // The copied buffers: not used outside the loop, no user layout.
     bool outside = false, user_layout = false;
@@ -444,8 +447,14 @@ class WarpSpecializer : public IRMutator {
     // Register budgets (launch budget: 65536 per SM): one consumer warpgroup runs two CTAs per
     // SM (256 x 128 registers each: 24 producer + 232 consumer per thread); two take the whole
     // SM (384 x 168: 24 / 240); three, 24 / 160.
-    const int consumer_regs = consumer_groups == 1 ? 232 : consumer_groups == 2 ? 240 : consumer_groups == 3 ? 160 : 0;
-    min_blocks_ = consumer_groups == 1 ? 2 : 1;
+    // (Two CTAs only when every wgmma compiles within the 128-register launch budget: ptxas
+    // places one instruction's accumulators within it, so atoms up to N = 128.)
+    const bool two_per_sm = consumer_groups == 1 && p.widest_atom <= 128;
+    const int consumer_regs = consumer_groups == 1 ? (two_per_sm ? 232 : 240)
+                              : consumer_groups == 2 ? 240
+                              : consumer_groups == 3 ? 160
+                                                     : 0;
+    min_blocks_ = two_per_sm ? 2 : 1;
     std::vector<Stmt> producer_stmts, consumer_stmts;
     if (consumer_regs) {
       producer_stmts.push_back(call("tl.setmaxnreg_dec", {int_imm(24)}, loc));

@@ -63,9 +63,10 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.wgmma_partition", std::string(),
      "How wgmma splits a T.gemm with policy Square over warpgroups: \"\" (TileLang's Square), \"FullRow\" or "
      "\"FullCol\". Only speed changes."},
-    {"tilec.persistent", false,
-     "Warp-specialized GEMM loops become persistent kernels: one block per SM (two for one consumer "
-     "warpgroup) loops over the tiles, and the producer loads the next tile during this one's epilogue."},
+    {"tilec.persistent", true,
+     "Warp-specialized GEMM loops become persistent kernels (when every tile takes the same number of steps "
+     "and the shared buffers fit side by side): one block per SM (two for one consumer warpgroup) loops over "
+     "the tiles, and the producer loads the next tile during this one's epilogue. False: one block per tile."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

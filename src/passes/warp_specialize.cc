@@ -510,7 +510,7 @@ class WarpSpecializer : public IRMutator {
 
   // ---- persistent tiles ----
 
-  // Persistent when asked (tilec.persistent), without clusters, with the same number of
+  // Persistent unless turned off (tilec.persistent), without clusters, with the same number of
   // steps for every tile, and when the shared buffers fit without sharing bytes across the
   // roles (a block's producer fills the next tile's stages during this tile's epilogue).
   bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) const {

@@ -113,21 +113,26 @@ TEST(GemmIsel, ExplicitFmaIsHonoured) {
   EXPECT_EQ(select_gemm(q, sm(90, true)).inst, GemmInst::kFma);
 }
 
-TEST(GemmIsel, Sm90aSelectsWgmmaWithTileLangsWarpgroupSplit) {
-  // The team GEMM: 128 x 256 tile, 8 warps, Square -> 1 x 2 warpgroups of m64n128 atoms.
+TEST(GemmIsel, Sm90aSelectsWgmmaWithTheWarpgroupSplitThatReadsLeast) {
+  // The team GEMM: 128 x 256 tile, 8 warps. Square -> the split whose atoms read the least
+  // shared memory per K step: 2 x 1 warpgroups of one m64n256 each (640 elements) rather than
+  // TileLang's 1 x 2 of two m64n128 each (768).
   auto q = query(DataType::BFloat16(), DataType::Float(32), 128, 256, 64, 256);
   GemmPlan p = select_gemm(q, sm(90, true));
   EXPECT_EQ(p.inst, GemmInst::kWgmma);
-  EXPECT_EQ(p.wg_m, 1);
-  EXPECT_EQ(p.wg_n, 2);
-  EXPECT_EQ(p.atom_n, 128);
-  EXPECT_STREQ(wgmma_kind_constant(p.wgmma_kind), "tl::kWgmmaBF16");
-  // FullRow: both warpgroups along M, one m64n256 each.
-  q.policy = WarpPolicy::kFullRow;
-  p = select_gemm(q, sm(90, true));
   EXPECT_EQ(p.wg_m, 2);
   EXPECT_EQ(p.wg_n, 1);
   EXPECT_EQ(p.atom_n, 256);
+  EXPECT_STREQ(wgmma_kind_constant(p.wgmma_kind), "tl::kWgmmaBF16");
+  // FullCol: both warpgroups along N, two m64n128 each; TileLang's split on request.
+  q.policy = WarpPolicy::kFullCol;
+  p = select_gemm(q, sm(90, true));
+  EXPECT_EQ(p.wg_m, 1);
+  EXPECT_EQ(p.wg_n, 2);
+  EXPECT_EQ(p.atom_n, 128);
+  q.policy = WarpPolicy::kSquare;
+  q.wgmma_partition = "FullCol";
+  EXPECT_EQ(select_gemm(q, sm(90, true)).wg_n, 2);
   // The quickstart tile on one warpgroup.
   p = select_gemm(query(DataType::Float(16), DataType::Float(32), 128, 128, 32, 128), sm(90, true));
   EXPECT_EQ(p.inst, GemmInst::kWgmma);

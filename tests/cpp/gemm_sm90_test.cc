@@ -81,8 +81,8 @@ TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
   EXPECT_EQ(c.mod.plan.tma_descs[0].swizzle, 3);
   EXPECT_EQ(count(src, "tl::tma_load("), 5) << src;
   EXPECT_EQ(count(src, "const __grid_constant__ tl::TmaDescriptor"), 2);
-  EXPECT_NE(src.find("tl::wgmma_gemm_ss<128, 256, 64, 1, 2, false, false, false, tl::WgTile<128, 64, 3>, "
-                     "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 128, -1>"),
+  EXPECT_NE(src.find("tl::wgmma_gemm_ss<128, 256, 64, 2, 1, false, false, false, tl::WgTile<128, 64, 3>, "
+                     "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 256, -1>"),
             std::string::npos)
       << src;
   // One wgmma group stays in flight: a step waits for the previous one and releases its
@@ -91,10 +91,16 @@ TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
   EXPECT_NE(src.find("tl::wgmma_wait<0>();"), std::string::npos);
   EXPECT_NE(src.find("tl::mbarrier_init(&ko_empty[0], 2);"), std::string::npos) << src;
   EXPECT_EQ(c.mod.plan.block[0], 384);
+  // Persistent: the grid counts the 16 x 32 tiles, the runtime launches one block per SM;
+  // each role loops over its block's tiles, and the consumers hand the last slot of a tile
+  // back before the next.
+  EXPECT_EQ(c.mod.plan.persistent_blocks_per_sm, 1);
+  EXPECT_EQ(ir::script(c.mod.plan.grid[0]), "512");
+  EXPECT_GE(count(src, "tl::grid_dim_x()"), 4) << src;
   // 3 stages of 48 KiB plus the 1 KiB the kernel aligns its arena with.
   EXPECT_EQ(c.mod.plan.dynamic_shared_bytes, 3 * 49152 + 1024);
   if (c.bin.ptx.empty()) GTEST_SKIP() << "NVRTC not found";
-  for (const char* ins : {"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
+  for (const char* ins : {"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
                           "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
                           "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
                           "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.expect_tx",
@@ -126,6 +132,14 @@ TEST(GemmSm90, QuickstartGemmGetsTmaAndWgmmaUnchanged) {
 }
 
 TEST(GemmSm90, ConfigsTurnThePartsOff) {
+  {
+    passes::PassContext ctx(sm90a());
+    ctx.set("tilec.persistent", false);
+    cuda::DeviceModule m = cuda::lower_to_cuda(build_example_gemm(team_gemm()), ctx);
+    EXPECT_EQ(m.plan.persistent_blocks_per_sm, 0);
+    EXPECT_EQ(m.plan.grid.size(), 2u);
+    EXPECT_EQ(m.source.find("grid_dim_x"), std::string::npos);
+  }
   {
     passes::PassContext ctx(sm90a());
     ctx.set("tl.disable_warp_specialized", true);

@@ -6,10 +6,11 @@
 // shared memory, or from a 16-bit register fragment that is not transposed; the block is
 // whole warpgroups; M splits into 64-row atoms per warpgroup and N into columns that are a
 // multiple of 8 per warpgroup; K is a multiple of the instruction's K.
-// Warpgroup partition: TileLang's wgmma partition, in warps (m_warp a multiple of 4, 16
+// Warpgroup partition: TileLang's wgmma partitions, in warps (m_warp a multiple of 4, 16
 // rows and 8 columns per warp at least), read as warpgroups: wg_m = m_warp / 4, wg_n =
-// n_warp. FullRow takes the most warpgroups along M, FullCol the fewest, Square the split
-// whose per-warp tile is closest in shape to the whole tile. With A in registers every
+// n_warp. FullRow takes the most warpgroups along M, FullCol the fewest; Square (whose
+// split changes only speed) the one whose instructions read the least shared memory,
+// then the one whose per-warp tile is closest in shape to the whole tile. With A in registers every
 // warpgroup sits along M (wg_n = 1): each holds the rows of A it multiplies.
 // The instruction N (atom_n) is the widest legal wgmma N dividing a warpgroup's columns.
 #include <cmath>
@@ -153,12 +154,23 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
     case WarpPolicy::kFullRow: pick = splits.back(); break;
     case WarpPolicy::kFullCol: pick = splits.front(); break;
     case WarpPolicy::kSquare: {
+      // The split changes only speed. Square picks the one whose instructions read the
+      // fewest operand elements from shared memory per K step (each 64 x N atom reads 64 rows
+      // of A and N columns of B): for 128 x 256 on two warpgroups one m64n256 each (what
+      // CUTLASS's cooperative kernel does) rather than TileLang's two m64n128 each. Ties go
+      // to TileLang's balance rule.
       const double ideal = double(q.m) / double(q.n);
-      double best = std::numeric_limits<double>::max();
+      double best_balance = std::numeric_limits<double>::max();
+      int64_t best_traffic = std::numeric_limits<int64_t>::max();
       for (auto [mw, nw] : splits) {
+        const int64_t atom = widest_atom(kind, q.n / nw);
+        const int64_t m_atoms = q.m / (mw / 4) / 64, n_atoms = q.n / nw / atom;  // per warpgroup
+        const int64_t traffic = int64_t(mw / 4) * nw * m_atoms * n_atoms * (64 + atom);
         const double per_m = double(q.m) / (16.0 * mw), per_n = double(q.n) / (8.0 * nw);
         const double balance = std::fabs(per_m / per_n - ideal);
-        if (balance < best) best = balance, pick = {mw, nw};
+        if (traffic < best_traffic || (traffic == best_traffic && balance < best_balance)) {
+          best_traffic = traffic, best_balance = balance, pick = {mw, nw};
+        }
       }
       break;
     }

@@ -12,6 +12,7 @@
 #include "tilec/ir/tile_op.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
+#include "tilec/passes/cuda_back_passes.h"
 
 namespace tilec::ops {
 
@@ -92,7 +93,17 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
       loop = ctx.coalesced_loop_layout(p.loop.extents, {src.buffer, dst.buffer});
     }
   }
-  return ctx.lower_parallel(p.loop.vars, p.loop.extents, body, loop, first_replica_only);
+  Stmt s = ctx.lower_parallel(p.loop.vars, p.loop.extents, body, loop, first_replica_only);
+  // Between two buffers, each (thread, register) pair of the nest copies its own element:
+  // the register loop's iterations never touch one element twice (insert_syncs then needs
+  // no barrier between them, which it could not prove for swizzled indices).
+  if (src.buffer.get() != dst.buffer.get())
+    if (auto* f = s.as<ForNode>()) {
+      auto n = std::make_shared<ForNode>(*f);
+      n->annotations.emplace_back(passes::kDisjointIterationsKey, true);
+      s = Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+    }
+  return s;
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // (see parallel_loop.h).
 #include "ops/parallel_loop.h"
 
-#include "tilec/passes/cuda_back_passes.h"
 
 #include <algorithm>
 #include <map>
@@ -628,10 +627,7 @@ Stmt lower_parallel_nest(const std::vector<Var>& vars, const std::vector<int64_t
   Stmt s = rw.mutate(body);
   if (V > 1) s = make_for(kv, int_imm(0), int_imm(V), ForKind::kVectorized, s, loc);
   if (inv.valid) s = if_then_else(inv.valid, s, nullptr, loc);
-  // Each (thread, register) pair is its own element of the nest: no two iterations, of one
-  // thread or of two, touch the same element (insert_syncs needs no barrier between them).
-  if (K > 1)
-    s = make_for(ko, int_imm(0), int_imm(K), ForKind::kUnrolled, s, loc, {}, "", {{passes::kDisjointIterationsKey, true}});
+  if (K > 1) s = make_for(ko, int_imm(0), int_imm(K), ForKind::kUnrolled, s, loc);
   return s;
 }
 

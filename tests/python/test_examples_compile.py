@@ -169,3 +169,24 @@ def test_gemm_overlap_is_dropped_when_it_makes_ptxas_spill():
         assert "gemm_ss_overlap" not in auto.get_kernel_source() and spills(auto) < spills(forced)
     else:  # another ptxas: nothing to fall back from
         assert auto.get_kernel_source() == forced.get_kernel_source()
+
+
+def test_cumsum_keeps_the_barriers_between_its_phases():
+    # Regression (found on the H200): the scan's loops read what other threads wrote; only the
+    # register loops of copies between two buffers may skip barriers across iterations.
+    src = tilec.compile(importlib.import_module("cumsum").row_cumsum(512), target="sm_80").get_kernel_source()
+    assert src.count("__syncthreads();") == 4, src  # fill | scan | totals | (store, in both arms)
+
+
+def test_fragment_to_shared_copy_needs_one_barrier_not_one_per_register():
+    # The epilogue copy C_local -> C_shared (swizzled) of a warp-specialized GEMM: one barrier
+    # before it (the stage buffers it may share bytes with), none inside its register loop.
+    bench = os.path.join(ROOT, "bench")
+    sys.path.insert(0, bench)
+    import tilec.language as T
+    from peer_gemm import program
+
+    src = tilec.compile(program(T, 1024, 1024, 1024, 128, 256, 64, 3, 256, "bfloat16"), target="sm_90a",
+                        pass_configs={"tilec.persistent": False}).get_kernel_source()
+    epilogue = src[src.index("tl::wgmma_wait<0>();"):src.index("tl::tma_store(")]
+    assert epilogue.count("named_barrier_sync") == 2, epilogue  # before the copy, before the TMA store

@@ -38,9 +38,8 @@ inline constexpr const char* kUnflattenedParamsAttr = "tilec.unflattened_params"
 // PrimFunc attr (int64): bytes of the dynamic shared memory arena.
 inline constexpr const char* kDynamicSharedBytesAttr = "tilec.dynamic_shared_bytes";
 // For annotation (bool): the iterations of this loop, in all threads, touch pairwise
-// different elements of every buffer the body indexes with the loop's variables (the
-// register loop of a lowered T.Parallel nest): insert_syncs carries no conflict across
-// its back edge.
+// different elements of every buffer the body accesses (the register loop of a T.copy
+// between two buffers): insert_syncs carries no conflict across its back edge.
 inline constexpr const char* kDisjointIterationsKey = "tilec.disjoint_iterations";
 // PrimFunc attr (int64 B): the kernel's register budget assumes B blocks per SM (warp
 // specialization with setmaxnreg): codegen prints __launch_bounds__(threads, B).

@@ -157,7 +157,8 @@ LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& stat
   TmaShape t;
   if (!tma_shape(op, &t).empty() || state.has_layout(t.shared->buffer)) return {};
   const Buffer& b = t.shared->buffer;
-  layout::SwizzleMode mode = widest_smem_tile_mode(t.cols, t.cols, b->dtype);
+  layout::SwizzleMode mode = widest_smem_tile_mode(t.tile_rows, t.cols, t.cols, b->dtype);
+  if (mode == layout::SwizzleMode::kNone && t.cols > 256) return {};  // no box that wide: not TMA
   return {{b, smem_tile_layout(b, mode)}};
 }
 
@@ -178,12 +179,17 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
   const Buffer& s = t.shared->buffer;
   const Buffer& g = t.global->buffer;
   auto form = smem_tile_form(s, ctx.layout_of(s));
+  const bool explicit_tma = op.op == "tma_copy" || attr_string(op, "prefer_instruction") == "tma";
+  const int64_t elem = s->dtype.bytes();
+  const int64_t span =
+      !form || form->mode == layout::SwizzleMode::kNone ? t.cols : layout::swizzle_span_bytes(form->mode) / elem;
+  const int64_t box_cols = std::min<int64_t>(span, t.cols), box_rows = std::min<int64_t>(t.rows, 256);
+  // A layout TMA cannot write, or a row-major tile wider than a box: a plain T.copy goes to
+  // the SIMT copy (null: the next behaviour lowers it); an explicit request is an error.
+  if (!explicit_tma && (!form || box_cols > 256)) return Stmt();
   TILEC_USER_CHECK(form.has_value(), op.loc, "remove the T.annotate_layout of this buffer, or use T.copy")
       << describe_op(op) << ": shared buffer '" << s->name << "' has a layout TMA cannot write ("
       << layout::describe(ctx.layout_of(s)) << ")";
-  const int64_t elem = s->dtype.bytes();
-  const int64_t span = form->mode == layout::SwizzleMode::kNone ? t.cols : layout::swizzle_span_bytes(form->mode) / elem;
-  const int64_t box_cols = std::min<int64_t>(span, t.cols), box_rows = std::min<int64_t>(t.rows, 256);
   TILEC_USER_CHECK(box_cols <= 256, op.loc, "use tiles of at most 256 columns")
       << describe_op(op) << ": a TMA box is at most 256 elements wide, the tile has " << t.cols << " columns";
   const int gn = g->ndim();

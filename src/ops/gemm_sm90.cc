@@ -68,7 +68,7 @@ namespace {
 // The swizzle of a shared operand: whole spans per row and per instruction column range.
 layout::SwizzleMode operand_mode(const Matrix& m, bool k_major, int64_t mn_unit) {
   const Buffer& b = m.region->buffer;
-  return widest_smem_tile_mode(m.tile_cols, k_major ? m.tile_cols : mn_unit, b->dtype);
+  return widest_smem_tile_mode(m.tile_rows, m.tile_cols, k_major ? m.tile_cols : mn_unit, b->dtype);
 }
 
 struct SharedOperand {

@@ -39,16 +39,16 @@ SmemTileForm form_of(const Buffer& b, layout::SwizzleMode mode) {
 
 }  // namespace
 
-bool smem_tile_mode_fits(int64_t cols, DataType dtype, layout::SwizzleMode mode) {
+bool smem_tile_mode_fits(int64_t rows, int64_t cols, DataType dtype, layout::SwizzleMode mode) {
   const int64_t row_bytes = cols * dtype.bytes();
   if (dtype.bits() % 8 != 0 || dtype.lanes() != 1) return false;
   if (mode == layout::SwizzleMode::kNone) return row_bytes % 16 == 0;
-  return row_bytes % layout::swizzle_span_bytes(mode) == 0;
+  return row_bytes % layout::swizzle_span_bytes(mode) == 0 && rows % 8 == 0;
 }
 
-layout::SwizzleMode widest_smem_tile_mode(int64_t cols, int64_t min_span_cols, DataType dtype) {
+layout::SwizzleMode widest_smem_tile_mode(int64_t rows, int64_t cols, int64_t min_span_cols, DataType dtype) {
   for (auto m : {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B}) {
-    if (!smem_tile_mode_fits(cols, dtype, m)) continue;
+    if (!smem_tile_mode_fits(rows, cols, dtype, m)) continue;
     if (min_span_cols * dtype.bytes() % layout::swizzle_span_bytes(m) != 0) continue;
     return m;
   }
@@ -57,7 +57,7 @@ layout::SwizzleMode widest_smem_tile_mode(int64_t cols, int64_t min_span_cols, D
 
 Layout smem_tile_layout(const Buffer& b, layout::SwizzleMode mode) {
   const SmemTileForm f = form_of(b, mode);
-  TILEC_ICHECK(smem_tile_mode_fits(f.cols, b->dtype, mode))
+  TILEC_ICHECK(smem_tile_mode_fits(f.rows, f.cols, b->dtype, mode))
       << layout::swizzle_name(mode) << " tile form does not fit buffer " << b->name;
   Layout tile = layout::swizzled_layout({f.rows, f.cols}, b->dtype, mode);
   std::vector<int64_t> shape = const_shape(b);
@@ -91,7 +91,7 @@ std::optional<SmemTileForm> smem_tile_form(const Buffer& b, const Layout& l) {
   const std::vector<int64_t> shape = const_shape(b);
   for (auto mode : {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B,
                     layout::SwizzleMode::kNone}) {
-    if (!smem_tile_mode_fits(shape.back(), b->dtype, mode)) continue;
+    if (!smem_tile_mode_fits(shape[shape.size() - 2], shape.back(), b->dtype, mode)) continue;
     if (layout::layout_equal(l, smem_tile_layout(b, mode))) return form_of(b, mode);
   }
   return std::nullopt;

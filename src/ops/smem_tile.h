@@ -24,11 +24,13 @@ struct SmemTileForm {
   int64_t tile_stride = 0;     // elements between consecutive tiles of the leading dimensions
 };
 
-// Whether `mode` can store a rows x cols tile of `dtype` in this form.
-bool smem_tile_mode_fits(int64_t cols, ir::DataType dtype, layout::SwizzleMode mode);
-// The widest swizzle that fits a row of `cols` elements, each row `min_span_cols` columns
-// (a unit every reader starts at) or wider; kNone when none does.
-layout::SwizzleMode widest_smem_tile_mode(int64_t cols, int64_t min_span_cols, ir::DataType dtype);
+// Whether `mode` can store a rows x cols tile of `dtype` in this form: rows of whole spans,
+// and whole 8-row swizzle periods per column block (the hardware XORs with the address's
+// row-in-period bits, so every column block must start a period).
+bool smem_tile_mode_fits(int64_t rows, int64_t cols, ir::DataType dtype, layout::SwizzleMode mode);
+// The widest swizzle that fits the tile, each row `min_span_cols` columns (a unit every
+// reader starts at) or wider; kNone when none does.
+layout::SwizzleMode widest_smem_tile_mode(int64_t rows, int64_t cols, int64_t min_span_cols, ir::DataType dtype);
 // The layout of buffer `b` (constant shape, 2-D or more) in this form.
 ir::Layout smem_tile_layout(const ir::Buffer& b, layout::SwizzleMode mode);
 // Recognizes a layout smem_tile_layout made (or one equal to it); nullopt otherwise.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ops/gemm_operands.h"
+#include "ops/smem_tile.h"
 #include "tilec/ir/example_gemm.h"
 #include "tilec/ir/printer.h"
 #include "tilec/ir/visitor.h"
@@ -190,6 +191,23 @@ TEST(GemmSm90, AccumulatorFragmentMatchesTheDeviceFormulas) {
       }
     EXPECT_EQ(layout::fragment_local_size(l), int64_t(m) * n / (128 * wgm * wgn));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// TMA and the descriptors XOR with the address's row-in-period bits: a swizzled tile needs
+// whole 8-row periods in each column block (a 4-row float tile of 512 columns would put
+// column block 1 at 512 bytes, mid-period).
+TEST(SmemTile, SwizzledTilesNeedWhole8RowPeriods) {
+  using layout::SwizzleMode;
+  EXPECT_FALSE(ops::smem_tile_mode_fits(4, 512, DataType::Float(32), SwizzleMode::k128B));
+  EXPECT_TRUE(ops::smem_tile_mode_fits(4, 512, DataType::Float(32), SwizzleMode::kNone));
+  EXPECT_TRUE(ops::smem_tile_mode_fits(8, 512, DataType::Float(32), SwizzleMode::k128B));
+  EXPECT_EQ(ops::widest_smem_tile_mode(4, 512, 512, DataType::Float(32)), SwizzleMode::kNone);
+  EXPECT_EQ(ops::widest_smem_tile_mode(128, 32, 32, DataType::Float(16)), SwizzleMode::k64B);
+  EXPECT_EQ(ops::widest_smem_tile_mode(64, 256, 256, DataType::BFloat16()), SwizzleMode::k128B);
 }
 
 }  // namespace

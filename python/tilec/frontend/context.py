@@ -23,6 +23,11 @@ class ParseContext:
         self.pending_name: Optional[str] = None
         self.parser = None  # the innermost Parser (set by the parser)
         self.func_attrs: dict = {}  # T.func_attr({...})
+        self.eager = None  # frontend.eager.EagerState while an eager jit function is parsed
+        self.outputs: list = []  # T.empty tensors, in creation order
+        self.returned_outputs: Optional[list] = None  # what the function's `return` names
+        self.pass_configs: dict = {}  # T.annotate_pass_configs
+        self.compile_flags: list = []  # T.annotate_compile_flags
 
     def take_name(self, default: str) -> str:
         name, self.pending_name = self.pending_name, None

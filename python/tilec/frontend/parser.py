@@ -163,6 +163,10 @@ class Parser(ExpressionEvaluator):
             candidates.extend(block_vars)
         return any(v.same_as(c) for c in candidates)
 
+    def _is_eager_size(self, v: Any) -> bool:
+        eager = self.ctx.eager
+        return eager is not None and isinstance(v, Var) and any(v.same_as(c) for c in eager.const_vars.values())
+
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         where = self._find_scope(name)
         current = self.scopes[where][name] if where is not None else None
@@ -171,7 +175,7 @@ class Parser(ExpressionEvaluator):
             return
         if isinstance(value, BufferAccess) and value.is_point():
             value = value.to_load()
-        if isinstance(value, Expr) and not self._is_kernel_index(value):
+        if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_eager_size(value):
             crosses_frame = where is not None and any(s.ir_frame for s in self.scopes[where + 1:])
             if crosses_frame and isinstance(current, Expr):
                 raise self.error(
@@ -291,6 +295,15 @@ class Parser(ExpressionEvaluator):
             raise self.error(target, f"cannot update {type(target).__name__} in a kernel")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        eager = self.ctx.eager
+        if node.value is None and eager is not None and isinstance(node.target, ast.Name) and \
+                node.target.id in eager.runtime_params and self.macro_depth == 0 and self.ir_depth == 0:
+            from .eager import declare_param
+
+            spec = self.eval(node.annotation)
+            self.ctx.loc = self.loc(node)
+            self.bind(node.target.id, declare_param(self.ctx, node.target.id, spec))
+            return
         if node.value is None or not isinstance(node.target, ast.Name):
             raise self.error(node, "a declaration without a value is not supported in a kernel",
                              "write `x: T.int32 = value`, or x = T.alloc_var(T.int32) for a mutable variable")
@@ -420,13 +433,26 @@ class Parser(ExpressionEvaluator):
 
     def stmt_Return(self, node: ast.Return) -> None:
         if not self.in_macro:
-            raise self.error(node, "a T.prim_func does not return a value",
-                             "write results into a tensor parameter (and list it in out_idx)")
+            self._return_outputs(node)
+            return
         if self.ir_depth > 0:
             raise self.error(node, "`return` inside a loop, if or with block of a T.macro is not supported",
                              "return at the end of the macro")
         self.return_value = self.eval(node.value) if node.value is not None else None
         self.returned = True
+
+    def _return_outputs(self, node: ast.Return) -> None:
+        """`return C` / `return C, D` in a kernel: the T.empty tensors are its outputs."""
+        value = self.eval(node.value) if node.value is not None else None
+        values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+        for v in values:
+            if not (isinstance(v, Buffer) and any(v.same_as(o) for o in self.ctx.outputs)):
+                raise self.error(node, "a kernel can only return tensors made with T.empty",
+                                 "write results into a tensor parameter (and list it in out_idx), or declare "
+                                 "the output with C = T.empty(shape, dtype) and return C")
+        if self.ir_depth > 0 or self.ctx.returned_outputs is not None:
+            raise self.error(node, "`return` of a kernel's outputs must be its last statement, at the top level")
+        self.ctx.returned_outputs = values
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         cond = self.eval(node.test)

@@ -18,6 +18,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
 )
 from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
 from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)
 

@@ -248,3 +248,20 @@ def jit(func: Any = None, *, out_idx=None, target: Any = "auto", target_host: An
         return JITImpl(f, **options)
 
     return decorate(func) if func is not None else decorate
+
+
+def par_compile(funcs: Any, out_idx=None, target: Any = "auto", target_host: Any = None,
+                execution_backend: Optional[str] = None, verbose: Optional[bool] = None,
+                pass_configs: Optional[dict] = None, compile_flags: Any = None, num_workers: Optional[int] = None,
+                ignore_error: bool = False) -> list:
+    """Compiles several PrimFuncs (TileLang's par_compile); a failed one is None with ignore_error."""
+    kernels = []
+    for func in funcs:
+        try:
+            kernels.append(compile(func, out_idx=out_idx, target=target, pass_configs=pass_configs,
+                                   compile_flags=compile_flags))
+        except CompileError:
+            if not ignore_error:
+                raise
+            kernels.append(None)
+    return kernels

@@ -3,7 +3,7 @@
 
 from ..frontend.function import prim_func
 from ..frontend.macro import macro
-from .dtypes import DTYPES as _DTYPES, DType
+from .dtypes import DTYPES as _DTYPES, DType, dtype
 from .frames import Frame
 from .layout import Fragment, Layout
 from .ops import (  # noqa: A004 (abs, max, min, print are T names)

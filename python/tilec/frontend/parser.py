@@ -28,7 +28,7 @@ from typing import Any, Optional
 from .. import _tilec
 from ..errors import CompileError
 from . import context
-from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir, to_expr
+from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir, stored_value, to_expr
 
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
@@ -163,19 +163,21 @@ class Parser(ExpressionEvaluator):
             candidates.extend(block_vars)
         return any(v.same_as(c) for c in candidates)
 
-    def _is_eager_size(self, v: Any) -> bool:
-        eager = self.ctx.eager
-        return eager is not None and isinstance(v, Var) and any(v.same_as(c) for c in eager.const_vars.values())
+    @staticmethod
+    def _is_plain_var(v: Any) -> bool:
+        # A name for a variable (a T.dynamic size, a T.const size, a parameter) is an alias: a
+        # let would hide the size from the tensor shapes that use it.
+        return isinstance(v, Var) and v.kind == "Var"
 
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         where = self._find_scope(name)
         current = self.scopes[where][name] if where is not None else None
         if isinstance(current, Buffer) and current.scope == VAR_SCOPE and not isinstance(value, Buffer):
-            self.builder.store(current, [0], to_expr(value), self.loc(node))
+            self.builder.store(current, [0], stored_value(current, value, self.loc(node)), self.loc(node))
             return
         if isinstance(value, BufferAccess) and value.is_point():
             value = value.to_load()
-        if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_eager_size(value):
+        if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_plain_var(value):
             crosses_frame = where is not None and any(s.ir_frame for s in self.scopes[where + 1:])
             if crosses_frame and isinstance(current, Expr):
                 raise self.error(
@@ -269,7 +271,8 @@ class Parser(ExpressionEvaluator):
                     raise self.error(target, "assignment to a slice is not supported",
                                      "use T.fill(A[...], value) or a T.Parallel loop")
                 access.check_rank()
-                self.builder.store(obj, [to_expr(i[1]) for i in access.items], to_expr(value), self.loc(target))
+                self.builder.store(obj, [to_expr(i[1]) for i in access.items], stored_value(obj, value, self.loc(target)),
+                                   self.loc(target))
             elif isinstance(obj, (list, dict)) and not is_ir(value):
                 obj[self.eval(target.slice)] = value
             else:
@@ -287,7 +290,8 @@ class Parser(ExpressionEvaluator):
             access = self.subscript_buffer(obj, target.slice, target)
             current = access.to_load()
             self.builder.store(obj, [to_expr(i[1]) for i in access.items],
-                               self.binop(node.op, current, rhs, node), self.loc(target))
+                               stored_value(obj, self.binop(node.op, current, rhs, node), self.loc(target)),
+                               self.loc(target))
         elif isinstance(target, ast.Name):
             current = self.lookup(target.id, target)
             self.assign_name(target.id, self.binop(node.op, current, rhs, node), target)

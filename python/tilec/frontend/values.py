@@ -104,6 +104,15 @@ def to_expr(v: Any) -> Expr:
     raise CompileError(f"a {type(v).__name__} cannot be used as a value in a kernel")
 
 
+def stored_value(buffer: Buffer, value: Any, loc) -> Expr:
+    """`value` as stored into `buffer`: cast to the buffer's dtype when it differs (TileLang
+    converts on store, e.g. a float32 sum written into a float16 tile)."""
+    e = to_expr(value)
+    if e.dtype != buffer.dtype and e.dtype.lanes == 1 and buffer.dtype.lanes == 1:
+        return _tilec.cast(buffer.dtype, e, loc)
+    return e
+
+
 def to_region(v: Any, what: str = "argument") -> BufferRegion:
     if isinstance(v, BufferRegion):
         return v

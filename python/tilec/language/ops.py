@@ -17,6 +17,7 @@ from ..frontend.values import (
     BufferAccess,
     const_int,
     is_ir,
+    stored_value,
     to_expr,
 )
 from .dtypes import dtype_str
@@ -204,7 +205,7 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var"):
     ctx = context.require("T.alloc_var")
     buf = _alloc("T.alloc_var", "v", [1], dtype, scope)
     if init is not None:
-        ctx.builder.store(buf, [0], to_expr(init), ctx.loc)
+        ctx.builder.store(buf, [0], stored_value(buf, init, ctx.loc), ctx.loc)
     return buf
 
 

@@ -162,3 +162,14 @@ def test_a_store_casts_to_the_buffer_dtype():
 
     text = store.script()
     assert 'T.Cast("float16"' in text or 'T.cast(' in text
+
+
+def test_chained_assignment_and_clamp():
+    @T.prim_func
+    def chained(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(1, threads=32) as _:
+            for i in T.Parallel(8):
+                A[i] = B[i] = T.clamp(A[i], -1.0, 1.0)
+
+    text = chained.script()
+    assert text.count("T.max(") + text.count("T.min(") >= 2 or "max(" in text

@@ -193,7 +193,8 @@ class InterceptedKernel:
             raise KernelArgumentError(f"kernel {self._kernel.signature} takes {len(inputs)} inputs "
                                       f"(or all {len(self._params)} arguments), got {len(args)}")
         symbols = {}
-        for p, a in zip(self._params, args):
+        given = self._params if len(args) == len(self._params) else inputs
+        for p, a in zip(given, args):
             if p["kind"] == "tensor" and hasattr(a, "shape"):
                 if len(a.shape) != len(p["shape"]):
                     from tilec.kernel import KernelArgumentError

@@ -238,9 +238,13 @@ class Parser(ExpressionEvaluator):
             self.builder.evaluate(to_expr(value), self.loc(node))
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) != 1:
-            raise self.error(node, "chained assignment (a = b = ...) is not supported in a kernel",
-                             "assign each name on its own line")
+        if len(node.targets) != 1:  # a = b = value: the value once, then each target
+            value = self.eval(node.value)
+            if isinstance(value, BufferAccess) and value.is_point():
+                value = value.to_load()
+            for target in node.targets:
+                self.assign_target(target, value, node)
+            return
         target = node.targets[0]
         if isinstance(target, ast.Name):
             self.ctx.pending_name = target.id

@@ -16,6 +16,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     reduce_min, reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
     truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
 )
+from .ops import assume, clamp, sync_threads
 from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
 from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty

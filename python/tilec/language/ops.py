@@ -684,6 +684,9 @@ def use_swizzle(panel_size: Any, order: str = "row", enable: bool = True):
     """Rasterises the grid in panels of `panel_size` blocks for L2 reuse."""
     if not enable:
         return None
+    ctx = context.current()
+    if ctx is not None and ctx.kernels and len(ctx.kernels[-1]) < 2:
+        return None  # rasterization reorders a 2-D grid; on a 1-D grid it changes nothing
     if order != "row":
         raise CompileError(f"T.use_swizzle(order={order!r}) is not supported yet", hint="order='row'")
     return AnnotationFrame("use_swizzle", const_int(panel_size, "panel_size"))
@@ -694,3 +697,22 @@ def annotate(key: str, value: Any):
     if not isinstance(key, str):
         raise CompileError("T.annotate takes a string key")
     return AnnotationFrame(key, _marshal_attr(value))
+
+
+@primitive
+def clamp(x: Any, lo: Any, hi: Any):
+    """min(max(x, lo), hi)."""
+    return min(max(x, lo), hi)
+
+
+@primitive
+def sync_threads():
+    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
+    ctx = context.require("T.sync_threads")
+    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def assume(cond: Any):
+    """A fact the compiler may use (TileLang: T.assume). tilec does not use it yet: no IR."""
+    context.require("T.assume")

@@ -34,6 +34,13 @@ def primitive(fn):
     return fn
 
 
+def _named_primitive(fn, name: str, doc: str):
+    """A T primitive made by a factory (one per op name): named and documented as that op."""
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return primitive(fn)
+
+
 def _loc():
     return context.loc()
 
@@ -351,9 +358,7 @@ def _reduce(kind: str):
     def op(buffer: Any, out: Any, *args, **kwargs):
         _tile_op(kind, [buffer, out, *args], kwargs, ("dim", "clear"))
 
-    op.__name__ = kind
-    op.__doc__ = f"T.{kind}(buffer, out, dim=-1, clear=True)"
-    return primitive(op)
+    return _named_primitive(op, kind, f"T.{kind}(buffer, out, dim=-1, clear=True)")
 
 
 reduce_max = _reduce("reduce_max")
@@ -392,9 +397,8 @@ def _atomic(kind: str):
             return
         _tile_op(kind, [dst, value], kwargs)
 
-    op.__name__ = kind
-    op.__doc__ = f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, on an element or a region"
-    return primitive(op)
+    return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "
+                                      "on an element or a region")
 
 
 atomic_add = _atomic("atomic_add")
@@ -414,9 +418,7 @@ def _math(name: str):
     def fn(x: Any):
         return _call(name, x)
 
-    fn.__name__ = name
-    fn.__doc__ = f"T.{name}(x), elementwise"
-    return primitive(fn)
+    return _named_primitive(fn, name, f"T.{name}(x), elementwise")
 
 
 exp = _math("exp")
@@ -471,9 +473,7 @@ def _bit_intrinsic(name: str):
             ea = _tilec.int_imm(int(a), eb.dtype, _loc())
         return _tilec.call(ea.dtype, "tl." + name, [ea, eb], _loc())
 
-    fn.__name__ = name
-    fn.__doc__ = f"T.{name}(a, b) on integers"
-    return primitive(fn)
+    return _named_primitive(fn, name, f"T.{name}(a, b) on integers")
 
 
 bitwise_and = _bit_intrinsic("bitwise_and")
@@ -716,3 +716,18 @@ def sync_threads():
 def assume(cond: Any):
     """A fact the compiler may use (TileLang: T.assume). tilec does not use it yet: no IR."""
     context.require("T.assume")
+
+
+def _register_hint(name: str):
+    def hint(*args, **kwargs):
+        context.require(f"T.{name}")  # a register-budget hint: tilec sizes registers itself
+
+    return _named_primitive(hint, name, f"T.{name}: accepted and ignored — register budgets (setmaxnreg) are "
+                                        "the compiler's choice in tilec; the hint never changes results")
+
+
+disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
+set_max_nreg = _register_hint("set_max_nreg")
+inc_max_nreg = _register_hint("inc_max_nreg")
+dec_max_nreg = _register_hint("dec_max_nreg")
+no_set_max_nreg = _register_hint("no_set_max_nreg")

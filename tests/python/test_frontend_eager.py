@@ -173,3 +173,15 @@ def test_chained_assignment_and_clamp():
 
     text = chained.script()
     assert text.count("T.max(") + text.count("T.min(") >= 2 or "max(" in text
+
+
+def test_a_slice_between_let_bound_bounds_has_a_constant_extent():
+    @T.prim_func
+    def rows(A: T.Tensor((256, 32), T.float16)):
+        with T.Kernel(4, threads=128) as bx:
+            S = T.alloc_shared((64, 32), T.float16)
+            lo = bx * 64
+            hi = lo + 64
+            T.copy(A[lo:hi, :], S)
+
+    assert "T.copy" in rows.script()

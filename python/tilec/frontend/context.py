@@ -28,6 +28,7 @@ class ParseContext:
         self.returned_outputs: Optional[list] = None  # what the function's `return` names
         self.pass_configs: dict = {}  # T.annotate_pass_configs
         self.compile_flags: list = []  # T.annotate_compile_flags
+        self.let_values: list = []  # (let variable, its value), so `lo:hi` sees hi = lo + n
 
     def take_name(self, default: str) -> str:
         name, self.pending_name = self.pending_name, None
@@ -65,6 +66,17 @@ def require(what: str) -> ParseContext:
             hint="call it in the body of a @T.prim_func (or a T.macro called from one)",
         )
     return ctx
+
+
+def let_value(v):
+    """The value a let variable was bound to in the kernel being parsed, else None."""
+    ctx = current()
+    if ctx is None:
+        return None
+    for var, value in reversed(ctx.let_values):
+        if var.same_as(v):
+            return value
+    return None
 
 
 def loc() -> "_tilec.SourceLoc":

@@ -184,7 +184,9 @@ class Parser(ExpressionEvaluator):
                     node, f"'{name}' is assigned inside a loop or if, but was defined outside it",
                     f"the new value would not be visible after the block; declare {name} = T.alloc_var(dtype) "
                     f"before it for a mutable variable")
-            self.bind(name, self.builder.let(name, value, self.loc(node)))
+            var = self.builder.let(name, value, self.loc(node))
+            self.ctx.let_values.append((var, value))
+            self.bind(name, var)
             return
         self.bind(name, value)
 

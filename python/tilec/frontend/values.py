@@ -157,6 +157,10 @@ def extent_between(lo: Any, hi: Any) -> Any:
     if not is_ir(lo) and not is_ir(hi):
         return hi - lo
     lo_e, hi_e = to_expr(lo), to_expr(hi)
+    if hi_e.kind == "Var":  # hi = lo + n bound by a let (H1 = H0 + 64; A[H0:H1])
+        bound = context.let_value(hi_e)
+        if bound is not None:
+            hi_e = to_expr(bound)
     if hi_e.kind == "Add" and _tilec.structural_equal(hi_e.a, lo_e):
         return hi_e.b
     return _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))

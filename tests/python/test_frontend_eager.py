@@ -185,3 +185,15 @@ def test_a_slice_between_let_bound_bounds_has_a_constant_extent():
             T.copy(A[lo:hi, :], S)
 
     assert "T.copy" in rows.script()
+
+
+def test_several_dynamic_sizes_at_once_and_a_parenthesised_extent():
+    b, s = T.dynamic("b, s")
+
+    @T.prim_func
+    def dyn(A: T.Tensor[(b, s), T.float32], L: T.Tensor[(b), T.int32]):
+        with T.Kernel(b, threads=32) as bx:
+            L[bx] = 0
+
+    text = dyn.script()
+    assert "T.Tensor((b, s)" in text and "T.Tensor((b,)" in text

@@ -13,7 +13,8 @@ intercepted, torch's "cuda" on the CPU. Status per example:
   tilec       stopped on a tilec error (a CompileError / InternalError, a missing tilelang
               API, an unsupported feature) — the ones to fix
   package     needs a Python package that is not installed (triton, fla, flash_attn, ...)
-  program     stopped on an error of its own before any kernel compiled
+  program     stopped on an error of its own before any kernel compiled (or was killed for
+              using more host memory than the machine has: CPU mode keeps "cuda" tensors in RAM)
   timeout     did not finish within --timeout seconds
 
 The in-scope list is the first column of `h200-upstream-2026-12-01.tsv`. Results go to
@@ -71,8 +72,12 @@ def run_one(example: str, timeout: float) -> dict:
                 result = json.load(f)
         except (OSError, ValueError):
             tail = [ln for ln in output.splitlines() if ln.strip()][-1:] or ["(no output)"]
-            result = {"status": "fail", "kernels": 0, "error": f"crashed (exit {proc.returncode}): {tail[0][:300]}",
-                      "error_kind": "tilec"}
+            if proc.returncode == -9:  # the kernel's OOM killer: the CPU stand-in for "cuda" ran out
+                result = {"status": "fail", "kernels": 0, "error": "killed (out of host memory in CPU mode)",
+                          "error_kind": "program"}
+            else:
+                result = {"status": "fail", "kernels": 0,
+                          "error": f"crashed (exit {proc.returncode}): {tail[0][:300]}", "error_kind": "tilec"}
     except subprocess.TimeoutExpired:
         result = {"status": "timeout", "kernels": None, "error": f"no result within {timeout:.0f} s",
                   "error_kind": "timeout"}

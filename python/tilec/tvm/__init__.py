@@ -5,15 +5,16 @@ else raises an AttributeError that says so (docs/LANGUAGE.md, "TVM names")."""
 
 from __future__ import annotations
 
-from . import target, tirx
+from . import target, testing, tirx
 from .tirx import DataType
 
 __tilec_stand_in__ = True
 tir = tirx
 
-__all__ = ["DataType", "tirx", "tir", "target"]
+__all__ = ["DataType", "tirx", "tir", "target", "testing"]
 
 
 def __getattr__(name: str):
     raise AttributeError(f"tvm.{name} is not available: tilec is not built on TVM and provides only "
-                         "tvm.DataType, tvm.tirx (const, PrimExpr, reinterpret, Cast) and tvm.target.Target")
+                         "tvm.DataType, tvm.tirx (const, PrimExpr, reinterpret, Cast), tvm.target.Target and "
+                         "tvm.testing.requires_package")

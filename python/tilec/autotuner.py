@@ -216,6 +216,13 @@ class AutoTuner:
     __call__ = run
 
 
+def _key_part(v: Any) -> Any:
+    """A call argument as part of the tuning cache key: tensors by shape and dtype."""
+    if hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, type):
+        return ("tensor", tuple(int(d) for d in v.shape), str(v.dtype))
+    return v
+
+
 class AutoTuneImpl:
     """What `@autotune(configs=...)` over `@jit` returns."""
 
@@ -238,8 +245,7 @@ class AutoTuneImpl:
     def _tune(self, args: tuple, kwargs: dict):
         from .jit import _cache_key
 
-        key = _cache_key(args, kwargs) if self.jit_impl.mode == "lazy" else \
-            self.jit_impl._eager.cache_key(args, kwargs)[0]
+        key = _cache_key(tuple(_key_part(a) for a in args), {k: _key_part(v) for k, v in kwargs.items()})
         hit = self._cache.get(key)
         if hit is not None:
             return hit

@@ -146,3 +146,25 @@ def test_not_provided_tools_raise_with_an_alternative():
         MatmulTemplate(M=1, N=1, K=1)
     with pytest.raises(NotImplementedError, match="script"):
         plot_layout(None)
+
+
+def test_autotune_over_an_eager_function_tunes_a_parameter_without_default(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+
+    @tilec.autotune(configs=[{"block": 4096}, {"block": 64}])
+    @tilec.jit(target="sm_90a")
+    def ones(A, block):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                A[bx * block + i] = 1.0
+
+    class Fake:
+        shape = (256,)
+        dtype = "float32"
+
+    kernel = ones.compile(Fake())
+    assert kernel.params()[0]["shape"] == [256]

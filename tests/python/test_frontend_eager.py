@@ -197,3 +197,16 @@ def test_several_dynamic_sizes_at_once_and_a_parenthesised_extent():
 
     text = dyn.script()
     assert "T.Tensor((b, s)" in text and "T.Tensor((b,)" in text
+
+
+def test_python_type_annotations_in_a_body_are_plain_assignments():
+    @T.prim_func
+    def hinted(A: T.Tensor((8,), T.float32)):
+        n: int = 4
+        dtype: str = "float32"
+        with T.Kernel(1, threads=32) as _:
+            x: T.float32 = A[0]
+            for i in T.Parallel(n):
+                A[i] = T.cast(x, dtype)
+
+    assert "T.Parallel(4)" in hinted.script()

@@ -317,10 +317,18 @@ class Parser(ExpressionEvaluator):
         if node.value is None or not isinstance(node.target, ast.Name):
             raise self.error(node, "a declaration without a value is not supported in a kernel",
                              "write `x: T.int32 = value`, or x = T.alloc_var(T.int32) for a mutable variable")
-        from ..language.dtypes import dtype_str
+        from ..language.dtypes import DType, dtype_str
 
-        dtype = dtype_str(self.eval(node.annotation), "the annotation")
-        value = _tilec.cast(dtype, to_expr(self.eval(node.value)), self.loc(node))
+        annotation = self.eval(node.annotation)
+        value = self.eval(node.value)
+        if isinstance(annotation, type) and not is_ir(value):  # `n: int = 4`, `dtype: str = "float16"`
+            self.assign_name(node.target.id, value, node.target)
+            return
+        if not isinstance(annotation, (DType, str, _tilec.DataType, type)):
+            self.assign_name(node.target.id, value, node.target)  # a typing hint Python ignores too
+            return
+        dtype = dtype_str(annotation, "the annotation")
+        value = _tilec.cast(dtype, to_expr(value), self.loc(node))
         self.assign_name(node.target.id, value, node.target)
 
     def stmt_If(self, node: ast.If) -> None:

@@ -19,7 +19,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
 from .ops import assume, clamp, sync_threads
 from .ops import dec_max_nreg, disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg
 from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
-from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)

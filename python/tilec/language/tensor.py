@@ -63,6 +63,10 @@ class _TensorType:
 
 Tensor = _TensorType("Tensor")
 Buffer = _TensorType("Buffer")
+# Annotations of T.macro parameters (documentation only: macro arguments are bound as given).
+SharedBuffer = _TensorType("SharedBuffer")
+FragmentBuffer = _TensorType("FragmentBuffer")
+LocalBuffer = _TensorType("LocalBuffer")
 
 
 def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = "float32") -> TensorSpec:

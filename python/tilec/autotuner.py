@@ -120,6 +120,7 @@ def _select(candidates: list, compile_one: Callable, measure: Optional[Callable]
             _log.warning("autotune %s: no CUDA GPU to time kernels on; taking the first configuration that "
                          "compiles: %s (%d of %d tried)", what, config, len(errors) + 1, len(candidates))
             result.config, result.kernel = config, kernel
+            result.latency = float("nan")  # not measured
             return result
         try:
             latency = measure(kernel, config)

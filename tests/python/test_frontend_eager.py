@@ -210,3 +210,37 @@ def test_python_type_annotations_in_a_body_are_plain_assignments():
                 A[i] = T.cast(x, dtype)
 
     assert "T.Parallel(4)" in hinted.script()
+
+
+def test_comprehensions_over_python_values_and_mixed_select_types():
+    sizes = [3, 5, 8]
+
+    @T.prim_func
+    def comp(A: T.Tensor((16,), T.float32), I: T.Tensor((16,), T.int32)):
+        total = sum((s + 1) // 2 for s in sizes)
+        with T.Kernel(1, threads=32) as _:
+            for i in T.Parallel(total):
+                A[i] = T.if_then_else(i < 2, A[i], 0)
+                I[i] = I[i] if i < 1 else 0.0
+
+    assert "T.Parallel(9)" in comp.script()
+
+
+def test_thread_binding_as_a_value_is_the_thread_index():
+    @T.prim_func
+    def tb(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as _:
+            tx = T.thread_binding(0, 128, thread="threadIdx.x")
+            A[tx] = 1.0
+
+    assert "A[tx]" in tb.script() or "threadIdx" in tb.script() or "tx" in tb.script()
+
+
+def test_astype_is_a_cast():
+    @T.prim_func
+    def cast(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.int32)):
+        with T.Kernel(1, threads=32) as _:
+            for i in T.Parallel(8):
+                B[i] = A[i].astype(T.int32) + (A[i] * 2).astype("int32")
+
+    assert cast.script().count('"int32")') >= 2

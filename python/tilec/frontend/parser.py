@@ -169,6 +169,20 @@ class Parser(ExpressionEvaluator):
         # let would hide the size from the tensor shapes that use it.
         return isinstance(v, Var) and v.kind == "Var"
 
+    def _thread_index_of(self, value: Any, node: ast.AST) -> Any:
+        """`tx = T.thread_binding(0, threads, thread="threadIdx.x")` (not a loop): the thread index."""
+        from ..language.frames import LoopFrame
+
+        if not (isinstance(value, LoopFrame) and value.kind == "thread_binding"):
+            return value
+        dims = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+        tvars = list(self.builder.thread_vars()) if self.ctx.kernels else []
+        dim = dims.get(value.thread_tag)
+        if dim is None or dim >= len(tvars):
+            raise self.error(node, f"T.thread_binding(thread={value.thread_tag!r}) as a value needs a T.Kernel "
+                                   "with that thread dimension", "use it as `for tx in T.thread_binding(...)`")
+        return tvars[dim]
+
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         where = self._find_scope(name)
         current = self.scopes[where][name] if where is not None else None
@@ -177,6 +191,7 @@ class Parser(ExpressionEvaluator):
             return
         if isinstance(value, BufferAccess) and value.is_point():
             value = value.to_load()
+        value = self._thread_index_of(value, node)
         if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_plain_var(value):
             crosses_frame = where is not None and any(s.ir_frame for s in self.scopes[where + 1:])
             if crosses_frame and isinstance(current, Expr):

@@ -62,11 +62,24 @@ class BufferAccess:
             )
         return _tilec.buffer_load(self.buffer, [to_expr(i[1]) for i in self.items], self.loc)
 
+    def astype(self, dtype: Any) -> Expr:
+        return _astype(self.to_load(), dtype)
+
     def __repr__(self) -> str:
         parts = []
         for item in self.items:
             parts.append(repr(item[1]) if item[0] == "index" else f"{item[1]!r}:+{item[2]!r}")
         return f"{self.buffer.name}[{', '.join(parts)}]"
+
+
+def _astype(e: Expr, dtype: Any) -> Expr:
+    """`x.astype(dtype)` (TVM's PrimExpr method, used by TileLang programs): a cast."""
+    from ..language.dtypes import dtype_str
+
+    return _tilec.cast(dtype_str(dtype), e, context.loc())
+
+
+Expr.astype = _astype
 
 
 def is_ir(v: Any) -> bool:

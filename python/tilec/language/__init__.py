@@ -28,3 +28,5 @@ globals().update(_DTYPES)
 Serial = serial
 Unroll = unroll
 Vectorized = vectorized
+
+parallel = Parallel  # TileLang accepts the lower-case spelling too

@@ -74,7 +74,7 @@ _NAMES = [
     "float16", "float32", "float64", "bfloat16",
     "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float4_e2m1", "float4_e2m1fn",
 ]
-_ALIASES = {"half": "float16", "double": "float64", "float": "float32"}
+_ALIASES = {"half": "float16", "double": "float64", "float": "float32", "int": "int32", "uint": "uint32"}
 
 _VECTOR_BASES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
                  "uint32", "uint64", "float8_e4m3", "float8_e5m2"]

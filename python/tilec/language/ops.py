@@ -382,6 +382,12 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False):
 
 def _atomic(kind: str):
     def op(dst: Any, value: Any, **kwargs):
+        # Performance options of TileLang's atomics (how, not what): tilec picks the instruction.
+        for how in ("use_tma", "return_prev", "memory_order"):
+            if how == "return_prev" and kwargs.get(how):
+                raise CompileError(f"T.{kind}(return_prev=True) is not supported yet",
+                                   hint="read the value before the atomic, or keep a separate counter")
+            kwargs.pop(how, None)
         # One element updated by a scalar (as TileLang does): a plain atomic call, so it
         # may stand anywhere, a T.Parallel body included. Regions stay tile ops.
         if isinstance(dst, BufferAccess) and dst.is_point() and not kwargs and \
@@ -529,11 +535,28 @@ def Cast(dtype: Any, value: Any):
     return cast(value, dtype)
 
 
+def select_values(cond: Any, true_value: Any, false_value: Any):
+    """A Select whose two values get one dtype, as TileLang's if_then_else does: a Python number
+    takes the other side's type; int and float mix as the float type."""
+    t, f = to_expr(true_value), to_expr(false_value)
+    if t.dtype != f.dtype and t.dtype.lanes == f.dtype.lanes:
+        python_t, python_f = not is_ir(true_value), not is_ir(false_value)
+        if python_t and not python_f:
+            t = _tilec.cast(f.dtype, t, _loc())
+        elif python_f and not python_t:
+            f = _tilec.cast(t.dtype, f, _loc())
+        elif t.dtype.is_float() and not f.dtype.is_float():
+            f = _tilec.cast(t.dtype, f, _loc())
+        elif f.dtype.is_float() and not t.dtype.is_float():
+            t = _tilec.cast(f.dtype, t, _loc())
+    return _tilec.select(to_expr(cond), t, f, _loc())
+
+
 @primitive
 def if_then_else(cond: Any, true_value: Any, false_value: Any):
     if not is_ir(cond):
         return true_value if cond else false_value
-    return _tilec.select(to_expr(cond), to_expr(true_value), to_expr(false_value), _loc())
+    return select_values(cond, true_value, false_value)
 
 
 Select = if_then_else

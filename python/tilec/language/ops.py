@@ -380,6 +380,26 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False):
     _tile_op("cumsum", [src, src if dst is None else dst], {"dim": dim, "reverse": reverse})
 
 
+def _region_like(point: BufferAccess, other: Any) -> BufferAccess:
+    """`point` (all indices) as the region of `other`'s extents, aligned on the last dimensions."""
+    if isinstance(other, Buffer):
+        extents = [e for e in other.shape]
+    elif isinstance(other, BufferRegion):
+        extents = [ext for _, ext in other.region]
+    else:
+        extents = [it[2] if it[0] == "slice" else 1 for it in other.items]
+    while len(extents) > 1 and len(extents) > len(point.items):
+        if not (isinstance(extents[0], numbers.Integral) and extents[0] == 1 or
+                isinstance(extents[0], Expr) and extents[0].as_int() == 1):
+            break
+        extents = extents[1:]
+    lead = len(point.items) - len(extents)
+    if lead < 0:
+        return point
+    items = list(point.items[:lead]) + [("slice", it[1], ext) for it, ext in zip(point.items[lead:], extents)]
+    return BufferAccess(point.buffer, items, point.loc)
+
+
 def _atomic(kind: str):
     def op(dst: Any, value: Any, **kwargs):
         # Performance options of TileLang's atomics (how, not what): tilec picks the instruction.
@@ -401,6 +421,8 @@ def _atomic(kind: str):
             call = _tilec.call("void", "tl." + kind, [address, value], ctx.loc)
             ctx.builder.evaluate(call, ctx.loc)
             return
+        if isinstance(dst, BufferAccess) and dst.is_point() and isinstance(value, (Buffer, BufferRegion, BufferAccess)):
+            dst = _region_like(dst, value)  # C[by * 128, bx * 128] += a whole tile, as in T.copy
         _tile_op(kind, [dst, value], kwargs)
 
     return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "

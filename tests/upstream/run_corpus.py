@@ -3,9 +3,15 @@
 
     python tests/upstream/run_corpus.py [--jobs 2] [--timeout 150] [--only SUBSTR] [--write-docs]
 
-CPU mode (the only mode this script runs; the GPU mode is `--gpu`, for the GPU job): each
-example runs in its own process through cpu_mode.py — kernels compiled for sm_90a, launches
-intercepted, torch's "cuda" on the CPU. Status per example:
+CPU mode (default): each example runs in its own process through cpu_mode.py — kernels
+compiled for sm_90a, launches intercepted, torch's "cuda" on the CPU.
+
+GPU mode (`--gpu`, in scripts/gpu_check.sh on the H200): each example runs unmodified with
+`python -m tilec.run`, with its own checks, under --timeout (120 s, upstream's limit); pass =
+exit status 0. Results go to report/gpu_mode.json and, with --write-docs, the GPU table of
+docs/COMPAT.md (with the last line each example printed, where its timing usually is).
+
+Status per example in CPU mode:
 
   pass        the program ran to its end; every kernel it built compiled for sm_90a
   partial     at least one kernel compiled, then the program stopped on an error that is
@@ -98,6 +104,42 @@ def run_one(example: str, timeout: float) -> dict:
     return result
 
 
+def run_one_on_gpu(example: str, timeout: float) -> dict:
+    program = os.path.join(EXAMPLES, example)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    start = time.time()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tilec.run", program], cwd=os.path.dirname(program), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        lines = [ln for ln in proc.stdout.decode(errors="replace").splitlines() if ln.strip()]
+        status = "pass" if proc.returncode == 0 else "fail"
+        last = lines[-1][:300] if lines else ""
+    except subprocess.TimeoutExpired:
+        status, last = "timeout", f"no result within {timeout:.0f} s"
+    return {"example": example, "status": status, "last_line": last, "seconds": round(time.time() - start, 1)}
+
+
+def write_gpu_docs(results: list) -> None:
+    passing = upstream_passing()
+    ok = sum(1 for r in results if r["example"] in passing and r["status"] == "pass")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL).stdout.decode().strip()
+    lines = [f"<!-- gpu-table: written by tests/upstream/run_corpus.py --gpu --write-docs -->",
+             f"GPU mode, {time.strftime('%Y-%m-%d')}, commit {commit}: {ok} of the {len(passing)} examples upstream "
+             f"passes on the H200 pass here.", "",
+             "| example | upstream on H200 | tilec | seconds | last line |", "| --- | --- | --- | --- | --- |"]
+    for r in sorted(results, key=lambda r: r["example"]):
+        up = "pass" if r["example"] in passing else "fail"
+        last = r["last_line"].replace("|", "\\|")
+        lines.append(f"| {r['example']} | {up} | {r['status']} | {r['seconds']} | {last} |")
+    with open(COMPAT_MD) as f:
+        text = f.read()
+    begin, end = text.index("<!-- gpu-table"), text.index("<!-- /gpu-table -->")
+    with open(COMPAT_MD, "w") as f:
+        f.write(text[:begin] + "\n".join(lines) + "\n" + text[end:])
+
+
 def summarize(results: list) -> dict:
     counts = {s: 0 for s in STATUSES}
     for r in results:
@@ -140,13 +182,28 @@ def write_docs(results: list) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)))
-    ap.add_argument("--timeout", type=float, default=150)
+    ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--only", default="", help="run the examples whose path contains this text")
     ap.add_argument("--write-docs", action="store_true", help="rewrite the CPU table in docs/COMPAT.md")
-    ap.add_argument("--report", default=REPORT)
+    ap.add_argument("--report", default=None)
+    ap.add_argument("--gpu", action="store_true", help="GPU mode: run each example for real (on the H200)")
     args = ap.parse_args(argv)
     examples = [e for e in in_scope() if args.only in e]
     results = []
+    if args.gpu:
+        for e in examples:  # one at a time: they time themselves
+            results.append(run_one_on_gpu(e, args.timeout))
+            r = results[-1]
+            print(f"[{len(results):3d}/{len(examples)}] {r['status']:8s} {e}  ({r['seconds']} s) {r['last_line'][:120]}",
+                  flush=True)
+        report = args.report or os.path.join(HERE, "report", "gpu_mode.json")
+        os.makedirs(os.path.dirname(report), exist_ok=True)
+        with open(report, "w") as f:
+            json.dump(results, f, indent=1)
+        if args.write_docs:
+            write_gpu_docs(results)
+        return 0
+    args.report = args.report or REPORT
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, e, args.timeout): e for e in examples}
         for fut in concurrent.futures.as_completed(futures):

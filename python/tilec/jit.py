@@ -229,6 +229,8 @@ class JITImpl:
         return self._kernel(args, kwargs)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        if not self.is_prim_func and self.mode == "eager":
+            return self.compile(*args, **kwargs).get_kernel_source()
         return self._kernel(args, kwargs).get_kernel_source()
 
     def __repr__(self) -> str:

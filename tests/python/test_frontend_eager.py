@@ -244,3 +244,7 @@ def test_astype_is_a_cast():
                 B[i] = A[i].astype(T.int32) + (A[i] * 2).astype("int32")
 
     assert cast.script().count('"int32")') >= 2
+
+
+def test_eager_get_kernel_source():
+    assert "__global__" in scale_add.get_kernel_source(M=64, N=32)

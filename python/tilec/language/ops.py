@@ -730,8 +730,9 @@ def use_swizzle(panel_size: Any, order: str = "row", enable: bool = True):
     if not enable:
         return None
     ctx = context.current()
-    if ctx is not None and ctx.kernels and len(ctx.kernels[-1]) < 2:
-        return None  # rasterization reorders a 2-D grid; on a 1-D grid it changes nothing
+    if ctx is not None and ctx.kernels and len(ctx.kernels[-1]) != 2:
+        # tilec rasterizes 2-D grids; elsewhere the hint is dropped (it never changes results)
+        return None
     if order != "row":
         raise CompileError(f"T.use_swizzle(order={order!r}) is not supported yet", hint="order='row'")
     return AnnotationFrame("use_swizzle", const_int(panel_size, "panel_size"))

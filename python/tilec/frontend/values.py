@@ -65,6 +65,11 @@ class BufferAccess:
     def astype(self, dtype: Any) -> Expr:
         return _astype(self.to_load(), dtype)
 
+    @property
+    def dtype(self):
+        """The element type (TVM's BufferLoad.dtype, which helper functions of programs read)."""
+        return self.buffer.dtype
+
     def __repr__(self) -> str:
         parts = []
         for item in self.items:

@@ -2,7 +2,7 @@
 # The upstream-TileLang corpus in CPU mode (docs/COMPAT.md), as its own CI step:
 #   1. torch, when missing: `pip install torch` (a CPU-only machine uses the wheel's CPU path;
 #      nothing here needs a GPU). Kept out of setup.sh: the core suite must not need torch.
-#   2. the floor test: tests/upstream/test_corpus_floor.py (~30-45 min on 2 cores), which
+#   2. the floor test: tests/upstream/test_corpus_floor.py (~10 min on 2 cores), which
 #      runs every in-scope example and fails when fewer pass than its FLOOR.
 #
 #   scripts/run_corpus.sh [--report-only]   (--report-only: run_corpus.py --write-docs, no floor)

@@ -2,7 +2,7 @@
 # The one GPU job (run on the H200 through the device tool, from the repo root):
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer on the GEMM and softmax examples, the benchmarks, and prints a table.
-#   scripts/gpu_check.sh [all|build|test|examples|sanitize|bench]...   (default: all)
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|bench]...   (default: all)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,11 @@ fi
 if want test; then
   run_step "C++ tests (ctest)" ctest.log ctest --test-dir build-gpu -j16 --output-on-failure
   run_step "GPU tests (pytest -m gpu)" pytest_gpu.log "$PY" -m pytest -q -m gpu tests/gpu
+fi
+if want corpus && [ -d ../shared/upstream/tilelang/examples ]; then
+  # Upstream TileLang's examples, unmodified, each under 120 s (docs/COMPAT.md, GPU mode).
+  run_step "upstream corpus (GPU mode)" corpus.log "$PY" tests/upstream/run_corpus.py --gpu \
+    --report "$OUT/corpus_gpu.json"
 fi
 if want examples; then
   for ex in examples/[a-z]*.py; do

@@ -233,6 +233,7 @@ void bind_builder(nb::module_& m) {
              return wrap_expr(b.dynamic(name, dtype.is_none() ? DataType::Int(32) : to_dtype(dtype), loc));
            },
            "name"_a, "dtype"_a = nb::none(), "loc"_a = SourceLoc{})
+      .def("reorder_params", &Builder::reorder_params, "names"_a, "loc"_a = SourceLoc{})
       .def("begin_kernel",
            [](Builder& b, nb::handle grid, nb::handle threads, nb::handle cluster, SourceLoc loc) {
              return wrap_vars(b.begin_kernel(to_exprs(grid), to_ints(threads), to_ints(cluster), loc));

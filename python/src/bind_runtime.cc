@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tilec/ir/stmt.h"
+#include "tilec/passes/pass.h"
 #include "tilec/runtime/cache.h"
 #include "tilec/runtime/compiler.h"
 #include "tilec/runtime/cuda_paths.h"
@@ -547,6 +548,11 @@ void bind_runtime(nb::module_& m) {
         "Parses launch plan text and prints it back in canonical form.");
   m.def("clear_memory_cache", &memory_cache_clear, "Empties the in-process kernel cache (the disk cache stays).");
   m.def("default_cache_dir", &default_cache_dir);
+  m.def("config_keys", []() {
+    std::vector<std::string> names;
+    for (const auto& k : passes::config_keys()) names.push_back(k.name);
+    return names;
+  }, "The pass-config keys the pass context accepts (tilec --list-configs).");
   m.def("add_cuda_search_dirs", &add_cuda_search_dirs, nb::arg("lib_dirs"), nb::arg("include_dirs"));
   m.def("nvrtc_available", []() {
     std::string why;

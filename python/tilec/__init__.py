@@ -20,9 +20,20 @@ except ImportError as _e:  # pragma: no cover - a broken install
 _tilec._set_error_types(CompileError, InternalError)
 
 from . import language  # noqa: E402
-from .jit import JITImpl, compile, jit, normalize_target  # noqa: E402
+from .jit import JITImpl, compile, jit, normalize_target, par_compile  # noqa: E402
 from .script import from_script  # noqa: E402
+
+# TileLang's top-level names (`import tilelang`), so upstream programs find them.
+from . import autotuner, layout, math, profiler, testing, transform, tvm  # noqa: E402
+from .autotuner import autotune  # noqa: E402
+from .kernel import Kernel as JITKernel  # noqa: E402
+from .tvm import DataType  # noqa: E402
+from .math import cdiv, next_power_of_2, prev_power_of_2  # noqa: E402
+from .profiler import TensorSupplyType  # noqa: E402
+from .transform import PassConfigKey  # noqa: E402
+from .compat_env import disable_cache, enable_cache, env, is_cache_enabled, set_log_level  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "InternalError", "JITImpl", "compile", "from_script", "jit", "language"]
+__all__ = ["CompileError", "InternalError", "JITImpl", "JITKernel", "PassConfigKey", "TensorSupplyType",
+           "autotune", "cdiv", "compile", "from_script", "jit", "language", "next_power_of_2", "par_compile"]

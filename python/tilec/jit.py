@@ -16,8 +16,16 @@ Two styles, as in TileLang:
     def add(A: T.Tensor((1024,), "float32"), ...): ...  # a decorated prim_func
     c = add(a, b)                                        # compiles once, then runs
 
+    @tilec.jit
+    def add(A, B, block=128):                           # eager: the function is the kernel
+        N = T.const("N"); A: T.Tensor((N,), T.float32); ...; C = T.empty((N,), T.float32)
+        ...
+        return C
+    c = add(a, b)                                        # compiles per shape, runs, returns C
+
 `.get_tir(*args)` returns the PrimFunc without compiling, `.compile(*args)` compiles.
-Compilation itself is `_tilec.compile` (the runtime bindings).
+Eager functions are described in frontend/eager.py. Compilation itself is `_tilec.compile`
+(the runtime bindings).
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from . import _tilec
 from .errors import CompileError
+from .frontend.eager import EagerFunction, EagerSource
+from .frontend.function import compile_options_from_attrs
+from .transform import split_pass_configs
 
 PrimFunc = _tilec.PrimFunc
 
@@ -85,14 +96,30 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
         backend = getattr(_kernel_module, "compile_prim_func", backend)
     except ImportError:
         pass
-    options = dict(target=normalize_target(target), out_idx=normalize_out_idx(out_idx),
-                   pass_configs=dict(pass_configs or {}))
+    body_out_idx, body_configs, body_flags = compile_options_from_attrs(func)
+    if body_out_idx is not None:
+        if out_idx is not None and normalize_out_idx(out_idx) != body_out_idx:
+            raise CompileError(f"out_idx={out_idx!r} conflicts with the outputs the function returns (T.empty)",
+                               hint="drop out_idx: a function that returns T.empty tensors names its outputs")
+        out_idx = body_out_idx
+    configs = dict(body_configs)
+    configs.update({_config_key(k): v for k, v in (pass_configs or {}).items()})
+    configs = split_pass_configs(configs)
+    flags = list(body_flags)
     if compile_flags:
-        options["compile_flags"] = [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
+        flags += [compile_flags] if isinstance(compile_flags, str) else list(compile_flags)
+    options = dict(target=normalize_target(target), out_idx=normalize_out_idx(out_idx), pass_configs=configs)
+    if flags:
+        options["compile_flags"] = flags
     try:
         return backend(func, **options)
     except CompileError as e:
         raise e.with_traceback(None) from None
+
+
+def _config_key(key: Any) -> str:
+    """A pass-config key as a string: PassConfigKey members give their value."""
+    return str(getattr(key, "value", key))
 
 
 def _cache_key(args: tuple, kwargs: dict) -> Any:
@@ -121,6 +148,8 @@ class JITImpl:
         self.debug_root_path = debug_root_path
         self.compile_flags = compile_flags
         self._kernel_cache: dict = {}
+        self._eager: Optional[EagerFunction] = None
+        self._mode: Optional[str] = None
         if not isinstance(func, PrimFunc):
             functools.update_wrapper(self, func)
 
@@ -128,12 +157,29 @@ class JITImpl:
     def is_prim_func(self) -> bool:
         return isinstance(self.func, PrimFunc)
 
+    @property
+    def mode(self) -> str:
+        """"eager" when the function is the kernel body, "lazy" when it returns a T.prim_func."""
+        if self._mode is None:
+            source = None if self.is_prim_func else EagerSource(self.func)
+            if source is not None and source.is_eager:
+                self._eager = EagerFunction(self.func, source)
+                self._mode = "eager"
+            else:
+                self._mode = "lazy"
+        return self._mode
+
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """The PrimFunc for these factory arguments, without compiling."""
         if self.is_prim_func:
             if args or kwargs:
                 raise TypeError("a jit-decorated T.prim_func takes no factory arguments in get_tir()")
             return self.func
+        if self.mode == "eager":
+            try:
+                return self._eager.prim_func(args, kwargs)
+            except CompileError as e:
+                raise e.with_traceback(None) from None
         try:
             tir = self.func(*args, **kwargs)
         except CompileError as e:
@@ -144,6 +190,8 @@ class JITImpl:
         return tir
 
     def compile(self, *args: Any, **kwargs: Any):
+        if self.mode == "eager":
+            return self._eager_kernel(args, kwargs)[0]
         return compile(self.get_tir(*args, **kwargs), out_idx=self.out_idx, target=self.target,
                        target_host=self.target_host, execution_backend=self.execution_backend, verbose=self.verbose,
                        pass_configs=self.pass_configs, compile_flags=self.compile_flags)
@@ -156,13 +204,33 @@ class JITImpl:
             self._kernel_cache[key] = kernel
         return kernel
 
+    def _eager_kernel(self, args: tuple, kwargs: dict):
+        """(kernel, runtime arguments) of an eager call; compiles once per specialisation."""
+        try:
+            key, runtime, compile_args, consts = self._eager.cache_key(args, kwargs)
+            kernel = self._kernel_cache.get(key)
+            if kernel is None:
+                _, func = self._eager.parse(compile_args, consts)
+                kernel = compile(func, out_idx=None, target=self.target, target_host=self.target_host,
+                                 execution_backend=self.execution_backend, verbose=self.verbose,
+                                 pass_configs=self.pass_configs, compile_flags=self.compile_flags)
+                self._kernel_cache[key] = kernel
+        except CompileError as e:
+            raise e.with_traceback(None) from None
+        return kernel, runtime
+
     def __call__(self, *args: Any, **kwargs: Any):
         if self.is_prim_func:
             kernel = self._kernel((), {})
             return kernel(*args, **kwargs) if (args or kwargs) else kernel
+        if self.mode == "eager":
+            kernel, runtime = self._eager_kernel(args, kwargs)
+            return kernel(*self._eager.runtime_args(runtime))
         return self._kernel(args, kwargs)
 
     def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        if not self.is_prim_func and self.mode == "eager":
+            return self.compile(*args, **kwargs).get_kernel_source()
         return self._kernel(args, kwargs).get_kernel_source()
 
     def __repr__(self) -> str:
@@ -182,3 +250,20 @@ def jit(func: Any = None, *, out_idx=None, target: Any = "auto", target_host: An
         return JITImpl(f, **options)
 
     return decorate(func) if func is not None else decorate
+
+
+def par_compile(funcs: Any, out_idx=None, target: Any = "auto", target_host: Any = None,
+                execution_backend: Optional[str] = None, verbose: Optional[bool] = None,
+                pass_configs: Optional[dict] = None, compile_flags: Any = None, num_workers: Optional[int] = None,
+                ignore_error: bool = False) -> list:
+    """Compiles several PrimFuncs (TileLang's par_compile); a failed one is None with ignore_error."""
+    kernels = []
+    for func in funcs:
+        try:
+            kernels.append(compile(func, out_idx=out_idx, target=target, pass_configs=pass_configs,
+                                   compile_flags=compile_flags))
+        except CompileError:
+            if not ignore_error:
+                raise
+            kernels.append(None)
+    return kernels

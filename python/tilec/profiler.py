@@ -153,6 +153,19 @@ class Profiler:
             _compare(name, out, ref, atol, rtol, max_mismatched_ratio)
 
     # ------------------------------------------------------------------ timing
+    def assert_consistent(self, repeat: int = 10) -> None:
+        """Runs the kernel `repeat` times on the same inputs; the outputs must not change."""
+        torch = _torch()
+        inputs = self._inputs()
+        first = [o.clone() for o in self._outputs()]
+        self.kernel(*self._all_args(inputs, first))
+        for _ in range(repeat):
+            again = self._outputs()
+            self.kernel(*self._all_args(inputs, again))
+            for a, b in zip(first, again):
+                if not torch.equal(a, b):
+                    raise AssertionError("the kernel gives different results on the same inputs (a race?)")
+
     def run_once(self, func: Optional[Callable] = None):
         inputs = self._inputs()
         if func is None:
@@ -160,9 +173,17 @@ class Profiler:
         return func(*inputs)
 
     def do_bench(self, func: Optional[Callable] = None, warmup: float = 25, rep: float = 100,
-                 input_tensors: Optional[Sequence] = None, flush_l2: bool = True) -> float:
+                 n_warmup: int = 0, n_repeat: int = 0, input_tensors: Optional[Sequence] = None,
+                 backend: str = "event", quantiles: Any = None, return_mode: str = "median",
+                 dynamic_symbolic_constraints: Optional[dict] = None, device: Any = None,
+                 early_stop_baseline: Any = None, flush_l2: bool = True) -> float:
         """Median time of one call in ms: of the kernel (outputs preallocated) when `func` is
-        None, else of func(*inputs) on the same inputs (a peer such as torch)."""
+        None, else of func(*inputs) on the same inputs (a peer such as torch). TileLang's other
+        keywords are accepted; timing is always CUDA events around each call (`backend`
+        "cupti"/"cudagraph" time the same way), and `dynamic_symbolic_constraints` gives
+        values for symbolic sizes like `symbols=` of get_profiler."""
+        if dynamic_symbolic_constraints:
+            self.symbols.update(dynamic_symbolic_constraints)
         inputs = self._check_inputs(input_tensors) if input_tensors is not None else self._inputs()
         if func is None:
             args = self._all_args(inputs, self._outputs())
@@ -210,8 +231,12 @@ def _compare(name: str, out, ref, atol: float, rtol: float, max_mismatched_ratio
     raise AssertionError("\n".join(lines))
 
 
-def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, flush_l2: bool = True) -> float:
-    """Median time of fn() in ms, with CUDA events around each call."""
+def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, _n_warmup: int = 0, _n_repeat: int = 0,
+             quantiles: Any = None, fast_flush: bool = True, backend: str = "event", return_mode: str = "median",
+             device: Any = None, cache_size: int = 256, early_stop_baseline: Any = None,
+             flush_l2: bool = True) -> float:
+    """Median time of fn() in ms, with CUDA events around each call (TileLang's signature;
+    `backend` and `return_mode` are accepted, the result is always the median)."""
     torch = _torch()
     cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
     fn()

@@ -1,5 +1,7 @@
 #include "tilec/ir/builder.h"
 
+#include <algorithm>
+
 namespace tilec::ir {
 
 Builder::Builder(std::string func_name, SourceLoc loc) : name_(std::move(func_name)), loc_(std::move(loc)) {
@@ -28,6 +30,24 @@ Var Builder::scalar_param(const std::string& name, DataType dtype, SourceLoc loc
   Var v = make_var(name, dtype, loc);
   params_.push_back(Param{v, nullptr});
   return v;
+}
+
+void Builder::reorder_params(const std::vector<std::string>& names, SourceLoc loc) {
+  TILEC_USER_CHECK(names.size() == params_.size(), loc, "name every parameter once")
+      << "function '" << name_ << "' has " << params_.size() << " parameters, the new order names " << names.size();
+  std::vector<Param> ordered;
+  ordered.reserve(params_.size());
+  for (const auto& name : names) {
+    auto it = std::find_if(params_.begin(), params_.end(), [&](const Param& p) { return p.name() == name; });
+    TILEC_USER_CHECK(it != params_.end(), loc, "name every parameter once")
+        << "function '" << name_ << "' has no parameter '" << name << "'";
+    for (const auto& done : ordered) {
+      TILEC_USER_CHECK(done.name() != name, loc, "name every parameter once")
+          << "parameter '" << name << "' is named twice in the new order";
+    }
+    ordered.push_back(*it);
+  }
+  params_ = std::move(ordered);
 }
 
 Var Builder::dynamic(const std::string& name, DataType dtype, SourceLoc loc) {

@@ -45,3 +45,23 @@ TEST(IrBasic, BinaryRejectsBoolArithmetic) {
     EXPECT_NE(std::string(e.what()).find("have different types: bool and int32"), std::string::npos) << e.what();
   }
 }
+
+TEST(IrBasic, ReorderParamsRestoresTheGivenOrder) {
+  Builder b("f");
+  b.tensor("C", {int_imm(4)}, DataType::Float(32));
+  b.scalar_param("n", DataType::Int(32));
+  b.tensor("A", {int_imm(4)}, DataType::Float(32));
+  b.reorder_params({"A", "n", "C"});
+  PrimFunc f = b.finish();
+  ASSERT_EQ(f->params.size(), 3u);
+  EXPECT_EQ(f->params[0].name(), "A");
+  EXPECT_EQ(f->params[1].name(), "n");
+  EXPECT_EQ(f->params[2].name(), "C");
+}
+
+TEST(IrBasic, ReorderParamsRejectsAnUnknownName) {
+  Builder b("f");
+  b.tensor("A", {int_imm(4)}, DataType::Float(32));
+  EXPECT_THROW(b.reorder_params({"B"}), tilec::UserError);
+  EXPECT_THROW(b.reorder_params({"A", "A"}), tilec::UserError);
+}

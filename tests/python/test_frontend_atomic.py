@@ -29,3 +29,14 @@ def test_scalar_atomic_in_parallel_compiles():
     kernel = tilec.compile(_kernel(), target="sm_90a")
     src = kernel.get_kernel_source()
     assert "tl::atomic_add(&S[0]" in src, src
+
+
+def test_atomic_add_of_a_tile_into_an_element_address_takes_the_tile_extents():
+    @T.prim_func
+    def splitk(C: T.Tensor((256, 256), T.float32)):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            C_local = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_local)
+            T.atomic_add(C[by * 128, bx * 128], C_local)
+
+    assert "T.atomic_add(C[by * 128:by * 128 + 128, bx * 128:bx * 128 + 128], C_local)" in splitk.script()

@@ -214,7 +214,7 @@ def test_non_constant_buffer_extent():
     ("try", "try", "`try` is not supported in a kernel body", "remove the try"),
     ("lambda", "lambda", "a lambda is not supported in a kernel body", "T.Layout"),
     ("break", "break", "`break` is not supported in a kernel body", "`if`"),
-    ("listcomp", "[i", "a list comprehension is not supported in a kernel body", "jit factory"),
+    ("listcomp", "T.serial", "a comprehension can only loop over Python values, not a LoopFrame", "T.serial"),
 ])
 def test_unsupported_python_syntax(snippet, marker_token, message, hint_part):
     def make_while():
@@ -254,7 +254,7 @@ def test_unsupported_python_syntax(snippet, marker_token, message, hint_part):
         @T.prim_func
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
-                xs = [i for i in range(4)]  # unsupported-listcomp
+                xs = [i for i in T.serial(4)]  # unsupported-listcomp
         return main
 
     make = {"while": make_while, "try": make_try, "lambda": make_lambda, "break": make_break,

@@ -37,6 +37,10 @@ class Builder {
   Var scalar_param(const std::string& name, DataType dtype, SourceLoc loc = {});
   // A symbolic dimension (T.dynamic("m")): a variable bound from the tensors' shapes at launch.
   Var dynamic(const std::string& name, DataType dtype = DataType::Int(32), SourceLoc loc = {});
+  // Puts the parameters in the order `names` gives (each parameter named exactly once). The
+  // eager-JIT front end declares parameters where their annotations stand in the body
+  // (`A: T.Tensor(...)`, `C = T.empty(...)`) and then restores the signature's order.
+  void reorder_params(const std::vector<std::string>& names, SourceLoc loc = {});
 
   // ---- frames ----
   // Returns the block index variables (bx, by, bz) — one per grid extent.

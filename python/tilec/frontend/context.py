@@ -23,6 +23,12 @@ class ParseContext:
         self.pending_name: Optional[str] = None
         self.parser = None  # the innermost Parser (set by the parser)
         self.func_attrs: dict = {}  # T.func_attr({...})
+        self.eager = None  # frontend.eager.EagerState while an eager jit function is parsed
+        self.outputs: list = []  # T.empty tensors, in creation order
+        self.returned_outputs: Optional[list] = None  # what the function's `return` names
+        self.pass_configs: dict = {}  # T.annotate_pass_configs
+        self.compile_flags: list = []  # T.annotate_compile_flags
+        self.let_values: list = []  # (let variable, its value), so `lo:hi` sees hi = lo + n
 
     def take_name(self, default: str) -> str:
         name, self.pending_name = self.pending_name, None
@@ -60,6 +66,17 @@ def require(what: str) -> ParseContext:
             hint="call it in the body of a @T.prim_func (or a T.macro called from one)",
         )
     return ctx
+
+
+def let_value(v):
+    """The value a let variable was bound to in the kernel being parsed, else None."""
+    ctx = current()
+    if ctx is None:
+        return None
+    for var, value in reversed(ctx.let_values):
+        if var.same_as(v):
+            return value
+    return None
 
 
 def loc() -> "_tilec.SourceLoc":

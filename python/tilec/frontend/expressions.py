@@ -107,6 +107,47 @@ class ExpressionEvaluator:
             raise self.error(node, f"cannot unpack {describe(v)} with *")
         return list(v)
 
+    def _comprehension(self, node: ast.AST, make: Any) -> Any:
+        """A comprehension over Python iterables (evaluated while parsing, like a Python list)."""
+        out = []
+
+        def walk(generators: list) -> None:
+            if not generators:
+                out.append(self.eval(node.elt) if not isinstance(node, ast.DictComp)
+                           else (self.eval(node.key), self.eval(node.value)))
+                return
+            gen = generators[0]
+            iterable = self.eval(gen.iter)
+            if is_ir(iterable) or not hasattr(iterable, "__iter__") or gen.is_async:
+                raise self.error(gen.iter, f"a comprehension can only loop over Python values, not {describe(iterable)}",
+                                 "loop over kernel values with T.serial / T.Parallel")
+            for value in iterable:
+                self.scopes.append(_Scope(ir_frame=False))
+                try:
+                    self.assign_target(gen.target, value, node)
+                    conds = [self.eval(c) for c in gen.ifs]
+                    if any(is_ir(c) for c in conds):
+                        raise self.error(gen.ifs[0], "a comprehension condition must be a Python value")
+                    if all(conds):
+                        walk(generators[1:])
+                finally:
+                    self.scopes.pop()
+
+        walk(node.generators)
+        return make(out)
+
+    def expr_ListComp(self, node: ast.ListComp) -> list:
+        return self._comprehension(node, list)
+
+    def expr_GeneratorExp(self, node: ast.GeneratorExp) -> list:
+        return self._comprehension(node, list)
+
+    def expr_SetComp(self, node: ast.SetComp) -> set:
+        return self._comprehension(node, set)
+
+    def expr_DictComp(self, node: ast.DictComp) -> dict:
+        return self._comprehension(node, dict)
+
     def expr_Dict(self, node: ast.Dict) -> dict:
         out = {}
         for k, v in zip(node.keys, node.values):
@@ -228,8 +269,11 @@ class ExpressionEvaluator:
             cond = cond.to_load()
         if not is_ir(cond):
             return self.eval(node.body) if cond else self.eval(node.orelse)
-        return _tilec.select(to_expr(cond), to_expr(self.eval(node.body)), to_expr(self.eval(node.orelse)),
-                             self.loc(node))
+        from ..language.ops import select_values
+
+        body, orelse = self.eval(node.body), self.eval(node.orelse)
+        self.ctx.loc = self.loc(node)
+        return select_values(cond, body, orelse)
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         obj = self.eval(node.value)

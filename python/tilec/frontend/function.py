@@ -81,6 +81,7 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
             parser.bind(a.arg, value)
         parser.visit_body(fdef.body, new_scope=False)
         ctx.loc = parser.loc(fdef)
+        finish_outputs(ctx, [a.arg for a in args.args])
         func = builder.finish(ctx.func_attrs or None)
         _tilec.verify(func)
         return func
@@ -89,6 +90,37 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
         raise
     finally:
         context.pop()
+
+
+OUT_IDX_ATTR = "tilec.out_idx"
+PASS_CONFIG_ATTR_PREFIX = "tilec.pass_config."
+COMPILE_FLAGS_ATTR = "tilec.compile_flags"
+
+
+def finish_outputs(ctx: context.ParseContext, input_names: list) -> None:
+    """Puts the T.empty outputs after the inputs, in the order of `return`, and records
+    them (and T.annotate_pass_configs / T.annotate_compile_flags) as function attributes."""
+    returned = ctx.returned_outputs or []
+    if len(returned) != len(ctx.outputs):
+        missing = [b.name for b in ctx.outputs if not any(b.same_as(r) for r in returned)]
+        raise CompileError(f"the output tensor '{missing[0]}' (T.empty) is not returned",
+                           hint="return every T.empty tensor at the end: return C (or return C, D)")
+    if returned:
+        ctx.builder.reorder_params(list(input_names) + [b.name for b in returned], ctx.loc)
+        ctx.func_attrs[OUT_IDX_ATTR] = list(range(-len(returned), 0))
+    for key, value in ctx.pass_configs.items():
+        ctx.func_attrs[PASS_CONFIG_ATTR_PREFIX + key] = value
+    if ctx.compile_flags:
+        ctx.func_attrs[COMPILE_FLAGS_ATTR] = "\n".join(ctx.compile_flags)
+
+
+def compile_options_from_attrs(func: Any) -> tuple:
+    """(out_idx or None, pass configs, compile flags) that the function's body declared."""
+    attrs = func.attrs
+    out_idx = attrs.get(OUT_IDX_ATTR)
+    configs = {k[len(PASS_CONFIG_ATTR_PREFIX):]: v for k, v in attrs.items() if k.startswith(PASS_CONFIG_ATTR_PREFIX)}
+    flags = attrs.get(COMPILE_FLAGS_ATTR)
+    return (list(out_idx) if out_idx is not None else None), configs, (flags.split("\n") if flags else [])
 
 
 def parse_python_function(fn: Any, frame_locals: Optional[dict] = None) -> "_tilec.PrimFunc":

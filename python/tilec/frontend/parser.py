@@ -28,7 +28,7 @@ from typing import Any, Optional
 from .. import _tilec
 from ..errors import CompileError
 from . import context
-from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir, to_expr
+from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir, stored_value, to_expr
 
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
@@ -163,22 +163,45 @@ class Parser(ExpressionEvaluator):
             candidates.extend(block_vars)
         return any(v.same_as(c) for c in candidates)
 
+    @staticmethod
+    def _is_plain_var(v: Any) -> bool:
+        # A name for a variable (a T.dynamic size, a T.const size, a parameter) is an alias: a
+        # let would hide the size from the tensor shapes that use it.
+        return isinstance(v, Var) and v.kind == "Var"
+
+    def _thread_index_of(self, value: Any, node: ast.AST) -> Any:
+        """`tx = T.thread_binding(0, threads, thread="threadIdx.x")` (not a loop): the thread index."""
+        from ..language.frames import LoopFrame
+
+        if not (isinstance(value, LoopFrame) and value.kind == "thread_binding"):
+            return value
+        dims = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
+        tvars = list(self.builder.thread_vars()) if self.ctx.kernels else []
+        dim = dims.get(value.thread_tag)
+        if dim is None or dim >= len(tvars):
+            raise self.error(node, f"T.thread_binding(thread={value.thread_tag!r}) as a value needs a T.Kernel "
+                                   "with that thread dimension", "use it as `for tx in T.thread_binding(...)`")
+        return tvars[dim]
+
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         where = self._find_scope(name)
         current = self.scopes[where][name] if where is not None else None
         if isinstance(current, Buffer) and current.scope == VAR_SCOPE and not isinstance(value, Buffer):
-            self.builder.store(current, [0], to_expr(value), self.loc(node))
+            self.builder.store(current, [0], stored_value(current, value, self.loc(node)), self.loc(node))
             return
         if isinstance(value, BufferAccess) and value.is_point():
             value = value.to_load()
-        if isinstance(value, Expr) and not self._is_kernel_index(value):
+        value = self._thread_index_of(value, node)
+        if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_plain_var(value):
             crosses_frame = where is not None and any(s.ir_frame for s in self.scopes[where + 1:])
             if crosses_frame and isinstance(current, Expr):
                 raise self.error(
                     node, f"'{name}' is assigned inside a loop or if, but was defined outside it",
                     f"the new value would not be visible after the block; declare {name} = T.alloc_var(dtype) "
                     f"before it for a mutable variable")
-            self.bind(name, self.builder.let(name, value, self.loc(node)))
+            var = self.builder.let(name, value, self.loc(node))
+            self.ctx.let_values.append((var, value))
+            self.bind(name, var)
             return
         self.bind(name, value)
 
@@ -232,9 +255,13 @@ class Parser(ExpressionEvaluator):
             self.builder.evaluate(to_expr(value), self.loc(node))
 
     def stmt_Assign(self, node: ast.Assign) -> None:
-        if len(node.targets) != 1:
-            raise self.error(node, "chained assignment (a = b = ...) is not supported in a kernel",
-                             "assign each name on its own line")
+        if len(node.targets) != 1:  # a = b = value: the value once, then each target
+            value = self.eval(node.value)
+            if isinstance(value, BufferAccess) and value.is_point():
+                value = value.to_load()
+            for target in node.targets:
+                self.assign_target(target, value, node)
+            return
         target = node.targets[0]
         if isinstance(target, ast.Name):
             self.ctx.pending_name = target.id
@@ -265,7 +292,8 @@ class Parser(ExpressionEvaluator):
                     raise self.error(target, "assignment to a slice is not supported",
                                      "use T.fill(A[...], value) or a T.Parallel loop")
                 access.check_rank()
-                self.builder.store(obj, [to_expr(i[1]) for i in access.items], to_expr(value), self.loc(target))
+                self.builder.store(obj, [to_expr(i[1]) for i in access.items], stored_value(obj, value, self.loc(target)),
+                                   self.loc(target))
             elif isinstance(obj, (list, dict)) and not is_ir(value):
                 obj[self.eval(target.slice)] = value
             else:
@@ -283,7 +311,8 @@ class Parser(ExpressionEvaluator):
             access = self.subscript_buffer(obj, target.slice, target)
             current = access.to_load()
             self.builder.store(obj, [to_expr(i[1]) for i in access.items],
-                               self.binop(node.op, current, rhs, node), self.loc(target))
+                               stored_value(obj, self.binop(node.op, current, rhs, node), self.loc(target)),
+                               self.loc(target))
         elif isinstance(target, ast.Name):
             current = self.lookup(target.id, target)
             self.assign_name(target.id, self.binop(node.op, current, rhs, node), target)
@@ -291,13 +320,30 @@ class Parser(ExpressionEvaluator):
             raise self.error(target, f"cannot update {type(target).__name__} in a kernel")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        eager = self.ctx.eager
+        if node.value is None and eager is not None and isinstance(node.target, ast.Name) and \
+                node.target.id in eager.runtime_params and self.macro_depth == 0 and self.ir_depth == 0:
+            from .eager import declare_param
+
+            spec = self.eval(node.annotation)
+            self.ctx.loc = self.loc(node)
+            self.bind(node.target.id, declare_param(self.ctx, node.target.id, spec))
+            return
         if node.value is None or not isinstance(node.target, ast.Name):
             raise self.error(node, "a declaration without a value is not supported in a kernel",
                              "write `x: T.int32 = value`, or x = T.alloc_var(T.int32) for a mutable variable")
-        from ..language.dtypes import dtype_str
+        from ..language.dtypes import DType, dtype_str
 
-        dtype = dtype_str(self.eval(node.annotation), "the annotation")
-        value = _tilec.cast(dtype, to_expr(self.eval(node.value)), self.loc(node))
+        annotation = self.eval(node.annotation)
+        value = self.eval(node.value)
+        if isinstance(annotation, type) and not is_ir(value):  # `n: int = 4`, `dtype: str = "float16"`
+            self.assign_name(node.target.id, value, node.target)
+            return
+        if not isinstance(annotation, (DType, str, _tilec.DataType, type)):
+            self.assign_name(node.target.id, value, node.target)  # a typing hint Python ignores too
+            return
+        dtype = dtype_str(annotation, "the annotation")
+        value = _tilec.cast(dtype, to_expr(value), self.loc(node))
         self.assign_name(node.target.id, value, node.target)
 
     def stmt_If(self, node: ast.If) -> None:
@@ -420,13 +466,26 @@ class Parser(ExpressionEvaluator):
 
     def stmt_Return(self, node: ast.Return) -> None:
         if not self.in_macro:
-            raise self.error(node, "a T.prim_func does not return a value",
-                             "write results into a tensor parameter (and list it in out_idx)")
+            self._return_outputs(node)
+            return
         if self.ir_depth > 0:
             raise self.error(node, "`return` inside a loop, if or with block of a T.macro is not supported",
                              "return at the end of the macro")
         self.return_value = self.eval(node.value) if node.value is not None else None
         self.returned = True
+
+    def _return_outputs(self, node: ast.Return) -> None:
+        """`return C` / `return C, D` in a kernel: the T.empty tensors are its outputs."""
+        value = self.eval(node.value) if node.value is not None else None
+        values = list(value) if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+        for v in values:
+            if not (isinstance(v, Buffer) and any(v.same_as(o) for o in self.ctx.outputs)):
+                raise self.error(node, "a kernel can only return tensors made with T.empty",
+                                 "write results into a tensor parameter (and list it in out_idx), or declare "
+                                 "the output with C = T.empty(shape, dtype) and return C")
+        if self.ir_depth > 0 or self.ctx.returned_outputs is not None:
+            raise self.error(node, "`return` of a kernel's outputs must be its last statement, at the top level")
+        self.ctx.returned_outputs = values
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         cond = self.eval(node.test)

@@ -44,10 +44,6 @@ def _py_int(e: Any) -> Any:
 
 _UNSUPPORTED_EXPR_HINTS = {
     "Lambda": ("a lambda", "lambdas are only allowed as arguments of T.Layout / T.Fragment; use @T.macro for reusable code"),
-    "ListComp": ("a list comprehension", "build the list in the jit factory, outside the kernel"),
-    "SetComp": ("a set comprehension", "build it in the jit factory, outside the kernel"),
-    "DictComp": ("a dict comprehension", "build it in the jit factory, outside the kernel"),
-    "GeneratorExp": ("a generator expression", "build the values in the jit factory, outside the kernel"),
     "Await": ("`await`", "remove it"),
     "Yield": ("`yield`", "remove it"),
     "YieldFrom": ("`yield from`", "remove it"),

@@ -62,11 +62,29 @@ class BufferAccess:
             )
         return _tilec.buffer_load(self.buffer, [to_expr(i[1]) for i in self.items], self.loc)
 
+    def astype(self, dtype: Any) -> Expr:
+        return _astype(self.to_load(), dtype)
+
+    @property
+    def dtype(self):
+        """The element type (TVM's BufferLoad.dtype, which helper functions of programs read)."""
+        return self.buffer.dtype
+
     def __repr__(self) -> str:
         parts = []
         for item in self.items:
             parts.append(repr(item[1]) if item[0] == "index" else f"{item[1]!r}:+{item[2]!r}")
         return f"{self.buffer.name}[{', '.join(parts)}]"
+
+
+def _astype(e: Expr, dtype: Any) -> Expr:
+    """`x.astype(dtype)` (TVM's PrimExpr method, used by TileLang programs): a cast."""
+    from ..language.dtypes import dtype_str
+
+    return _tilec.cast(dtype_str(dtype), e, context.loc())
+
+
+Expr.astype = _astype
 
 
 def is_ir(v: Any) -> bool:
@@ -102,6 +120,15 @@ def to_expr(v: Any) -> Expr:
     if isinstance(v, str):
         return _tilec.string_imm(v, context.loc())
     raise CompileError(f"a {type(v).__name__} cannot be used as a value in a kernel")
+
+
+def stored_value(buffer: Buffer, value: Any, loc) -> Expr:
+    """`value` as stored into `buffer`: cast to the buffer's dtype when it differs (TileLang
+    converts on store, e.g. a float32 sum written into a float16 tile)."""
+    e = to_expr(value)
+    if e.dtype != buffer.dtype and e.dtype.lanes == 1 and buffer.dtype.lanes == 1:
+        return _tilec.cast(buffer.dtype, e, loc)
+    return e
 
 
 def to_region(v: Any, what: str = "argument") -> BufferRegion:
@@ -148,6 +175,10 @@ def extent_between(lo: Any, hi: Any) -> Any:
     if not is_ir(lo) and not is_ir(hi):
         return hi - lo
     lo_e, hi_e = to_expr(lo), to_expr(hi)
+    if hi_e.kind == "Var":  # hi = lo + n bound by a let (H1 = H0 + 64; A[H0:H1])
+        bound = context.let_value(hi_e)
+        if bound is not None:
+            hi_e = to_expr(bound)
     if hi_e.kind == "Add" and _tilec.structural_equal(hi_e.a, lo_e):
         return hi_e.b
     return _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))

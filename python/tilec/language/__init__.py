@@ -3,7 +3,7 @@
 
 from ..frontend.function import prim_func
 from ..frontend.macro import macro
-from .dtypes import DTYPES as _DTYPES, DType
+from .dtypes import DTYPES as _DTYPES, DType, dtype
 from .frames import Frame
 from .layout import Fragment, Layout
 from .ops import (  # noqa: A004 (abs, max, min, print are T names)
@@ -16,9 +16,12 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     reduce_min, reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
     truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
 )
+from .ops import assume, clamp, sync_threads
+from .ops import dec_max_nreg, disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg
 from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
 from .ops import ClusterKernel, block_rank_in_cluster, cluster_sync
-from .tensor import Buffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)
 
@@ -26,3 +29,5 @@ globals().update(_DTYPES)
 Serial = serial
 Unroll = unroll
 Vectorized = vectorized
+
+parallel = Parallel  # TileLang accepts the lower-case spelling too

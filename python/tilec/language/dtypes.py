@@ -49,17 +49,77 @@ class DType(str):
     def __repr__(self) -> str:
         return f"T.{str(self)}"
 
+    @property
+    def bits(self) -> int:
+        return _tilec.DataType(str(self)).bits
+
+    @property
+    def lanes(self) -> int:
+        return _tilec.DataType(str(self)).lanes
+
+    def is_float(self) -> bool:
+        return _tilec.DataType(str(self)).is_float()
+
+    def as_torch(self):
+        """The torch dtype of the same name (float8_e4m3 is torch.float8_e4m3fn)."""
+        return as_torch(self)
+
+    # TileLang's dtype objects have these too.
+    def is_float8(self) -> bool:
+        return str(self).startswith("float8")
+
 
 _NAMES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "bfloat16",
     "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float4_e2m1", "float4_e2m1fn",
 ]
-_ALIASES = {"half": "float16", "double": "float64", "float": "float32"}
+_ALIASES = {"half": "float16", "double": "float64", "float": "float32", "int": "int32", "uint": "uint32"}
+
+_VECTOR_BASES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                 "uint32", "uint64", "float8_e4m3", "float8_e5m2"]
 
 DTYPES = {name: DType(name) for name in _NAMES}
 for _alias, _target in _ALIASES.items():
     DTYPES[_alias] = DType(_target)
+for _base in _VECTOR_BASES:  # T.float32x2, T.float16x4, ...
+    for _lanes in (2, 4, 8, 16, 32):
+        DTYPES[f"{_base}x{_lanes}"] = DType(f"{_base}x{_lanes}")
+
+# torch dtype attribute -> tilec name (the names differ only for float8_e4m3).
+_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn"}
+
+
+def as_torch(v: Any):
+    """The torch dtype for a dtype given in any form dtype_str accepts."""
+    import torch
+
+    name = dtype_str(v)
+    torch_name = _TORCH_NAMES.get(name, name)
+    if name == "bool":
+        return torch.bool
+    found = getattr(torch, torch_name, None)
+    if found is None:
+        raise CompileError(f"torch has no dtype for {name}")
+    return found
+
+
+def dtype(v: Any) -> DType:
+    """`T.dtype(x)`: a T dtype from a name, a torch dtype or another dtype object."""
+    return DType(dtype_str(v))
+
+
+def __getattr__(name: str):
+    if name == "_TORCH_DTYPE_TO_STR":  # TileLang's table, built when asked for (needs torch)
+        import torch
+
+        table = {}
+        for tname in _NAMES:
+            attr = getattr(torch, _TORCH_NAMES.get(tname, tname), None)
+            if attr is not None and attr not in table:
+                table[attr] = tname
+        return table
+    raise AttributeError(name)
 
 
 def dtype_str(v: Any, what: str = "dtype") -> str:
@@ -75,8 +135,10 @@ def dtype_str(v: Any, what: str = "dtype") -> str:
         return "int32"
     if v is bool:
         return "bool"
-    # objects that name their dtype (e.g. torch.float16) are accepted by name
+    # objects that name their dtype (e.g. torch.float16, numpy.float32, tvm.DataType) by name
     name = str(v).rsplit(".", 1)[-1]
+    if name.endswith("'>"):  # <class 'numpy.float32'>
+        name = name[:-2]
     if _tilec.DataType.parse(name) is not None:
         return name
     raise CompileError(f"{what} must be a dtype such as \"float16\" or T.float16, got {v!r}")

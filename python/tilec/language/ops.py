@@ -17,6 +17,7 @@ from ..frontend.values import (
     BufferAccess,
     const_int,
     is_ir,
+    stored_value,
     to_expr,
 )
 from .dtypes import dtype_str
@@ -31,6 +32,13 @@ def primitive(fn):
     """Marks a T function: the parser checks its arity and sets the source location first."""
     fn._tilec_primitive = True
     return fn
+
+
+def _named_primitive(fn, name: str, doc: str):
+    """A T primitive made by a factory (one per op name): named and documented as that op."""
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return primitive(fn)
 
 
 def _loc():
@@ -229,7 +237,7 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var"):
     ctx = context.require("T.alloc_var")
     buf = _alloc("T.alloc_var", "v", [1], dtype, scope)
     if init is not None:
-        ctx.builder.store(buf, [0], to_expr(init), ctx.loc)
+        ctx.builder.store(buf, [0], stored_value(buf, init, ctx.loc), ctx.loc)
     return buf
 
 
@@ -375,9 +383,7 @@ def _reduce(kind: str):
     def op(buffer: Any, out: Any, *args, **kwargs):
         _tile_op(kind, [buffer, out, *args], kwargs, ("dim", "clear"))
 
-    op.__name__ = kind
-    op.__doc__ = f"T.{kind}(buffer, out, dim=-1, clear=True)"
-    return primitive(op)
+    return _named_primitive(op, kind, f"T.{kind}(buffer, out, dim=-1, clear=True)")
 
 
 reduce_max = _reduce("reduce_max")
@@ -399,8 +405,34 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False):
     _tile_op("cumsum", [src, src if dst is None else dst], {"dim": dim, "reverse": reverse})
 
 
+def _region_like(point: BufferAccess, other: Any) -> BufferAccess:
+    """`point` (all indices) as the region of `other`'s extents, aligned on the last dimensions."""
+    if isinstance(other, Buffer):
+        extents = [e for e in other.shape]
+    elif isinstance(other, BufferRegion):
+        extents = [ext for _, ext in other.region]
+    else:
+        extents = [it[2] if it[0] == "slice" else 1 for it in other.items]
+    while len(extents) > 1 and len(extents) > len(point.items):
+        if not (isinstance(extents[0], numbers.Integral) and extents[0] == 1 or
+                isinstance(extents[0], Expr) and extents[0].as_int() == 1):
+            break
+        extents = extents[1:]
+    lead = len(point.items) - len(extents)
+    if lead < 0:
+        return point
+    items = list(point.items[:lead]) + [("slice", it[1], ext) for it, ext in zip(point.items[lead:], extents)]
+    return BufferAccess(point.buffer, items, point.loc)
+
+
 def _atomic(kind: str):
     def op(dst: Any, value: Any, **kwargs):
+        # Performance options of TileLang's atomics (how, not what): tilec picks the instruction.
+        for how in ("use_tma", "return_prev", "memory_order"):
+            if how == "return_prev" and kwargs.get(how):
+                raise CompileError(f"T.{kind}(return_prev=True) is not supported yet",
+                                   hint="read the value before the atomic, or keep a separate counter")
+            kwargs.pop(how, None)
         # One element updated by a scalar (as TileLang does): a plain atomic call, so it
         # may stand anywhere, a T.Parallel body included. Regions stay tile ops.
         if isinstance(dst, BufferAccess) and dst.is_point() and not kwargs and \
@@ -414,11 +446,12 @@ def _atomic(kind: str):
             call = _tilec.call("void", "tl." + kind, [address, value], ctx.loc)
             ctx.builder.evaluate(call, ctx.loc)
             return
+        if isinstance(dst, BufferAccess) and dst.is_point() and isinstance(value, (Buffer, BufferRegion, BufferAccess)):
+            dst = _region_like(dst, value)  # C[by * 128, bx * 128] += a whole tile, as in T.copy
         _tile_op(kind, [dst, value], kwargs)
 
-    op.__name__ = kind
-    op.__doc__ = f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, on an element or a region"
-    return primitive(op)
+    return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "
+                                      "on an element or a region")
 
 
 atomic_add = _atomic("atomic_add")
@@ -438,9 +471,7 @@ def _math(name: str):
     def fn(x: Any):
         return _call(name, x)
 
-    fn.__name__ = name
-    fn.__doc__ = f"T.{name}(x), elementwise"
-    return primitive(fn)
+    return _named_primitive(fn, name, f"T.{name}(x), elementwise")
 
 
 exp = _math("exp")
@@ -495,9 +526,7 @@ def _bit_intrinsic(name: str):
             ea = _tilec.int_imm(int(a), eb.dtype, _loc())
         return _tilec.call(ea.dtype, "tl." + name, [ea, eb], _loc())
 
-    fn.__name__ = name
-    fn.__doc__ = f"T.{name}(a, b) on integers"
-    return primitive(fn)
+    return _named_primitive(fn, name, f"T.{name}(a, b) on integers")
 
 
 bitwise_and = _bit_intrinsic("bitwise_and")
@@ -553,11 +582,28 @@ def Cast(dtype: Any, value: Any):
     return cast(value, dtype)
 
 
+def select_values(cond: Any, true_value: Any, false_value: Any):
+    """A Select whose two values get one dtype, as TileLang's if_then_else does: a Python number
+    takes the other side's type; int and float mix as the float type."""
+    t, f = to_expr(true_value), to_expr(false_value)
+    if t.dtype != f.dtype and t.dtype.lanes == f.dtype.lanes:
+        python_t, python_f = not is_ir(true_value), not is_ir(false_value)
+        if python_t and not python_f:
+            t = _tilec.cast(f.dtype, t, _loc())
+        elif python_f and not python_t:
+            f = _tilec.cast(t.dtype, f, _loc())
+        elif t.dtype.is_float() and not f.dtype.is_float():
+            f = _tilec.cast(t.dtype, f, _loc())
+        elif f.dtype.is_float() and not t.dtype.is_float():
+            t = _tilec.cast(f.dtype, t, _loc())
+    return _tilec.select(to_expr(cond), t, f, _loc())
+
+
 @primitive
 def if_then_else(cond: Any, true_value: Any, false_value: Any):
     if not is_ir(cond):
         return true_value if cond else false_value
-    return _tilec.select(to_expr(cond), to_expr(true_value), to_expr(false_value), _loc())
+    return select_values(cond, true_value, false_value)
 
 
 Select = if_then_else
@@ -708,6 +754,10 @@ def use_swizzle(panel_size: Any, order: str = "row", enable: bool = True):
     """Rasterises the grid in panels of `panel_size` blocks for L2 reuse."""
     if not enable:
         return None
+    ctx = context.current()
+    if ctx is not None and ctx.kernels and len(ctx.kernels[-1]) != 2:
+        # tilec rasterizes 2-D grids; elsewhere the hint is dropped (it never changes results)
+        return None
     if order != "row":
         raise CompileError(f"T.use_swizzle(order={order!r}) is not supported yet", hint="order='row'")
     return AnnotationFrame("use_swizzle", const_int(panel_size, "panel_size"))
@@ -718,3 +768,37 @@ def annotate(key: str, value: Any):
     if not isinstance(key, str):
         raise CompileError("T.annotate takes a string key")
     return AnnotationFrame(key, _marshal_attr(value))
+
+
+@primitive
+def clamp(x: Any, lo: Any, hi: Any):
+    """min(max(x, lo), hi)."""
+    return min(max(x, lo), hi)
+
+
+@primitive
+def sync_threads():
+    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
+    ctx = context.require("T.sync_threads")
+    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def assume(cond: Any):
+    """A fact the compiler may use (TileLang: T.assume). tilec does not use it yet: no IR."""
+    context.require("T.assume")
+
+
+def _register_hint(name: str):
+    def hint(*args, **kwargs):
+        context.require(f"T.{name}")  # a register-budget hint: tilec sizes registers itself
+
+    return _named_primitive(hint, name, f"T.{name}: accepted and ignored — register budgets (setmaxnreg) are "
+                                        "the compiler's choice in tilec; the hint never changes results")
+
+
+disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
+set_max_nreg = _register_hint("set_max_nreg")
+inc_max_nreg = _register_hint("inc_max_nreg")
+dec_max_nreg = _register_hint("dec_max_nreg")
+no_set_max_nreg = _register_hint("no_set_max_nreg")

@@ -52,7 +52,8 @@ class _TensorType:
         return TensorSpec(shape, dtype, strides)
 
     def __getitem__(self, key) -> TensorSpec:
-        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], (list, tuple)):
+        # T.Tensor[(M, N), dtype]; also T.Tensor[(M), dtype], where (M) is just M
+        if isinstance(key, tuple) and len(key) == 2 and _is_dtype(key[1]):
             return TensorSpec(key[0], key[1])
         return TensorSpec(key, "float32")
 
@@ -62,6 +63,10 @@ class _TensorType:
 
 Tensor = _TensorType("Tensor")
 Buffer = _TensorType("Buffer")
+# Annotations of T.macro parameters (documentation only: macro arguments are bound as given).
+SharedBuffer = _TensorType("SharedBuffer")
+FragmentBuffer = _TensorType("FragmentBuffer")
+LocalBuffer = _TensorType("LocalBuffer")
 
 
 def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = "float32") -> TensorSpec:
@@ -71,11 +76,22 @@ def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = "fl
 StridedTensor._tilec_primitive = True  # type: ignore[attr-defined]
 
 
+def _is_dtype(v: Any) -> bool:
+    try:
+        dtype_str(v)
+        return True
+    except CompileError:
+        return False
+
+
 def dynamic(name: str, dtype: Any = "int32") -> "_tilec.Var":
-    """A symbolic dimension, bound from the tensors' shapes when the kernel is launched."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise CompileError(f"T.dynamic needs a name that is a Python identifier, got {name!r}")
-    return _tilec.var(name, dtype_str(dtype), context.loc())
+    """A symbolic dimension, bound from the tensors' shapes when the kernel is launched.
+    Several at once: `b, s = T.dynamic("b, s")`."""
+    names = [n for n in name.replace(",", " ").split()] if isinstance(name, str) else []
+    if not names or not all(n.isidentifier() for n in names):
+        raise CompileError(f"T.dynamic needs a name that is a Python identifier (or several, \"a, b\"), got {name!r}")
+    made = tuple(_tilec.var(n, dtype_str(dtype), context.loc()) for n in names)
+    return made[0] if len(made) == 1 else made
 
 
 dynamic._tilec_primitive = True  # type: ignore[attr-defined]

@@ -1,0 +1,3 @@
+"""`tilelang.carver.roller`: only the rasterization markers programs import."""
+
+from . import rasterization  # noqa: F401

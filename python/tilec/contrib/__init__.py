@@ -1,0 +1,3 @@
+"""`tilelang.contrib`: the `nvcc` helpers programs use."""
+
+from . import nvcc  # noqa: F401

@@ -1,0 +1,3 @@
+"""`tilelang.engine`: only the callback registry programs import."""
+
+from . import callback  # noqa: F401

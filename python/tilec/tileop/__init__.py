@@ -1,0 +1,3 @@
+"""`tilelang.tileop`: the GEMM warp policy enum (`tilelang.tileop.base.GemmWarpPolicy`)."""
+
+from . import base  # noqa: F401

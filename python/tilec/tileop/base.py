@@ -1,0 +1,1 @@
+from ..language.ops import GemmWarpPolicy  # noqa: F401

@@ -1,0 +1,170 @@
+"""The tilelang API surface upstream programs use: autotuner (CPU semantics), PassConfigKey,
+`python -m tilec.run`, the `tvm` stand-in, carver/testing/math helpers. CPU only, no torch."""
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec import CompileError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _copy_factory(threads_ok=(64, 128)):
+    @tilec.autotune(configs=[{"threads": 2048}, {"threads": 128}, {"threads": 64}])
+    @tilec.jit(out_idx=[-1], target="sm_90a")
+    def copy(n, threads=None):
+        @T.prim_func
+        def main(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+            with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx:
+                for i in T.Parallel(threads):
+                    B[bx * threads + i] = A[bx * threads + i]
+        return main
+
+    return copy
+
+
+def test_autotune_without_a_gpu_takes_the_first_config_that_compiles(monkeypatch, caplog):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+    copy = _copy_factory()
+    with caplog.at_level(logging.INFO, logger="tilec.autotuner"):
+        kernel = copy(1024)
+    assert "threads=128" in kernel.launch_plan_summary() or "128" in kernel.launch_plan_summary()
+    assert "does not compile" in caplog.text  # threads=2048 is refused and logged
+    assert "no CUDA GPU" in caplog.text
+
+
+def test_autotune_with_every_tuned_parameter_given_is_a_plain_jit_call(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+    copy = _copy_factory()
+    kernel = copy(1024, threads=64)
+    assert [p["name"] for p in kernel.params()] == ["A", "B"]
+
+
+def test_autotuner_object_form(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+
+    def kernel(threads=None):
+        @T.prim_func
+        def main(A: T.Tensor((256,), T.float32)):
+            with T.Kernel(1, threads=threads) as _:
+                for i in T.Parallel(256):
+                    A[i] = 1.0
+        return main
+
+    result = autotuner.AutoTuner.from_kernel(kernel, [{"threads": 4096}, {"threads": 256}]) \
+        .set_compile_args(target="sm_90a").set_profile_args(skip_check=True).run(warmup=1, rep=1)
+    assert result.config == {"threads": 256}
+    assert "__global__" in result.libcode
+
+
+def test_autotune_reports_when_nothing_compiles(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+
+    def kernel(threads=None):
+        @T.prim_func
+        def main(A: T.Tensor((256,), T.float32)):
+            with T.Kernel(1, threads=threads) as _:
+                A[0] = 1.0
+        return main
+
+    with pytest.raises(CompileError, match="none of the 1 configurations compiled"):
+        autotuner.AutoTuner.from_kernel(kernel, [{"threads": 4096}]).set_compile_args(target="sm_90a").run()
+
+
+def test_pass_config_keys_without_a_counterpart_are_dropped():
+    from tilec.transform import split_pass_configs
+
+    kept = split_pass_configs({tilec.PassConfigKey.TL_ENABLE_FAST_MATH: True,
+                               tilec.PassConfigKey.TL_LAYOUT_VISUALIZATION_ENABLE: True,
+                               "tl.disable_tma_lower": True})
+    assert kept == {"tl.enable_fast_math": True, "tl.disable_tma_lower": True}
+
+
+def test_unknown_pass_config_strings_still_reach_the_pass_context():
+    from tilec.transform import split_pass_configs
+
+    assert split_pass_configs({"tl.no_such_key": 1}) == {"tl.no_such_key": 1}
+
+
+def test_math_and_arch_helpers():
+    assert tilec.cdiv(10, 4) == 3
+    assert tilec.next_power_of_2(33) == 64
+    assert tilec.math.prev_power_of_2(33) == 32
+    from tilec.carver.arch import driver
+
+    assert driver.get_num_sms() > 0
+
+
+def test_tilec_run_runs_a_program_with_tilelang_and_tvm_aliased(tmp_path):
+    program = tmp_path / "prog.py"
+    program.write_text(textwrap.dedent("""
+        import sys
+        import tilelang
+        import tilelang.language as T
+        from tilelang import tvm as tvm
+        from tvm import DataType, tirx
+
+        assert tilelang.PassConfigKey.TL_ENABLE_FAST_MATH == "tl.enable_fast_math"
+        assert DataType("float16").bits == 16
+        assert tvm.tirx is tirx
+        print("ran", sys.argv[1:])
+    """))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    out = subprocess.run([sys.executable, "-m", "tilec.run", str(program), "x", "--y"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert out.returncode == 0, out.stdout.decode()
+    assert "ran ['x', '--y']" in out.stdout.decode()
+
+
+def test_tvm_names_outside_the_stand_in_say_so():
+    import tilec.tvm as tvm
+
+    with pytest.raises(AttributeError, match="not built on TVM"):
+        tvm.relax  # noqa: B018
+
+
+def test_not_provided_tools_raise_with_an_alternative():
+    from tilec.carver.template import MatmulTemplate
+    from tilec.tools import plot_layout
+
+    with pytest.raises(NotImplementedError, match="tilec.autotune"):
+        MatmulTemplate(M=1, N=1, K=1)
+    with pytest.raises(NotImplementedError, match="script"):
+        plot_layout(None)
+
+
+def test_autotune_over_an_eager_function_tunes_a_parameter_without_default(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: False)
+
+    @tilec.autotune(configs=[{"block": 4096}, {"block": 64}])
+    @tilec.jit(target="sm_90a")
+    def ones(A, block):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                A[bx * block + i] = 1.0
+
+    class Fake:
+        shape = (256,)
+        dtype = "float32"
+
+    kernel = ones.compile(Fake())
+    assert kernel.params()[0]["shape"] == [256]

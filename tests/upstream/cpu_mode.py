@@ -1,0 +1,326 @@
+"""Runs one upstream TileLang program on a machine without a GPU, as the corpus harness's child:
+
+    python tests/upstream/cpu_mode.py RESULT.json PROGRAM.py [args...]
+
+`tilelang` resolves to tilec (as with `python -m tilec.run`), and:
+- every kernel is compiled for sm_90a through NVRTC (target "auto"/"cuda" means sm_90a here);
+- launches are intercepted: a kernel call checks its arguments' count and ranks and returns
+  outputs of the right shape and dtype (zeros), computed nowhere;
+- torch's "cuda" device is the CPU (a TorchFunctionMode rewrites device arguments) and
+  torch.cuda reports one H200; matrix products and attention above ~1e8 flops return zeros of
+  the right shape, so reference programs do not take minutes;
+- numerical checks are neutralised (torch.testing.assert_close, torch.allclose, the
+  profiler's assert_allclose, tilelang.testing.torch_assert_close), and timing calls run
+  their function once and report 1 ms — the outputs are not computed, so nothing can be checked.
+
+RESULT.json gets {"status", "kernels", "error", "error_kind", "seconds"}; see run_corpus.py for
+what the statuses mean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+TARGET = "sm_90a"
+FLOP_CAP = 1e8
+_state = {"kernels": 0, "compile_errors": 0}
+
+
+# ------------------------------------------------------------------------------ torch on CPU
+
+
+def _install_fake_cuda(torch):
+    from torch.overrides import TorchFunctionMode
+
+    def cpu_device(d):
+        if isinstance(d, torch.device):
+            return torch.device("cpu") if d.type == "cuda" else d
+        if isinstance(d, str) and d.startswith("cuda"):
+            return "cpu"
+        if isinstance(d, int) and not isinstance(d, bool):
+            return "cpu"
+        return d
+
+    heavy = {torch.matmul, torch.mm, torch.bmm, torch.einsum, torch.Tensor.__matmul__, torch.Tensor.matmul,
+             torch.Tensor.mm, torch.Tensor.bmm, torch.baddbmm, torch.addmm, torch.nn.functional.linear,
+             torch.nn.functional.scaled_dot_product_attention, torch.nn.functional.conv2d,
+             torch.nn.functional.conv1d, torch.Tensor.__rmatmul__}
+
+    def flops(args):
+        sizes = [a.numel() for a in args if isinstance(a, torch.Tensor)]
+        if len(sizes) < 2:
+            return 0
+        sizes.sort()
+        return float(sizes[-1]) * float(sizes[-2]) ** 0.5
+
+    class CudaIsCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs:
+                kwargs["device"] = cpu_device(kwargs["device"])
+            name = getattr(func, "__name__", "")
+            if name in ("cuda",):
+                return args[0]
+            if name == "to":
+                args = tuple(cpu_device(a) for a in args)
+            if name == "Tensor" and False:
+                pass
+            if func in heavy and flops(args) > FLOP_CAP:
+                meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+                with torch._C.DisableTorchFunction():
+                    out = func(*meta, **kwargs)
+                return torch.zeros(out.shape, dtype=out.dtype)
+            return func(*args, **kwargs)
+
+    mode = CudaIsCpu()
+    mode.__enter__()
+
+    class FakeEvent:
+        def __init__(self, *a, **k):
+            pass
+
+        def record(self, *a, **k):
+            pass
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return 1.0
+
+    class FakeStream:
+        cuda_stream = 0
+
+        def __init__(self, *a, **k):
+            pass
+
+        def synchronize(self):
+            pass
+
+        def wait_stream(self, *a):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    class Props:
+        name = "NVIDIA H200 (intercepted)"
+        major, minor = 9, 0
+        multi_processor_count = 132
+        total_memory = 141 * 2**30
+        shared_memory_per_block_optin = 227 * 1024
+        L2_cache_size = 60 * 2**20
+        warp_size = 32
+
+    cuda = torch.cuda
+    cuda.is_available = lambda: True
+    cuda.device_count = lambda: 1
+    cuda.current_device = lambda: 0
+    cuda.set_device = lambda *a: None
+    cuda.synchronize = lambda *a, **k: None
+    cuda.get_device_capability = lambda *a: (9, 0)
+    cuda.get_device_name = lambda *a: Props.name
+    cuda.get_device_properties = lambda *a: Props()
+    cuda.manual_seed = lambda *a: None
+    cuda.manual_seed_all = lambda *a: None
+    cuda.empty_cache = lambda: None
+    cuda.Event = FakeEvent
+    cuda.Stream = FakeStream
+    cuda.current_stream = lambda *a: FakeStream()
+    cuda.default_stream = lambda *a: FakeStream()
+    cuda.stream = lambda s=None: FakeStream()
+    cuda.max_memory_allocated = lambda *a: 0
+    cuda.reset_peak_memory_stats = lambda *a: None
+    cuda.memory_allocated = lambda *a: 0
+
+    class FakeDevice:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    cuda.device = FakeDevice
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def _neutralise_checks(torch):
+    torch.testing.assert_close = lambda *a, **k: None
+    torch.allclose = lambda *a, **k: True
+
+
+# ------------------------------------------------------------------------------ tilec side
+
+
+class InterceptedKernel:
+    """A compiled kernel whose calls return zero outputs instead of launching."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+        self._params = kernel.params()
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+    def get_profiler(self, *args, **kwargs):
+        from tilec.profiler import Profiler
+
+        return Profiler(self, *args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        import torch
+
+        kwargs.pop("stream", None)
+        inputs = [p for p in self._params if not p["is_output"]]
+        outputs = [p for p in self._params if p["is_output"]]
+        if len(args) not in (len(inputs), len(self._params)):
+            from tilec.kernel import KernelArgumentError
+
+            raise KernelArgumentError(f"kernel {self._kernel.signature} takes {len(inputs)} inputs "
+                                      f"(or all {len(self._params)} arguments), got {len(args)}")
+        symbols = {}
+        given = self._params if len(args) == len(self._params) else inputs
+        for p, a in zip(given, args):
+            if p["kind"] == "tensor" and hasattr(a, "shape"):
+                if len(a.shape) != len(p["shape"]):
+                    from tilec.kernel import KernelArgumentError
+
+                    raise KernelArgumentError(f"argument '{p['name']}' of {self._kernel.signature} has rank "
+                                              f"{len(a.shape)}, expected {len(p['shape'])}")
+                for d, n in zip(p["shape"], a.shape):
+                    if isinstance(d, str):
+                        symbols.setdefault(d, int(n))
+        if len(args) == len(self._params):
+            return None
+        from tilec.profiler import _torch_dtype
+
+        made = []
+        for p in outputs:
+            shape = [symbols.get(d, 1) if isinstance(d, str) else d for d in p["shape"]]
+            made.append(torch.zeros(shape, dtype=_torch_dtype(p["dtype"])))
+        if not made:
+            return None
+        return made[0] if len(made) == 1 else made
+
+
+def _install_tilec_hooks():
+    import tilec.kernel
+    import tilec.profiler
+
+    jit_module = sys.modules["tilec.jit"]  # `tilec.jit` the attribute is the decorator
+    real_normalize = jit_module.normalize_target
+
+    def normalize_target(target):
+        t = real_normalize(target)
+        return TARGET if t in ("auto", "cuda") else t
+
+    jit_module.normalize_target = normalize_target
+    real_compile = tilec.kernel.compile_prim_func
+
+    def compile_prim_func(*args, **kwargs):
+        try:
+            kernel = real_compile(*args, **kwargs)
+        except Exception:
+            _state["compile_errors"] += 1
+            raise
+        _state["kernels"] += 1
+        return InterceptedKernel(kernel)
+
+    tilec.kernel.compile_prim_func = compile_prim_func
+
+    def do_bench(fn, *args, **kwargs):
+        fn()
+        return 1.0
+
+    tilec.profiler.do_bench = do_bench
+    tilec.profiler.Profiler.assert_allclose = lambda self, *a, **k: self.run_once()
+    import tilec.testing
+
+    tilec.testing.torch_assert_close = lambda *a, **k: None
+    tilec.testing.assert_allclose = lambda *a, **k: None
+    import tilec.autotuner
+
+    tilec.autotuner.gpu_available = lambda: False
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def _classify(exc: BaseException, tb) -> str:
+    from tilec.errors import CompileError, InternalError
+
+    if isinstance(exc, (CompileError, InternalError)):
+        return "tilec"
+    if isinstance(exc, ModuleNotFoundError):
+        name = (exc.name or "").split(".")[0]
+        return "tilec" if name in ("tilelang", "tilec", "tvm") else "package"
+    frames = traceback.extract_tb(tb)
+    tilec_dir = os.path.join(ROOT, "python", "tilec")
+    if frames and frames[-1].filename.startswith(tilec_dir) and not isinstance(exc, AssertionError):
+        return "tilec"
+    text = str(exc)
+    if isinstance(exc, (AttributeError, ImportError)) and ("tilelang" in text or "tilec" in text or "tvm" in text):
+        return "tilec"
+    if isinstance(exc, (NotImplementedError,)):
+        return "tilec"
+    if type(exc).__name__ == "KernelArgumentError":
+        return "tilec"
+    return "program"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = lines[0] if lines else type(exc).__name__
+    for ln in lines[1:]:
+        if ln.lstrip().startswith("hint:"):
+            break
+    return head[:300]
+
+
+def main() -> int:
+    result_path, program, *argv = sys.argv[1:]
+    start = time.time()
+    result = {"status": "pass", "kernels": 0, "error": "", "error_kind": ""}
+    import logging
+
+    logging.disable(logging.WARNING)
+    try:
+        import torch
+
+        _install_fake_cuda(torch)
+        _neutralise_checks(torch)
+        _install_tilec_hooks()
+        from tilec.run import run_program
+
+        run_program(program, argv)
+    except SystemExit as e:
+        if e.code not in (0, None):
+            result.update(status="fail", error=f"SystemExit({e.code})", error_kind="program")
+    except BaseException as e:  # noqa: BLE001 - every failure is reported
+        kind = _classify(e, e.__traceback__)
+        result.update(status="fail", error=_first_line(e), error_kind=kind)
+        result["traceback"] = "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]
+    result["kernels"] = _state["kernels"]
+    result["seconds"] = round(time.time() - start, 1)
+    with open(result_path, "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -180,7 +180,9 @@ def test_gemm_chain_with_a_in_registers(dtype, trans_b):
     d = torch.randn(*D_shape, device="cuda", dtype=tdt)
     c = poisoned((M, N2), torch.float32)
     kernel = run(chain, a, b, d, c)
-    assert "tl::gemm_rs<" in kernel.get_kernel_source()
+    src = kernel.get_kernel_source()
+    # mma.sync with A from registers (tl::gemm_rs), or on sm_90a wgmma's register-A form.
+    assert "tl::gemm_rs<" in src or "tl::wgmma_gemm_rs<" in src, src
     p = (a.double() @ b.double()).float().to(tdt).double()   # the kernel rounds C1 to 16 bits
     ref = p @ (d.double().T if trans_b else d.double())
     torch.testing.assert_close(c.double(), ref, rtol=2e-2 if dtype == "bfloat16" else 5e-3,

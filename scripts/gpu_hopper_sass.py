@@ -1,5 +1,5 @@
-"""Compiles the team GEMM and FlashAttention for sm_90a, disassembles them (cuobjdump) and
-counts the instructions that show the Hopper path: HGMMA (wgmma), UTMALDG (TMA loads),
+"""Compiles the team GEMM, FlashAttention and the fp8 GEMM for sm_90a, disassembles them (cuobjdump) and
+counts the instructions that show the Hopper path: HGMMA / QGMMA (wgmma, fp8), UTMALDG (TMA loads),
 SYNCS (mbarrier waits), and local-memory spills (LDL / STL) inside the main loops."""
 import glob
 import os
@@ -19,15 +19,18 @@ def main():
     import tilec
     from flash_attention import flash_attention
     from gemm import matmul
+    from gemm_fp8 import fp8_gemm
 
     tilec.compile(matmul(4096, 4096, 4096, 128, 256, 64, dtype="bfloat16", threads=256), target="sm_90a")
     tilec.compile(flash_attention(4, 32, 4096, 128, dtype="bfloat16"), target="sm_90a")
+    tilec.compile(fp8_gemm(4096, 4096, 4096), target="sm_90a")
     ok = True
     for cubin in sorted(glob.glob(os.path.join(d, "**", "*.cubin"), recursive=True)):
         sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
-        counts = {k: sass.count(k) for k in ("HGMMA", "UTMALDG", "SYNCS", "LDL", "STL", "HMMA", "LDGSTS")}
+        counts = {k: sass.count(k) for k in ("HGMMA", "QGMMA", "UTMALDG", "SYNCS", "LDL", "STL", "HMMA", "LDGSTS")}
         print(os.path.relpath(cubin, d), counts)
-        ok &= counts["HGMMA"] > 0 and counts["UTMALDG"] > 0 and counts["LDL"] == 0 and counts["STL"] == 0
+        ok &= (counts["HGMMA"] + counts["QGMMA"]) > 0 and counts["UTMALDG"] > 0 and counts["LDL"] == 0 and \
+            counts["STL"] == 0
     print("SASS check:", "ok" if ok else "FAILED")
 
 

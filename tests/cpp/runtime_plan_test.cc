@@ -181,3 +181,36 @@ TEST(RuntimeEvalInt, ResolvesVarsByNameAfterRoundTrip) {
 
 }  // namespace
 }  // namespace tilec::runtime
+
+namespace tilec::runtime {
+namespace {
+
+// TMA tensor maps and persistence survive the plan's text form (the disk cache).
+TEST(RuntimePlanText, TensorMapsAndPersistenceRoundTrip) {
+  LaunchPlan p = sample_plan();
+  p.tma_descs = {{0, {64, 128}, 3}, {1, {64, 64}, 2}};
+  p.kernel_args.push_back({KernelArg::kTmaDesc, 0});
+  p.kernel_args.push_back({KernelArg::kTmaDesc, 1});
+  p.persistent_blocks_per_sm = 2;
+  LaunchPlan q = launch_plan_from_text(launch_plan_to_text(p));
+  ASSERT_EQ(q.tma_descs.size(), 2u);
+  EXPECT_TRUE(q.tma_descs[0] == p.tma_descs[0]);
+  EXPECT_TRUE(q.tma_descs[1] == p.tma_descs[1]);
+  EXPECT_EQ(q.kernel_args.back().kind, KernelArg::kTmaDesc);
+  EXPECT_EQ(q.kernel_args.back().index, 1);
+  EXPECT_EQ(q.persistent_blocks_per_sm, 2);
+  EXPECT_EQ(launch_plan_to_text(q), launch_plan_to_text(p));
+}
+
+TEST(RuntimePlanText, BadTensorMapsAreRejected) {
+  LaunchPlan p = sample_plan();
+  p.tma_descs = {{0, {64, 300}, 3}};  // box extent above 256
+  EXPECT_THROW(check_launch_plan(p), UserError);
+  p.tma_descs = {{0, {64}, 3}};  // rank 1 box for a rank-2 tensor
+  EXPECT_THROW(check_launch_plan(p), UserError);
+  p.tma_descs = {{7, {64, 64}, 3}};
+  EXPECT_THROW(check_launch_plan(p), UserError);
+}
+
+}  // namespace
+}  // namespace tilec::runtime

@@ -1,0 +1,121 @@
+"""The sm_90a forms without a GPU: manual warp specialization (T.ws), clusters with TMA
+multicast, TMA stores, the hang detector's code, and the errors of these features."""
+import os
+import re
+import sys
+
+import pytest
+
+import tilec
+import tilec.language as T
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+
+
+def _gemm(cluster=None, threads=256, bn=256):
+    M = N = K = 1024
+
+    @T.prim_func
+    def g(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), "bfloat16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, 128), threads=threads, cluster_dims=cluster) as (bx, by):
+            As = T.alloc_shared((128, 64), "bfloat16")
+            Bs = T.alloc_shared((64, bn), "bfloat16")
+            Cl = T.alloc_fragment((128, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
+                T.copy(A[by * 128, ko * 64], As)
+                T.copy(B[ko * 64, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[by * 128, bx * bn])
+
+    return g
+
+
+def test_cluster_gemm_multicasts_the_shared_tile():
+    kernel = tilec.compile(_gemm(cluster=(2, 1, 1)), target="sm_90a")
+    src, ptx = kernel.get_kernel_source(), kernel.get_ptx()
+    # A (rows by*128) is the same for both CTAs of a cluster along N: one band each, multicast;
+    # B differs per CTA: plain loads.
+    assert "tl::tma_load_multicast(" in src and "tl::block_rank_in_cluster()" in src, src
+    assert src.count("tl::cluster_sync();") == 2, src  # after the barrier init, at the end
+    assert "mbarrier_arrive_cluster" in src
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
+                     r"\.multicast::cluster", ptx)
+    assert "mapa.shared::cluster" in ptx and "barrier.cluster.arrive" in ptx
+
+
+def test_manual_ws_roles_use_their_threads():
+    ws = __import__("warp_specialized_gemm")
+    src = tilec.compile(ws.ws_gemm(1024, 1024, 1024), target="sm_90a").get_kernel_source()
+    assert "if (tx < 128) {" in src and "if (tx >= 128) {" in src, src
+    # The consumer's gemm counts its threads from the role's first: tx - 128.
+    line = next(l for l in src.splitlines() if "tl::wgmma_gemm_ss<" in l)
+    assert line.rstrip().endswith(", tx - 128);"), line
+    # One thread of the producer role issues each TMA copy.
+    assert src.count("if (tx == 0) {") >= 2, src
+
+
+def test_ws_groups_must_be_consecutive_and_inside_the_block():
+    def build(groups):
+        @T.prim_func
+        def k(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=256) as bx:
+                with T.ws(*groups):
+                    for i in T.Parallel(128):
+                        A[i] = 1.0
+
+        return k
+
+    with pytest.raises(tilec.CompileError, match="consecutive"):
+        tilec.compile(build((0, 2)), target="sm_90a")
+    with pytest.raises(tilec.CompileError, match="2 warp groups"):
+        tilec.compile(build((3,)), target="sm_90a")
+
+
+def test_debug_sync_bounds_every_wait(monkeypatch):
+    monkeypatch.setenv("TILEC_DEBUG_SYNC", "1")
+    tilec._tilec.clear_memory_cache()
+    src = tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
+    assert src.startswith("// Generated") and "#define TILEC_DEBUG_SYNC 1" in src
+    assert "TL_MBARRIER_WAIT(" in src
+
+
+def test_explicit_tma_requests_that_cannot_work_are_errors():
+    @T.prim_func
+    def k(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((128, 64), "float16")
+            T.copy(A, S, prefer_instruction="tma")  # a load needs an mbarrier
+            T.copy(S, B)
+
+    with pytest.raises(tilec.CompileError, match="T.tma_copy"):
+        tilec.compile(k, target="sm_90a")
+
+    @T.prim_func
+    def no_barrier(A: T.Tensor((128, 64), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((128, 64), "float16")
+            T.tma_copy(A, S)
+
+    with pytest.raises(tilec.CompileError, match="barrier="):
+        tilec.compile(no_barrier, target="sm_90a")
+
+
+def test_shared_to_global_copy_is_a_tma_store_on_sm90():
+    @T.prim_func
+    def k(A: T.Tensor((256, 128), "float16"), B: T.Tensor((256, 128), "float16")):
+        with T.Kernel(2, threads=128) as bx:
+            S = T.alloc_shared((128, 128), "float16")
+            T.copy(A[bx * 128, 0], S)
+            T.copy(S, B[bx * 128, 0])
+
+    src = tilec.compile(k, target="sm_90a").get_kernel_source()
+    assert "tl::tma_store(" in src and "tl::tma_store_wait_read<0>()" in src, src
+    assert src.index("tl::fence_proxy_async()") < src.index("tl::tma_store("), src
+    src80 = tilec.compile(k, target="sm_80").get_kernel_source()
+    assert "tma" not in src80
+    off = tilec.compile(k, target="sm_90a", pass_configs={"tl.disable_tma_lower": True}).get_kernel_source()
+    assert "tma_store" not in off

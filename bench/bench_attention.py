@@ -1,4 +1,5 @@
-"""FlashAttention forward: tilec (examples/flash_attention.py, mma.sync path) vs torch SDPA
+"""FlashAttention forward: tilec (examples/flash_attention.py: on sm_90a warp-specialized TMA + wgmma,
+elsewhere mma.sync) vs torch SDPA
 (its flash / cuDNN backend, whatever torch picks on this GPU), same run, same inputs."""
 import os
 import statistics

@@ -190,27 +190,12 @@ LayoutProposals gemm_infer(const TileOpNode& op, const LayoutInferenceState& sta
   return out;
 }
 
-// The address of the operand tile (its leading indices, row/col 0) and the tile descriptor.
-struct OperandArgs {
-  Expr address, row0, col0;
-  std::string tile;  // "tl::SmemTile<R, C, bits>"
-};
-
-OperandArgs operand_args(const Matrix& m, const TileOpNode& op, LowerContext& ctx, int64_t chunk_elems) {
-  const BufferRegion& r = *m.region;
-  const Buffer& b = r.buffer;
+// The operand's start and its tile type "tl::SmemTile<R, C, bits>".
+OperandStart operand_args(const Matrix& m, const TileOpNode& op, LowerContext& ctx, int64_t chunk_elems) {
+  const Buffer& b = m.region->buffer;
   auto mode = operand_mode(b, ctx.layout_of(b));
   TILEC_ICHECK(mode.has_value()) << "gemm operand " << b->name << " lost its layout";
-  const int nd = b->ndim();
-  std::vector<Expr> origin;
-  for (int d = 0; d + 2 < nd; ++d) origin.push_back(r.region[d].min);
-  origin.push_back(int_imm(0));
-  origin.push_back(int_imm(0));
-  OperandArgs a;
-  a.address = call(DataType::Handle(), "tl.address_of",
-                   {buffer_load(ctx.lowered_buffer(b), ctx.physical_index(b, origin), op.loc)}, op.loc);
-  a.row0 = r.region[nd - 2].min;
-  a.col0 = r.region[nd - 1].min;
+  OperandStart a = operand_start(*m.region, op, ctx);
   TILEC_USER_CHECK(ctx.analyzer().can_prove_divisible(a.col0, chunk_elems), op.loc,
                    "start the operand at a column that is a multiple of 16 bytes")
       << "T.gemm: the region of '" << b->name << "' must start at a multiple of " << chunk_elems << " columns";
@@ -226,14 +211,10 @@ Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
   const cuda::GemmQuery& q = g.query;
   const int64_t chunk = std::max<int64_t>(1, 16 / q.a_dtype.bytes());
   auto flag = [](bool x) { return x ? "true" : "false"; };
-  const Buffer& c = g.c.region->buffer;
-  Expr c_addr = call(DataType::Handle(), "tl.address_of",
-                     {buffer_load(ctx.lowered_buffer(c), {int_imm(0)}, op.loc)}, op.loc);
+  Expr c_addr = first_element_address(g.c.region->buffer, op, ctx);
   if (plan.a_in_registers) {
-    OperandArgs b = operand_args(g.b, op, ctx, chunk);
-    const Buffer& a = g.a.region->buffer;
-    Expr a_addr = call(DataType::Handle(), "tl.address_of",
-                       {buffer_load(ctx.lowered_buffer(a), {int_imm(0)}, op.loc)}, op.loc);
+    OperandStart b = operand_args(g.b, op, ctx, chunk);
+    Expr a_addr = first_element_address(g.a.region->buffer, op, ctx);
     std::ostringstream t;
     t << q.m << ", " << q.n << ", " << q.k << ", " << plan.warp_m << ", " << plan.warp_n << ", " << flag(q.trans_b)
       << ", " << flag(attr_bool(op, "clear_accum")) << ", " << b.tile << ", " << cuda::mma_kind_constant(plan.kind);
@@ -242,8 +223,8 @@ Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
                          {string_imm(t.str()), a_addr, b.address, b.row0, b.col0, c_addr, ctx.thread_index()}, op.loc),
                     op.loc);
   }
-  OperandArgs a = operand_args(g.a, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
-  OperandArgs b = operand_args(g.b, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  OperandStart a = operand_args(g.a, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
+  OperandStart b = operand_args(g.b, op, ctx, plan.inst == cuda::GemmInst::kMma ? chunk : 1);
   std::ostringstream t;
   const bool mma = plan.inst == cuda::GemmInst::kMma;
   t << q.m << ", " << q.n << ", " << q.k << ", " << (mma ? plan.warp_m : plan.thread_m) << ", "

@@ -53,10 +53,11 @@ GemmOp analyze_gemm(const TileOpNode& op, const OpEnv& env) {
   TILEC_USER_CHECK(region_is_full(*g.c.region) && g.c.region->buffer->ndim() == 2, op.loc,
                    "accumulate into a whole fragment")
       << "T.gemm: C must be a whole 2-D fragment, not a part of '" << g.c.region->buffer->name << "'";
-  if (g.a.region->buffer->scope == Scope::kFragment)
+  if (g.a.region->buffer->scope == Scope::kFragment) {
     TILEC_USER_CHECK(region_is_full(*g.a.region) && g.a.region->buffer->ndim() == 2, op.loc,
                      "pass a whole M x K fragment as A")
         << "T.gemm: A in registers must be a whole 2-D fragment, not a part of '" << g.a.region->buffer->name << "'";
+  }
   q.a_dtype = g.a.region->buffer->dtype;
   q.b_dtype = g.b.region->buffer->dtype;
   q.c_dtype = g.c.region->buffer->dtype;
@@ -78,5 +79,23 @@ GemmOp analyze_gemm(const TileOpNode& op, const OpEnv& env) {
   return g;
 }
 
+OperandStart operand_start(const BufferRegion& r, const TileOpNode& op, LowerContext& ctx) {
+  const Buffer& b = r.buffer;
+  const int nd = b->ndim();
+  std::vector<Expr> origin;
+  for (int d = 0; d + 2 < nd; ++d) origin.push_back(r.region[d].min);
+  origin.push_back(int_imm(0));
+  origin.push_back(int_imm(0));
+  OperandStart s;
+  s.address = call(DataType::Handle(), "tl.address_of",
+                   {buffer_load(ctx.lowered_buffer(b), ctx.physical_index(b, origin), op.loc)}, op.loc);
+  s.row0 = r.region[nd - 2].min;
+  s.col0 = r.region[nd - 1].min;
+  return s;
+}
+
+Expr first_element_address(const Buffer& b, const TileOpNode& op, LowerContext& ctx) {
+  return call(DataType::Handle(), "tl.address_of", {buffer_load(ctx.lowered_buffer(b), {int_imm(0)}, op.loc)}, op.loc);
+}
 
 }  // namespace tilec::ops

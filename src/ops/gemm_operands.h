@@ -25,6 +25,18 @@ struct GemmOp {
 // tl.disable_wgmma is set.
 GemmOp analyze_gemm(const ir::TileOpNode& op, const OpEnv& env);
 
+// Where a shared-memory operand region starts: the address of its tile (the region's
+// leading indices at row 0, column 0) and the region's first row and column in that tile;
+// `tile` is the device-side tile type, filled in by the behaviour that lowers the gemm.
+struct OperandStart {
+  ir::Expr address, row0, col0;
+  std::string tile;
+};
+OperandStart operand_start(const ir::BufferRegion& r, const ir::TileOpNode& op, LowerContext& ctx);
+
+// The address of the first element of a (register) buffer as lowered.
+ir::Expr first_element_address(const ir::Buffer& b, const ir::TileOpNode& op, LowerContext& ctx);
+
 // The wgmma accumulator fragment of an m x n tile over wg_m x wg_n warpgroups with
 // instructions atom_n wide (gemm_sm90.cc; tl::layout::wg_acc_thread / wg_acc_index).
 ir::Layout wgmma_fragment_layout(int64_t m, int64_t n, int wg_m, int wg_n, int atom_n);

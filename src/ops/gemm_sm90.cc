@@ -123,26 +123,12 @@ LayoutProposals wgmma_infer(const TileOpNode& op, const LayoutInferenceState& st
 
 std::string flag(bool x) { return x ? "true" : "false"; }
 
-struct OperandCall {
-  Expr address, row0, col0;
-  std::string tile;  // "tl::WgTile<R, C, S>"
-};
-
-OperandCall operand_call(const SharedOperand& o, const TileOpNode& op, LowerContext& ctx) {
-  const BufferRegion& r = *o.m->region;
-  const Buffer& b = r.buffer;
+// The operand's start and its tile type "tl::WgTile<R, C, S>".
+OperandStart operand_call(const SharedOperand& o, const TileOpNode& op, LowerContext& ctx) {
+  const Buffer& b = o.m->region->buffer;
   auto form = smem_tile_form(b, ctx.layout_of(b));
   TILEC_ICHECK(form && form->mode != layout::SwizzleMode::kNone) << "wgmma operand " << b->name << " lost its layout";
-  const int nd = b->ndim();
-  std::vector<Expr> origin;
-  for (int d = 0; d + 2 < nd; ++d) origin.push_back(r.region[d].min);
-  origin.push_back(int_imm(0));
-  origin.push_back(int_imm(0));
-  OperandCall c;
-  c.address = call(DataType::Handle(), "tl.address_of",
-                   {buffer_load(ctx.lowered_buffer(b), ctx.physical_index(b, origin), op.loc)}, op.loc);
-  c.row0 = r.region[nd - 2].min;
-  c.col0 = r.region[nd - 1].min;
+  OperandStart c = operand_start(*o.m->region, op, ctx);
   const int64_t span_elems = layout::swizzle_span_bytes(form->mode) / b->dtype.bytes();
   // K-major: rows start anywhere, K at 16-byte chunks; M/N-major: M/N at whole spans, K at
   // 8-row groups.
@@ -165,28 +151,24 @@ Stmt wgmma_lower(const TileOpNode& op, LowerContext& ctx) {
   cuda::GemmPlan plan = cuda::select_gemm(q, ctx.target());
   TILEC_ICHECK(plan.inst == cuda::GemmInst::kWgmma) << "wgmma lowering for a gemm that selected " << gemm_inst_name(plan.inst);
   const int64_t wait = attr_int(op, "wg_wait", 0);
-  const Buffer& c = g.c.region->buffer;
-  Expr c_addr = call(DataType::Handle(), "tl.address_of", {buffer_load(ctx.lowered_buffer(c), {int_imm(0)}, op.loc)},
-                     op.loc);
+  Expr c_addr = first_element_address(g.c.region->buffer, op, ctx);
   std::vector<SharedOperand> shared = shared_operands(g, plan);
-  std::vector<OperandCall> calls;
+  std::vector<OperandStart> calls;
   for (const auto& o : shared) calls.push_back(operand_call(o, op, ctx));
   std::ostringstream t;
   const std::string tail = std::string(cuda::wgmma_kind_constant(plan.wgmma_kind)) + ", " +
                            std::to_string(plan.atom_n) + ", " + std::to_string(wait);
   Stmt s;
   if (plan.a_in_registers) {
-    const Buffer& a = g.a.region->buffer;
-    Expr a_addr = call(DataType::Handle(), "tl.address_of", {buffer_load(ctx.lowered_buffer(a), {int_imm(0)}, op.loc)},
-                       op.loc);
-    const OperandCall& b = calls[0];
+    Expr a_addr = first_element_address(g.a.region->buffer, op, ctx);
+    const OperandStart& b = calls[0];
     t << q.m << ", " << q.n << ", " << q.k << ", " << plan.wg_m << ", " << plan.wg_n << ", " << flag(q.trans_b) << ", "
       << flag(attr_bool(op, "clear_accum")) << ", " << b.tile << ", " << tail;
     s = evaluate(call(DataType::Void(), "tl.wgmma_gemm_rs",
                       {string_imm(t.str()), a_addr, b.address, b.row0, b.col0, c_addr, ctx.thread_index()}, op.loc),
                  op.loc);
   } else {
-    const OperandCall &a = calls[0], &b = calls[1];
+    const OperandStart &a = calls[0], &b = calls[1];
     t << q.m << ", " << q.n << ", " << q.k << ", " << plan.wg_m << ", " << plan.wg_n << ", " << flag(q.trans_a) << ", "
       << flag(q.trans_b) << ", " << flag(attr_bool(op, "clear_accum")) << ", " << a.tile << ", " << b.tile << ", "
       << tail;

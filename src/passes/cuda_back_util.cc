@@ -470,6 +470,13 @@ bool config_flag(const PassContext& ctx, const std::string& key, bool fallback) 
   return fallback;
 }
 
+std::string config_string(const PassContext& ctx, const std::string& key) {
+  for (const auto& k : config_keys()) {
+    if (k.name == key) return ctx.get_string(key);
+  }
+  return "";
+}
+
 const KernelLaunchNode* find_kernel(const Stmt& body) {
   Stmt s = body;
   while (s) {
@@ -502,6 +509,12 @@ void bind_kernel_vars(arith::Analyzer& az, const KernelLaunchNode* k) {
   for (size_t i = 0; i < k->thread_vars.size(); ++i)
     az.bind_range(k->thread_vars[i], int_imm(0, k->thread_vars[i]->dtype),
                   int_imm(k->threads[i], k->thread_vars[i]->dtype));
+}
+
+bool is_barrier_stmt(const Stmt& s) {
+  auto* e = s.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c && intrinsic_effect(c->op) == "barrier";
 }
 
 Stmt call_stmt(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {

@@ -84,6 +84,9 @@ ir::Stmt renew_bound_vars(const ir::Stmt& s);
 // A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
 std::vector<Expr> strides_of(const ir::Buffer& b);
 
+// Whether `s` is a call to a barrier intrinsic (effect "barrier": block or named barrier).
+bool is_barrier_stmt(const ir::Stmt& s);
+
 // Evaluate(call(void, op, args)): a statement that calls an intrinsic for its effect.
 ir::Stmt call_stmt(const std::string& op, std::vector<Expr> args, const ir::SourceLoc& loc = {});
 
@@ -95,6 +98,8 @@ int64_t element_bytes(ir::DataType t);
 
 // Reads a boolean config value, `fallback` when the key is unset or unknown to this build.
 bool config_flag(const PassContext& ctx, const std::string& key, bool fallback = false);
+// Reads a string config value, "" when the key is unset or unknown to this build.
+std::string config_string(const PassContext& ctx, const std::string& key);
 
 // The KernelLaunch of a lowered function (under Let/Annotate wrappers); null if none.
 const ir::KernelLaunchNode* find_kernel(const ir::Stmt& body);

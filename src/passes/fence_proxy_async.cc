@@ -42,12 +42,6 @@ bool is_fence(const Stmt& s) {
   return c && c->op == "tl.fence_proxy_async";
 }
 
-bool is_barrier_stmt(const Stmt& s) {
-  auto* e = s.as<EvaluateNode>();
-  auto* c = e ? e->value.as<CallNode>() : nullptr;
-  return c && back::intrinsic_effect(c->op) == "barrier";
-}
-
 // Whether a statement (not a barrier) writes shared memory.
 bool writes_shared(const Stmt& s) {
   bool found = false;
@@ -74,9 +68,9 @@ class Fencer : public IRMutator {
     std::vector<Stmt> out;
     bool changed = false;
     for (const auto& x : op->stmts) {
-      if (is_barrier_stmt(x)) {
+      if (back::is_barrier_stmt(x)) {
         if (dirty_ && !(!out.empty() && is_fence(out.back()))) {
-          out.push_back(evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, x->loc), x->loc));
+          out.push_back(back::call_stmt("tl.fence_proxy_async", {}, x->loc));
           changed = true;
         }
         dirty_ = false;
@@ -90,11 +84,11 @@ class Fencer : public IRMutator {
     return changed ? seq(out, s->loc) : s;
   }
   Stmt mutate_Evaluate(const Stmt& s, const EvaluateNode* op) override {
-    if (is_barrier_stmt(s)) {
+    if (back::is_barrier_stmt(s)) {
       // A barrier that is a whole branch or loop body: fence before it too.
       bool need = dirty_;
       dirty_ = false;
-      if (need) return seq({evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, s->loc), s->loc), s}, s->loc);
+      if (need) return seq({back::call_stmt("tl.fence_proxy_async", {}, s->loc), s}, s->loc);
       return s;
     }
     dirty_ |= writes_shared(s);

@@ -83,13 +83,6 @@ struct Effects {
 
 Stmt make_barrier() { return evaluate(call(DataType::Void(), "tl.syncthreads", {})); }
 
-bool is_barrier(const Stmt& s) {
-  auto* e = s.as<EvaluateNode>();
-  if (!e) return false;
-  auto* c = e->value.as<CallNode>();
-  return c && back::intrinsic_effect(c->op) == "barrier";
-}
-
 std::string barrier_op(const Stmt& s) { return s.as<EvaluateNode>()->value.as<CallNode>()->op; }
 
 class SyncPlanner {
@@ -334,7 +327,7 @@ class SyncPlanner {
           for (auto& part : parts) {
             // Two barriers in a row: one suffices — the stronger (a cluster barrier also
             // orders the block; a named barrier is not interchangeable with a block one).
-            if (is_barrier(part) && !out.empty() && is_barrier(out.back())) {
+            if (back::is_barrier_stmt(part) && !out.empty() && back::is_barrier_stmt(out.back())) {
               const std::string a = barrier_op(out.back()), b = barrier_op(part);
               if (a == b || (a == "tl.cluster_sync" && b == "tl.syncthreads")) {
                 changed = true;
@@ -360,7 +353,7 @@ class SyncPlanner {
         return apply(fx, pending) ? with_barrier_before(s) : s;
       }
       case NodeKind::kEvaluate: {
-        if (is_barrier(s)) {
+        if (back::is_barrier_stmt(s)) {
           pending.clear();
           return s;
         }
@@ -496,7 +489,7 @@ class SyncPlanner {
   Stmt hoist_barriers(const Expr& cond, const Stmt& s, const SourceLoc& loc) {
     if (!s) return s;
     if (!contains_barrier(s)) return if_then_else(cond, s, nullptr, loc);
-    if (is_barrier(s)) return s;
+    if (back::is_barrier_stmt(s)) return s;
     switch (s->kind) {
       case NodeKind::kSeq: {
         std::vector<Stmt> out, run;
@@ -596,7 +589,7 @@ class SyncPlanner {
         }
         return;
       case NodeKind::kEvaluate:
-        if (is_barrier(s)) {
+        if (back::is_barrier_stmt(s)) {
           *always_barrier = true;
           return;
         }

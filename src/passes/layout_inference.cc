@@ -26,6 +26,7 @@
 
 #include "layout/digit_form.h"
 #include "ops/parallel_loop.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/layout/layout.h"
@@ -156,16 +157,8 @@ class Inference : public ops::LayoutInferenceState {
   // ---- LayoutInferenceState ----
   const target::Target& target() const override { return target_; }
   int64_t num_threads() const override { return current_threads_; }
-  bool config_flag(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_bool(key);
-    return false;
-  }
-  std::string config_string(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_string(key);
-    return "";
-  }
+  bool config_flag(const std::string& key) const override { return back::config_flag(ctx_, key); }
+  std::string config_string(const std::string& key) const override { return back::config_string(ctx_, key); }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second.first;

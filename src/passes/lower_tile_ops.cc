@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "ops/parallel_loop.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
@@ -38,16 +39,8 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   const target::Target& target() const override { return target_; }
   int64_t num_threads() const override { return num_threads_; }
   Expr thread_index() const override { return thread_index_; }
-  bool config_flag(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_bool(key);
-    return false;
-  }
-  std::string config_string(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_string(key);
-    return "";
-  }
+  bool config_flag(const std::string& key) const override { return back::config_flag(ctx_, key); }
+  std::string config_string(const std::string& key) const override { return back::config_string(ctx_, key); }
   Layout layout_of(const Buffer& b) const override {
     auto it = layouts_.find(b.get());
     return it == layouts_.end() ? nullptr : it->second;

@@ -81,16 +81,8 @@ class ConsumerEnv : public ops::OpEnv {
   ConsumerEnv(const PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
   const target::Target& target() const override { return ctx_.target(); }
   int64_t num_threads() const override { return threads_; }
-  bool config_flag(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_bool(key);
-    return false;
-  }
-  std::string config_string(const std::string& key) const override {
-    for (const auto& k : config_keys())
-      if (k.name == key) return ctx_.get_string(key);
-    return "";
-  }
+  bool config_flag(const std::string& key) const override { return back::config_flag(ctx_, key); }
+  std::string config_string(const std::string& key) const override { return back::config_string(ctx_, key); }
 
  private:
   const PassContext& ctx_;
@@ -111,6 +103,7 @@ const TileOpNode* tile_op(const Stmt& s) { return s.as<TileOpNode>(); }
 struct Spine {
   const ForNode* loop = nullptr;
   std::vector<const StmtNode*> wrappers;  // Let / Allocate / Annotate nodes, outermost first
+  VarMap let_values;                      // each wrapper Let's variable -> its value in block indices
 };
 
 // The nodes from `s` down to the first pipelined loop (inclusive); false when there is none.
@@ -145,7 +138,12 @@ std::optional<Spine> find_spine(const Stmt& body) {
   for (const StmtNode* n : path) {
     switch (n->kind) {
       case NodeKind::kSeq: break;
-      case NodeKind::kLet:
+      case NodeKind::kLet: {
+        auto* l = static_cast<const LetNode*>(n);
+        sp.let_values[l->var.get()] = substitute(l->value, sp.let_values);
+        sp.wrappers.push_back(n);
+        break;
+      }
       case NodeKind::kAllocate:
       case NodeKind::kAnnotate: sp.wrappers.push_back(n); break;
       default: return std::nullopt;  // inside another loop or a condition
@@ -279,10 +277,6 @@ class WarpSpecializer : public IRMutator {
     return !p.consumers.empty();
   }
 
-  Stmt call(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
-    return evaluate(ir::call(DataType::Void(), op, std::move(args), loc), loc);
-  }
-
   Stmt rewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads) {
     const ForNode* f = p.loop;
     const SourceLoc loc = f->loc;
@@ -313,20 +307,17 @@ class WarpSpecializer : public IRMutator {
       csize *= kernel->cluster[d];
       if (kernel->cluster[d] > 1) cdim = cdim == -1 ? static_cast<int>(d) : -2;
     }
-    VarMap spine_lets;
-    for (const StmtNode* w : sp.wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w)) spine_lets[l->var.get()] = substitute(l->value, spine_lets);
     auto cluster_invariant = [&](const BufferRegion& r) {
       const VarNode* b = kernel->block_vars[cdim].get();
       for (const auto& rg : r.region)
-        if (back::uses_var(substitute(rg.min, spine_lets), b)) return false;
+        if (back::uses_var(substitute(rg.min, sp.let_values), b)) return false;
       return true;
     };
     bool multicast = false;
     const int64_t cta_mask = (int64_t{1} << csize) - 1;
 
     // Producer: one thread.
-    std::vector<Stmt> produce = {call("barrier_wait", {empty_slot, int_imm(1, it) - phase}, loc)};
+    std::vector<Stmt> produce = {back::call_stmt("barrier_wait", {empty_slot, int_imm(1, it) - phase}, loc)};
     for (size_t j : p.producers) {
       Stmt st = substitute(p.body.stmts[j], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
@@ -341,7 +332,7 @@ class WarpSpecializer : public IRMutator {
       }
       produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
     }
-    produce.push_back(call("barrier_arrive", {full_slot}, loc));
+    produce.push_back(back::call_stmt("barrier_arrive", {full_slot}, loc));
     Stmt producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(produce, loc), loc);
 
     // Consumers: the later stages, with the slot's handshake. A main loop of gemms only
@@ -358,15 +349,15 @@ class WarpSpecializer : public IRMutator {
       if (multicast) {
         std::vector<Stmt> all;
         for (int64_t q = 0; q < csize; ++q)
-          all.push_back(call("tl.mbarrier_arrive_cluster", {bar, int_imm(q, DataType::UInt(32))}, loc));
+          all.push_back(back::call_stmt("tl.mbarrier_arrive_cluster", {bar, int_imm(q, DataType::UInt(32))}, loc));
         arrive = seq(all, loc);
       } else {
-        arrive = call("barrier_arrive", {bar}, loc);
+        arrive = back::call_stmt("barrier_arrive", {bar}, loc);
       }
       return if_then_else(binary(NodeKind::kEQ, floormod(tx, int_imm(128, tx->dtype)), int_imm(0, tx->dtype)), arrive,
                           nullptr, loc);
     };
-    std::vector<Stmt> consume = {call("barrier_wait", {full_slot, phase}, loc)};
+    std::vector<Stmt> consume = {back::call_stmt("barrier_wait", {full_slot, phase}, loc)};
     size_t last_reader = 0;
     bool waits_pending = false;
     for (size_t q = 0; q < p.consumers.size(); ++q) {
@@ -393,21 +384,21 @@ class WarpSpecializer : public IRMutator {
         if (q + 1 == p.consumers.size()) {
           // The previous slot's gemms are done when at most this step's group runs.
           Expr prev = floormod(iter + int_imm(S - 1, it), int_imm(S, it));
-          consume.push_back(call("tl.wgmma_wait", {int_imm(1)}, loc));
+          consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc));
           consume.push_back(if_then_else(binary(NodeKind::kGT, local, int_imm(0, it)), release(prev), nullptr, loc));
         }
         continue;
       }
       if (q == last_reader) {
         // The slot is free once its readers' wgmmas finished.
-        if (waits_pending) consume.push_back(call("tl.wgmma_wait", {int_imm(0)}, loc));
+        if (waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
         consume.push_back(release(slot));
       }
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
                                   pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
     if (deferred) {
-      std::vector<Stmt> drain = {consumer_loop, call("tl.wgmma_wait", {int_imm(0)}, loc)};
+      std::vector<Stmt> drain = {consumer_loop, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc)};
       // A persistent block's next tile needs the last slot back too.
       if (persistent) {
         Expr last = floormod(Expr(tile_i) * cast(it, f->extent) + cast(it, f->extent) - int_imm(1, it), int_imm(S, it));
@@ -457,8 +448,8 @@ class WarpSpecializer : public IRMutator {
     min_blocks_ = two_per_sm ? 2 : 1;
     std::vector<Stmt> producer_stmts, consumer_stmts;
     if (consumer_regs) {
-      producer_stmts.push_back(call("tl.setmaxnreg_dec", {int_imm(24)}, loc));
-      consumer_stmts.push_back(call("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc));
+      producer_stmts.push_back(back::call_stmt("tl.setmaxnreg_dec", {int_imm(24)}, loc));
+      consumer_stmts.push_back(back::call_stmt("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc));
     }
     producer_stmts.push_back(
         if_then_else(binary(NodeKind::kEQ, tx, int_imm(threads, tx->dtype)),
@@ -481,9 +472,9 @@ class WarpSpecializer : public IRMutator {
         make_tile_op("barrier_init", {whole(empty)}, {{"arrive_count", std::vector<int64_t>(S, releases)}}, loc)};
     // The other CTAs arrive on these barriers and write into this CTA's shared memory: the
     // barriers are initialised cluster-wide before, and no CTA exits before all are done.
-    if (multicast) top.push_back(call("tl.cluster_sync", {}, loc));
+    if (multicast) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc));
     top.push_back(roles);
-    if (multicast) top.push_back(call("tl.cluster_sync", {}, loc));
+    if (multicast) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc));
     Stmt body = seq(top, loc);
     body = allocate(full, allocate(empty, body, loc), loc);
     // The spine's wrappers around everything, the copied buffers with their versions.
@@ -517,12 +508,9 @@ class WarpSpecializer : public IRMutator {
     if (!ctx_.get_bool("tilec.persistent")) return false;
     for (int64_t c : kernel->cluster)
       if (c > 1) return false;
-    VarMap lets;
-    for (const StmtNode* w : sp.wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w)) lets[l->var.get()] = substitute(l->value, lets);
     for (const auto& b : kernel->block_vars)
-      if (back::uses_var(substitute(p.loop->extent, lets), b.get()) ||
-          back::uses_var(substitute(p.loop->min, lets), b.get()))
+      if (back::uses_var(substitute(p.loop->extent, sp.let_values), b.get()) ||
+          back::uses_var(substitute(p.loop->min, sp.let_values), b.get()))
         return false;
     int64_t bytes = 0;
     for_each_node(kernel->body, [&](const Node* node) {

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <vector>
 
+#include "target/cuda/wgmma_kinds.h"
 #include "tilec/target/cuda/gemm_isel.h"
 
 namespace tilec::cuda {
@@ -26,41 +27,23 @@ using ir::DataType;
 
 namespace {
 
-constexpr int kF16 = 0, kBF16 = 1, kTF32 = 2, kE4M3E4M3 = 3, kE4M3E5M2 = 4, kE5M2E4M3 = 5, kE5M2E5M2 = 6, kS8 = 7,
-              kU8 = 8;
-
-bool is_fp8(DataType d) { return d == DataType::Float8E4M3() || d == DataType::Float8E5M2(); }
-
-// The operand type id of (A, B, C), or -1 with the reason.
-int wgmma_kind_for(const GemmQuery& q, std::string* why) {
-  const DataType a = q.a_dtype, b = q.b_dtype, c = q.c_dtype;
-  if (c == DataType::Float(32)) {
-    if (a == DataType::Float(16) && b == a) return kF16;
-    if (a == DataType::BFloat16() && b == a) return kBF16;
-    if (a == DataType::Float(32) && b == a) return kTF32;
-    if (is_fp8(a) && is_fp8(b)) {
-      const bool a4 = a == DataType::Float8E4M3(), b4 = b == DataType::Float8E4M3();
-      return a4 ? (b4 ? kE4M3E4M3 : kE4M3E5M2) : (b4 ? kE5M2E4M3 : kE5M2E5M2);
-    }
-  }
-  if (c == DataType::Int(32) && a == b) {
-    if (a == DataType::Int(8)) return kS8;
-    if (a == DataType::UInt(8)) return kU8;
-  }
+// The operand type of (A, B, C), or null with the reason.
+const WgmmaKind* wgmma_kind_for(const GemmQuery& q, std::string* why) {
+  if (const WgmmaKind* k = find_wgmma_kind(q.a_dtype, q.b_dtype, q.c_dtype)) return k;
   *why = "wgmma supports float16 x float16, bfloat16 x bfloat16, float32 (as tf32) and float8 (e4m3/e5m2, any "
          "mix) -> float32, and int8 x int8 / uint8 x uint8 -> int32, not A " +
-         a.str() + ", B " + b.str() + ", C " + c.str();
-  return -1;
+         q.a_dtype.str() + ", B " + q.b_dtype.str() + ", C " + q.c_dtype.str();
+  return nullptr;
 }
 
-bool legal_atom_n(int kind, int64_t n) {
+bool legal_atom_n(const WgmmaKind& kind, int64_t n) {
   if (n % 8 != 0 || n < 8 || n > 256) return false;
-  if (kind == kS8 || kind == kU8) return n <= 32 || n % 16 == 0;
+  if (kind.integer) return n <= 32 || n % 16 == 0;
   return true;
 }
 
 // The widest instruction N that divides a warpgroup's `columns`; 0 when none does.
-int widest_atom(int kind, int64_t columns) {
+int widest_atom(const WgmmaKind& kind, int64_t columns) {
   for (int n = 256; n >= 8; n -= 8)
     if (columns % n == 0 && legal_atom_n(kind, n)) return n;
   return 0;
@@ -68,14 +51,9 @@ int widest_atom(int kind, int64_t columns) {
 
 }  // namespace
 
-int wgmma_k(int kind) { return kind <= kBF16 ? 16 : kind == kTF32 ? 8 : 32; }
+int wgmma_k(int kind) { return wgmma_kind(kind).k; }
 
-const char* wgmma_kind_constant(int kind) {
-  static const char* kNames[] = {"tl::kWgmmaF16",      "tl::kWgmmaBF16",     "tl::kWgmmaTF32",
-                                 "tl::kWgmmaE4M3E4M3", "tl::kWgmmaE4M3E5M2", "tl::kWgmmaE5M2E4M3",
-                                 "tl::kWgmmaE5M2E5M2", "tl::kWgmmaS8",       "tl::kWgmmaU8"};
-  return kind >= 0 && kind <= kU8 ? kNames[kind] : "?";
-}
+const char* wgmma_kind_constant(int kind) { return wgmma_kind(kind).constant; }
 
 bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std::string* why) {
   if (!t.has_wgmma()) {
@@ -95,9 +73,9 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
     *why = std::string("wgmma reads A from shared memory or a register fragment, not ") + ir::scope_name(q.a_scope);
     return false;
   }
-  const int kind = wgmma_kind_for(q, why);
-  if (kind < 0) return false;
-  const bool sixteen_bit = kind == kF16 || kind == kBF16;
+  const WgmmaKind* kind = wgmma_kind_for(q, why);
+  if (!kind) return false;
+  const bool sixteen_bit = kind->sixteen_bit;
   // K-major means A not transposed (M x K) and B transposed (N x K).
   if (!sixteen_bit && (q.trans_a || !q.trans_b)) {
     *why = "wgmma reads " + q.a_dtype.str() + " operands K-major only: store A as M x K and B as N x K " +
@@ -108,7 +86,7 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
     *why = "wgmma takes A from registers only for float16/bfloat16 A that is not transposed";
     return false;
   }
-  const int kk = wgmma_k(kind);
+  const int kk = kind->k;
   if (q.num_threads % 128 != 0) {
     *why = "wgmma runs on whole warpgroups (128 threads), the block has " + std::to_string(q.num_threads);
     return false;
@@ -127,7 +105,7 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
     if (warps % mw != 0) continue;
     const int nw = warps / mw;
     if (q.m % (16 * mw) != 0 || q.n % (8 * nw) != 0) continue;
-    const int atom = widest_atom(kind, q.n / nw);
+    const int atom = widest_atom(*kind, q.n / nw);
     if (atom == 0) continue;
     // B stored K x N (N contiguous) is read in swizzle spans of N: at least 32 bytes each.
     if (!q.trans_b && (int64_t(atom) * q.b_dtype.bytes()) % 32 != 0) continue;
@@ -163,7 +141,7 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
       double best_balance = std::numeric_limits<double>::max();
       int64_t best_traffic = std::numeric_limits<int64_t>::max();
       for (auto [mw, nw] : splits) {
-        const int64_t atom = widest_atom(kind, q.n / nw);
+        const int64_t atom = widest_atom(*kind, q.n / nw);
         const int64_t m_atoms = q.m / (mw / 4) / 64, n_atoms = q.n / nw / atom;  // per warpgroup
         const int64_t traffic = int64_t(mw / 4) * nw * m_atoms * n_atoms * (64 + atom);
         const double per_m = double(q.m) / (16.0 * mw), per_n = double(q.n) / (8.0 * nw);
@@ -178,8 +156,8 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
   plan->inst = GemmInst::kWgmma;
   plan->wg_m = pick.first / 4;
   plan->wg_n = pick.second;
-  plan->atom_n = widest_atom(kind, q.n / pick.second);
-  plan->wgmma_kind = kind;
+  plan->atom_n = widest_atom(*kind, q.n / pick.second);
+  plan->wgmma_kind = kind->id;
   plan->a_in_registers = a_in_registers;
   return true;
 }

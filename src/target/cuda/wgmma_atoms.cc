@@ -9,6 +9,8 @@
 // transposes are immediates, so they come in as template parameters with "n" constraints.
 #include "target/cuda/wgmma_atoms.h"
 
+#include "target/cuda/wgmma_kinds.h"
+
 #include <sstream>
 
 #include "tilec/support/diag.h"
@@ -16,30 +18,6 @@
 namespace tilec::cuda {
 
 namespace {
-
-struct KindRow {
-  int id;
-  const char* a;
-  const char* b;
-  int k;
-  bool integer;   // s32 accumulator, no imm-scale operands
-  bool sixteen;   // f16/bf16: transposes, and A from registers
-};
-
-// Ids are tl::kWgmma* of gemm_sm90.cuh.
-const KindRow kKinds[] = {
-    {0, "f16", "f16", 16, false, true},     {1, "bf16", "bf16", 16, false, true},
-    {2, "tf32", "tf32", 8, false, false},   {3, "e4m3", "e4m3", 32, false, false},
-    {4, "e4m3", "e5m2", 32, false, false},  {5, "e5m2", "e4m3", 32, false, false},
-    {6, "e5m2", "e5m2", 32, false, false},  {7, "s8", "s8", 32, true, false},
-    {8, "u8", "u8", 32, true, false},
-};
-
-const KindRow& row_of(int kind) {
-  for (const auto& r : kKinds)
-    if (r.id == kind) return r;
-  TILEC_UNREACHABLE() << "unknown wgmma operand kind " << kind;
-}
 
 // "{%0, %1, ..., %(n-1)}" and the matching "+f"(d[i]) list.
 std::string reg_list(int first, int count) {
@@ -58,12 +36,12 @@ std::string acc_constraints(int count, bool integer) {
 }  // namespace
 
 std::string wgmma_atom_definition(int n, int kind) {
-  const KindRow& r = row_of(kind);
+  const WgmmaKind& r = wgmma_kind(kind);
   const int regs = n / 2;
   const std::string acc_type = r.integer ? "int" : "float";
   std::ostringstream shape;
-  shape << "wgmma.mma_async.sync.aligned.m64n" << n << "k" << r.k << "." << (r.integer ? "s32" : "f32") << "." << r.a
-        << "." << r.b;
+  shape << "wgmma.mma_async.sync.aligned.m64n" << n << "k" << r.k << "." << (r.integer ? "s32" : "f32") << "." << r.ptx_a
+        << "." << r.ptx_b;
   std::ostringstream os;
   os << "namespace tl {\ntemplate <>\nstruct WgmmaAtom<" << n << ", " << kind << "> {\n";
   // ss: d, a-desc, b-desc, scale-d [, imm-scale-a, imm-scale-b [, imm-trans-a, imm-trans-b]]
@@ -71,19 +49,19 @@ std::string wgmma_atom_definition(int n, int kind) {
     const int da = regs, db = regs + 1, sd = regs + 2, ta = regs + 3, tb = regs + 4;
     os << "  template <int TA, int TB>\n"
        << "  static __device__ __forceinline__ void ss(" << acc_type << "* d, uint64 desc_a, uint64 desc_b, int scale_d) {\n";
-    if (!r.sixteen) os << "    static_assert(TA == 0 && TB == 0, \"this wgmma type reads K-major operands only\");\n";
+    if (!r.sixteen_bit) os << "    static_assert(TA == 0 && TB == 0, \"this wgmma type reads K-major operands only\");\n";
     os << "    asm volatile(\n"
        << "        \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << sd << ", 0;\\n\"\n"
        << "        \"" << shape.str() << " " << reg_list(0, regs) << ", %" << da << ", %" << db << ", p";
     if (!r.integer) os << ", 1, 1";
-    if (r.sixteen) os << ", %" << ta << ", %" << tb;
+    if (r.sixteen_bit) os << ", %" << ta << ", %" << tb;
     os << ";\\n}\\n\"\n"
        << "        : " << acc_constraints(regs, r.integer) << "\n"
        << "        : \"l\"(desc_a), \"l\"(desc_b), \"r\"(scale_d)";
-    if (r.sixteen) os << ", \"n\"(TA), \"n\"(TB)";
+    if (r.sixteen_bit) os << ", \"n\"(TA), \"n\"(TB)";
     os << ");\n  }\n";
   }
-  if (r.sixteen) {
+  if (r.sixteen_bit) {
     // rs: d, {a0..a3}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b
     const int a0 = regs, db = regs + 4, sd = regs + 5, tb = regs + 6;
     os << "  template <int TB>\n"

@@ -43,6 +43,15 @@ def have_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+def have_hopper() -> bool:
+    """A GPU of compute capability 9.0 (the sm_90a examples run only there)."""
+    if not have_gpu():
+        return False
+    import torch
+
+    return torch.cuda.get_device_capability() == (9, 0)
+
+
 def compile_only(func, out_idx, targets=COMPILE_TARGETS, show_source=False):
     """Compiles `func` for each target; returns {target: kernel}."""
     kernels = {}

@@ -53,12 +53,7 @@ def run_case(M, N, K, in_dtype):
 
 def main():
     args = _harness.parse_args()
-    hopper = False
-    if _harness.have_gpu():
-        import torch
-
-        hopper = torch.cuda.get_device_capability() == (9, 0)
-    if args.compile_only or not hopper:
+    if args.compile_only or not _harness.have_hopper():
         print("no Hopper GPU (or --compile-only): compiling the fp8 GEMM for sm_90a")
         _harness.compile_only(fp8_gemm(1024, 1024, 1024), out_idx=[4], targets=("sm_90a",),
                               show_source=args.show_source)

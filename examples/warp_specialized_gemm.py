@@ -55,12 +55,7 @@ def run_case(M, N, K, dtype):
 
 def main():
     args = _harness.parse_args()
-    hopper = False
-    if _harness.have_gpu():
-        import torch
-
-        hopper = torch.cuda.get_device_capability() == (9, 0)
-    if args.compile_only or not hopper:
+    if args.compile_only or not _harness.have_hopper():
         print("no Hopper GPU (or --compile-only): compiling the warp-specialized GEMM for sm_90a")
         _harness.compile_only(ws_gemm(1024, 1024, 1024), out_idx=[2], targets=("sm_90a",),
                               show_source=args.show_source)

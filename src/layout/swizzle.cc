@@ -28,7 +28,6 @@ const char* swizzle_name(SwizzleMode m) {
   return "?";
 }
 
-namespace {
 int swizzle_bits(SwizzleMode m) {
   switch (m) {
     case SwizzleMode::k32B: return 1;
@@ -37,6 +36,8 @@ int swizzle_bits(SwizzleMode m) {
     default: return 0;
   }
 }
+
+namespace {
 
 struct Geometry {
   int64_t rows = 1, cols = 1;

@@ -162,15 +162,6 @@ LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& stat
   return {{b, smem_tile_layout(b, mode)}};
 }
 
-int tensor_map_swizzle(layout::SwizzleMode m) {
-  switch (m) {
-    case layout::SwizzleMode::kNone: return 0;
-    case layout::SwizzleMode::k32B: return 1;
-    case layout::SwizzleMode::k64B: return 2;
-    case layout::SwizzleMode::k128B: return 3;
-  }
-  return 0;
-}
 
 Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
   TmaShape t;
@@ -194,7 +185,7 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
       << describe_op(op) << ": a TMA box is at most 256 elements wide, the tile has " << t.cols << " columns";
   const int gn = g->ndim();
   // The map: box extents innermost first.
-  std::vector<Expr> desc_args = {string_imm(g->name), int_imm(tensor_map_swizzle(form->mode))};
+  std::vector<Expr> desc_args = {string_imm(g->name), int_imm(layout::swizzle_bits(form->mode))};
   for (int k = 0; k < gn; ++k) {
     const int d = gn - 1 - k;
     desc_args.push_back(int_imm(d == gn - 1 ? box_cols : d == t.rows_dim ? box_rows : 1));

@@ -86,16 +86,6 @@ Layout accumulator_layout(const cuda::GemmQuery& q, const cuda::GemmPlan& plan) 
       [=](const std::vector<Var>& v) { return floordiv(v[0], tm) * (q.n / tn) + floordiv(v[1], tn); });
 }
 
-int swizzle_bits(layout::SwizzleMode m) {
-  switch (m) {
-    case layout::SwizzleMode::kNone: return 0;
-    case layout::SwizzleMode::k32B: return 1;
-    case layout::SwizzleMode::k64B: return 2;
-    case layout::SwizzleMode::k128B: return 3;
-  }
-  return 0;
-}
-
 // The layout of a whole operand buffer: its last two dimensions a tile in `mode`, leading
 // dimensions one tile (rounded up to 128 bytes) apart.
 Layout operand_layout(const Buffer& b, layout::SwizzleMode mode) {
@@ -200,7 +190,7 @@ OperandStart operand_args(const Matrix& m, const TileOpNode& op, LowerContext& c
                    "start the operand at a column that is a multiple of 16 bytes")
       << "T.gemm: the region of '" << b->name << "' must start at a multiple of " << chunk_elems << " columns";
   std::ostringstream os;
-  os << "tl::SmemTile<" << m.tile_rows << ", " << m.tile_cols << ", " << swizzle_bits(*mode) << ">";
+  os << "tl::SmemTile<" << m.tile_rows << ", " << m.tile_cols << ", " << layout::swizzle_bits(*mode) << ">";
   a.tile = os.str();
   return a;
 }

@@ -138,9 +138,8 @@ OperandStart operand_call(const SharedOperand& o, const TileOpNode& op, LowerCon
                    op.loc, "start the operand region at a multiple of the swizzle unit")
       << "T.gemm (wgmma): the region of '" << b->name << "' must start at a row that is a multiple of " << row_unit
       << " and a column that is a multiple of " << col_unit;
-  int bits = form->mode == layout::SwizzleMode::k128B ? 3 : form->mode == layout::SwizzleMode::k64B ? 2 : 1;
   std::ostringstream os;
-  os << "tl::WgTile<" << form->rows << ", " << form->cols << ", " << bits << ">";
+  os << "tl::WgTile<" << form->rows << ", " << form->cols << ", " << layout::swizzle_bits(form->mode) << ">";
   c.tile = os.str();
   return c;
 }

@@ -7,6 +7,7 @@
 
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/support/diag.h"
+#include "tilec/target/cuda/lower.h"
 
 namespace codegen_test {
 
@@ -35,6 +36,17 @@ inline CompileResult compile_cuda(const std::string& source, const std::string& 
     r.log = e.what();
   }
   return r;
+}
+
+// Compiles a lowered module with NVRTC for `arch` ("sm_80", "sm_90a"): the binary with
+// its PTX and ptxas report. A compile error throws (the caller checks have_nvrtc()).
+inline tilec::runtime::CudaBinary compile_module(const tilec::cuda::DeviceModule& mod, const std::string& arch) {
+  tilec::runtime::CudaCompileRequest req;
+  req.source = mod.source;
+  req.kernel_name = mod.plan.kernel_name;
+  req.arch = arch;
+  req.compiler = "nvrtc";
+  return tilec::runtime::compile_cuda(req);
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gemm_test_nvrtc.h"
+#include "codegen_test_util.h"
 #include "tilec/ir/builder.h"
 #include "tilec/ir/example_gemm.h"
 #include "tilec/ir/printer.h"
@@ -177,12 +178,7 @@ TEST_P(GemmEndToEnd, CompilesToMmaLdmatrixCpAsync) {
 
     std::string why;
     if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
-    runtime::CudaCompileRequest req;
-    req.source = mod.source;
-    req.kernel_name = mod.plan.kernel_name;
-    req.arch = target.str();
-    req.compiler = "nvrtc";
-    runtime::CudaBinary out = runtime::compile_cuda(req);
+    runtime::CudaBinary out = codegen_test::compile_module(mod, target.str());
     for (const char* ins : {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned.m8n8.x4", "cp.async.cg.shared.global",
                             "cp.async.wait_group"})
       EXPECT_NE(out.ptx.find(ins), std::string::npos) << "PTX lacks " << ins;

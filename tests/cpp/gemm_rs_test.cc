@@ -23,6 +23,7 @@
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/target/cuda/gemm_isel.h"
 #include "tilec/target/cuda/lower.h"
+#include "codegen_test_util.h"
 #include "lowered_interp.h"
 
 using namespace tilec;
@@ -350,12 +351,7 @@ TEST(GemmRsChain, CompilesToWgmmaRs) {
         << mod.source;
     std::string why;
     if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
-    runtime::CudaCompileRequest req;
-    req.source = mod.source;
-    req.kernel_name = mod.plan.kernel_name;
-    req.arch = "sm_90a";
-    req.compiler = "nvrtc";
-    runtime::CudaBinary out = runtime::compile_cuda(req);
+    runtime::CudaBinary out = codegen_test::compile_module(mod, "sm_90a");
     const std::string t = dt == DataType::Float(16) ? "f16" : "bf16";
     EXPECT_NE(out.ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t), std::string::npos);
     // The rs form: four 32-bit registers of A in braces after the accumulators.
@@ -376,12 +372,7 @@ TEST(GemmRsChain, CompilesToMmaWithoutSpills) {
           << mod.source;
       std::string why;
       if (!runtime::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
-      runtime::CudaCompileRequest req;
-      req.source = mod.source;
-      req.kernel_name = mod.plan.kernel_name;
-      req.arch = target.str();
-      req.compiler = "nvrtc";
-      runtime::CudaBinary out = runtime::compile_cuda(req);
+      runtime::CudaBinary out = codegen_test::compile_module(mod, target.str());
       // 4 k-steps x 4 n-tiles for the first gemm's warp, 4 x 16 for the second: all mma.sync.
       const std::string mma = dt == DataType::Float(16) ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                                         : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";

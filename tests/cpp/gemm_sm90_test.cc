@@ -8,6 +8,7 @@
 
 #include "ops/gemm_operands.h"
 #include "ops/smem_tile.h"
+#include "codegen_test_util.h"
 #include "tilec/ir/example_gemm.h"
 #include "tilec/ir/printer.h"
 #include "tilec/ir/visitor.h"
@@ -58,12 +59,7 @@ Compiled compile(const PrimFunc& f, passes::PassContext& ctx) {
   c.mod = cuda::lower_to_cuda(f, ctx);
   std::string why;
   if (!runtime::nvrtc_available(&why)) return c;
-  runtime::CudaCompileRequest req;
-  req.source = c.mod.source;
-  req.kernel_name = c.mod.plan.kernel_name;
-  req.arch = ctx.target().str();
-  req.compiler = "nvrtc";
-  c.bin = runtime::compile_cuda(req);
+  c.bin = codegen_test::compile_module(c.mod, ctx.target().str());
   return c;
 }
 

@@ -35,6 +35,18 @@ def _rel_err(out, ref):
     return ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
 
 
+def _ab_gemm_error(k, M, N, K, dtype):
+    """Runs a kernel C = A @ B (out_idx=[2]) on random A (M x K), B (K x N); its relative error."""
+    import torch
+
+    tdt = getattr(torch, dtype)
+    a = torch.randn(M, K, dtype=tdt, device="cuda")
+    b = torch.randn(K, N, dtype=tdt, device="cuda")
+    c = k(a, b)
+    torch.cuda.synchronize()
+    return _rel_err(c, a.float() @ b.float())
+
+
 def gemm_case(M, N, K, dtype="bfloat16", block_M=128, block_N=128, block_K=32, num_stages=3, threads=128,
               trans_A=False, trans_B=False, pass_configs=None, expect=("wgmma", "tma_load")):
     import torch
@@ -182,7 +194,6 @@ def manual_ws_case():
 def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
     """A GEMM launched in clusters of 2 along N: the A tile is split into one band per CTA,
     each multicast to both (TMA multicast, remote mbarrier arrivals, cluster barriers)."""
-    import torch
     import tilec
     import tilec.language as T
 
@@ -203,18 +214,12 @@ def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
 
     k = tilec.compile(g, target="auto", out_idx=[2])
     src = k.get_kernel_source()
-    tdt = getattr(torch, dtype)
-    a = torch.randn(M, K, dtype=tdt, device="cuda")
-    b = torch.randn(K, N, dtype=tdt, device="cuda")
-    c = k(a, b)
-    torch.cuda.synchronize()
-    err = _rel_err(c, a.float() @ b.float())
+    err = _ab_gemm_error(k, M, N, K, dtype)
     return {"ok": err < _tol(dtype) and "tma_load_multicast" in src and "cluster_sync" in src, "err": err}
 
 
 def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16", pass_configs=None):
     """The peer benchmark's program: C through shared memory, stored with TMA."""
-    import torch
     import tilec
     import tilec.language as T
 
@@ -224,12 +229,7 @@ def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16", pass_configs=None):
     k = tilec.compile(program(T, M, N, K, 128, 256, 64, 3, 256, dtype), target="auto", out_idx=[2],
                       pass_configs=pass_configs or {})
     src = k.get_kernel_source()
-    tdt = getattr(torch, dtype)
-    a = torch.randn(M, K, dtype=tdt, device="cuda")
-    b = torch.randn(K, N, dtype=tdt, device="cuda")
-    c = k(a, b)
-    torch.cuda.synchronize()
-    err = _rel_err(c, a.float() @ b.float())
+    err = _ab_gemm_error(k, M, N, K, dtype)
     return {"ok": err < _tol(dtype) and "tma_store" in src, "err": err}
 
 

@@ -24,6 +24,9 @@ namespace tilec::layout {
 enum class SwizzleMode : uint8_t { kNone, k32B, k64B, k128B };
 int swizzle_span_bytes(SwizzleMode m);  // 0 (none), 32, 64, 128
 const char* swizzle_name(SwizzleMode m);  // "none", "32B", "64B", "128B"
+// 0 (none), 1 (32B), 2 (64B), 3 (128B): the XOR width in 16-byte chunks as log2, which is
+// also the value of CUtensorMapSwizzle and the device tiles' swizzle parameter.
+int swizzle_bits(SwizzleMode m);
 
 // True when `mode` can lay out a tile of `shape` (leading dimensions are folded into
 // rows) of `dtype`: rows are a multiple of the span, or a divisor of it with the whole

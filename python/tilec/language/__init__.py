@@ -7,19 +7,20 @@ from .dtypes import DTYPES as _DTYPES, DType, dtype
 from .frames import Frame
 from .layout import Fragment, Layout
 from .ops import (  # noqa: A004 (abs, max, min, print are T names)
-    Broadcast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_barrier, alloc_buffer,
-    alloc_fragment, alloc_local, ceil, cos, erf, floor, func_attr, log10, pow, round, sin, trunc, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, atomic_add,
-    atomic_max, atomic_min, barrier_arrive, barrier_init, barrier_wait, call_intrin, cast, ceildiv, clear, copy,
-    cumsum, evaluate, exp, exp2, fill, floordiv, floormod, gemm, gemm_v1, gemm_v2, get_block_binding,
-    get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity, log, log2, max,
-    mbarrier_arrive, mbarrier_wait_parity, min, print, reduce, reduce_absmax, reduce_abssum, reduce_max,
-    reduce_min, reduce_sum, rsqrt, serial, sigmoid, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
-    truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm, ws,
+    Broadcast, Cast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_buffer, alloc_fragment,
+    alloc_local, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, assume, atomic_add, atomic_max,
+    atomic_min, bitwise_and, bitwise_or, bitwise_xor, call_intrin, cast, ceil, ceildiv, clamp, clear, copy, cos,
+    cumsum, erf, evaluate, exp, exp2, fill, floor, floordiv, floormod, func_attr, gemm, gemm_v1, gemm_v2,
+    get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity, log,
+    log2, log10, max, min, pow, print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum,
+    round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
+    trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,
 )
-from .ops import assume, clamp, sync_threads
-from .ops import dec_max_nreg, disable_warp_group_reg_alloc, inc_max_nreg, no_set_max_nreg, set_max_nreg
-from .ops import Cast, bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right
-from .ops import ClusterKernel, block_rank_in_cluster, cluster_sync
+from .sync import (
+    ClusterKernel, alloc_barrier, barrier_arrive, barrier_init, barrier_wait, block_rank_in_cluster, cluster_sync,
+    dec_max_nreg, disable_warp_group_reg_alloc, inc_max_nreg, mbarrier_arrive, mbarrier_wait_parity,
+    no_set_max_nreg, set_max_nreg, sync_threads, ws,
+)
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 

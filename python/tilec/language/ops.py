@@ -1,5 +1,6 @@
 """The T primitives that are statements or values: kernels and loops, allocations, tile
-ops, math, barriers, thread indices, printing. Each is a thin mapping onto one builder
+ops, math, thread indices, printing (barriers, warp roles
+and clusters: sync.py). Each is a thin mapping onto one builder
 call; checking happens in C++ (tile-op schemas, type rules, shape checks)."""
 
 from __future__ import annotations
@@ -56,31 +57,6 @@ def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = N
     if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
         grid = tuple(grid[0])
     return KernelFrame(grid, threads, cluster_dims, _loc())
-
-
-@primitive
-def ClusterKernel(*grid, threads: Any = 128, cluster_dims: Any = None):
-    """`T.Kernel` with a thread-block cluster (cluster_dims required): the CTAs of a cluster run
-    together and can multicast TMA loads into each other's shared memory."""
-    if cluster_dims is None:
-        raise CompileError("T.ClusterKernel needs cluster_dims", hint="T.ClusterKernel(gx, gy, threads=256, cluster_dims=(2, 1, 1))")
-    if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
-        grid = tuple(grid[0])
-    return KernelFrame(grid, threads, cluster_dims, _loc())
-
-
-@primitive
-def block_rank_in_cluster():
-    """The rank of this CTA in its cluster (0 .. cluster size - 1)."""
-    ctx = context.require("T.block_rank_in_cluster")
-    return _tilec.call("int32", "tl.block_rank_in_cluster", [], ctx.loc)
-
-
-@primitive
-def cluster_sync():
-    """A barrier over every thread of every CTA of the cluster."""
-    ctx = context.require("T.cluster_sync")
-    ctx.builder.evaluate(_tilec.call("void", "tl.cluster_sync", [], ctx.loc), ctx.loc)
 
 
 @primitive
@@ -239,26 +215,6 @@ def alloc_var(dtype: Any, init: Any = None, scope: str = "local.var"):
     if init is not None:
         ctx.builder.store(buf, [0], stored_value(buf, init, ctx.loc), ctx.loc)
     return buf
-
-
-@primitive
-def alloc_barrier(arrive_count: Any):
-    """mbarriers in shared memory, one per arrive count; `T.alloc_barrier(arrive_count=128)`."""
-    ctx = context.require("T.alloc_barrier")
-    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
-    counts = [const_int(c, "arrive_count") for c in counts]
-    if not counts:
-        raise CompileError("T.alloc_barrier needs at least one arrive count")
-    buf = _alloc("T.alloc_barrier", "mbar", [len(counts)], "uint64", BARRIER_SCOPE)
-    ctx.builder.tile_op("barrier_init", [buf], {"arrive_count": counts}, ctx.loc)
-    return buf
-
-
-@primitive
-def barrier_init(barrier: Any, arrive_count: Any):
-    """The initialisation T.alloc_barrier emits (printed form)."""
-    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
-    return _tile_op("barrier_init", [barrier], {"arrive_count": [const_int(c, "arrive_count") for c in counts]})
 
 
 # --------------------------------------------------------------------------------- tile ops
@@ -682,41 +638,6 @@ def print(*values, msg: str = ""):  # noqa: A001 - the T name
     ctx.builder.evaluate(_tilec.call("void", "print", args, ctx.loc), ctx.loc)
 
 
-# ---------------------------------------------------------------------------------- barriers
-
-
-def _barrier(v: Any) -> Expr:
-    if isinstance(v, (Buffer, BufferAccess, Expr)):
-        return to_expr(v)
-    raise CompileError(f"expected a barrier (from T.alloc_barrier), got {type(v).__name__}",
-                       hint="mbar = T.alloc_barrier(arrive_count=128), then T.barrier_wait(mbar, parity)")
-
-
-def _barrier_call(op: str, *args):
-    ctx = context.require(f"T.{op}")
-    ctx.builder.evaluate(_tilec.call("void", op, list(args), ctx.loc), ctx.loc)
-
-
-@primitive
-def barrier_wait(barrier: Any, parity: Any):
-    _barrier_call("barrier_wait", _barrier(barrier), to_expr(parity))
-
-
-@primitive
-def barrier_arrive(barrier: Any):
-    _barrier_call("barrier_arrive", _barrier(barrier))
-
-
-@primitive
-def mbarrier_wait_parity(mbarrier: Any, parity: Any):
-    _barrier_call("mbarrier_wait_parity", _barrier(mbarrier), to_expr(parity))
-
-
-@primitive
-def mbarrier_arrive(mbarrier: Any):
-    _barrier_call("mbarrier_arrive", _barrier(mbarrier))
-
-
 @primitive
 def func_attr(attrs: dict):
     """Function attributes (the printer's first body line)."""
@@ -727,14 +648,6 @@ def func_attr(attrs: dict):
 
 
 # ------------------------------------------------------------------------------ annotations
-
-
-@primitive
-def ws(*warp_groups):
-    """`with T.ws(0):` — the body runs only in warp group 0 (threads 0..127)."""
-    if not warp_groups:
-        raise CompileError("T.ws needs at least one warp-group index")
-    return AnnotationFrame("ws", [const_int(w, "warp-group index") for w in warp_groups], implicit_ok=False)
 
 
 @primitive
@@ -777,28 +690,6 @@ def clamp(x: Any, lo: Any, hi: Any):
 
 
 @primitive
-def sync_threads():
-    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
-    ctx = context.require("T.sync_threads")
-    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
-
-
-@primitive
 def assume(cond: Any):
     """A fact the compiler may use (TileLang: T.assume). tilec does not use it yet: no IR."""
     context.require("T.assume")
-
-
-def _register_hint(name: str):
-    def hint(*args, **kwargs):
-        context.require(f"T.{name}")  # a register-budget hint: tilec sizes registers itself
-
-    return _named_primitive(hint, name, f"T.{name}: accepted and ignored — register budgets (setmaxnreg) are "
-                                        "the compiler's choice in tilec; the hint never changes results")
-
-
-disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
-set_max_nreg = _register_hint("set_max_nreg")
-inc_max_nreg = _register_hint("inc_max_nreg")
-dec_max_nreg = _register_hint("dec_max_nreg")
-no_set_max_nreg = _register_hint("no_set_max_nreg")

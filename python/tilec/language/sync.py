@@ -1,0 +1,130 @@
+"""The T primitives of synchronisation and warp roles: mbarriers (T.alloc_barrier,
+T.barrier_wait / arrive, T.mbarrier_*), block barriers (T.sync_threads), warp-group roles
+(T.ws) with TileLang's register-budget hints, and thread-block clusters (T.ClusterKernel,
+T.block_rank_in_cluster, T.cluster_sync)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _tilec
+from ..errors import CompileError
+from ..frontend import context
+from ..frontend.values import BARRIER_SCOPE, BufferAccess, const_int, to_expr
+from .frames import AnnotationFrame, KernelFrame
+from .ops import Buffer, Expr, _alloc, _loc, _named_primitive, _tile_op, primitive
+
+# ----------------------------------------------------------------------------- clusters
+
+
+@primitive
+def ClusterKernel(*grid, threads: Any = 128, cluster_dims: Any = None):
+    """`T.Kernel` with a thread-block cluster (cluster_dims required): the CTAs of a cluster run
+    together and can multicast TMA loads into each other's shared memory."""
+    if cluster_dims is None:
+        raise CompileError("T.ClusterKernel needs cluster_dims", hint="T.ClusterKernel(gx, gy, threads=256, cluster_dims=(2, 1, 1))")
+    if len(grid) == 1 and isinstance(grid[0], (list, tuple)):
+        grid = tuple(grid[0])
+    return KernelFrame(grid, threads, cluster_dims, _loc())
+
+
+@primitive
+def block_rank_in_cluster():
+    """The rank of this CTA in its cluster (0 .. cluster size - 1)."""
+    ctx = context.require("T.block_rank_in_cluster")
+    return _tilec.call("int32", "tl.block_rank_in_cluster", [], ctx.loc)
+
+
+@primitive
+def cluster_sync():
+    """A barrier over every thread of every CTA of the cluster."""
+    ctx = context.require("T.cluster_sync")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cluster_sync", [], ctx.loc), ctx.loc)
+
+
+# ----------------------------------------------------------------------------- barriers
+
+
+@primitive
+def alloc_barrier(arrive_count: Any):
+    """mbarriers in shared memory, one per arrive count; `T.alloc_barrier(arrive_count=128)`."""
+    ctx = context.require("T.alloc_barrier")
+    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    counts = [const_int(c, "arrive_count") for c in counts]
+    if not counts:
+        raise CompileError("T.alloc_barrier needs at least one arrive count")
+    buf = _alloc("T.alloc_barrier", "mbar", [len(counts)], "uint64", BARRIER_SCOPE)
+    ctx.builder.tile_op("barrier_init", [buf], {"arrive_count": counts}, ctx.loc)
+    return buf
+
+
+@primitive
+def barrier_init(barrier: Any, arrive_count: Any):
+    """The initialisation T.alloc_barrier emits (printed form)."""
+    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    return _tile_op("barrier_init", [barrier], {"arrive_count": [const_int(c, "arrive_count") for c in counts]})
+
+
+def _barrier(v: Any) -> Expr:
+    if isinstance(v, (Buffer, BufferAccess, Expr)):
+        return to_expr(v)
+    raise CompileError(f"expected a barrier (from T.alloc_barrier), got {type(v).__name__}",
+                       hint="mbar = T.alloc_barrier(arrive_count=128), then T.barrier_wait(mbar, parity)")
+
+
+def _barrier_call(op: str, *args):
+    ctx = context.require(f"T.{op}")
+    ctx.builder.evaluate(_tilec.call("void", op, list(args), ctx.loc), ctx.loc)
+
+
+@primitive
+def barrier_wait(barrier: Any, parity: Any):
+    _barrier_call("barrier_wait", _barrier(barrier), to_expr(parity))
+
+
+@primitive
+def barrier_arrive(barrier: Any):
+    _barrier_call("barrier_arrive", _barrier(barrier))
+
+
+@primitive
+def mbarrier_wait_parity(mbarrier: Any, parity: Any):
+    _barrier_call("mbarrier_wait_parity", _barrier(mbarrier), to_expr(parity))
+
+
+@primitive
+def mbarrier_arrive(mbarrier: Any):
+    _barrier_call("mbarrier_arrive", _barrier(mbarrier))
+
+
+@primitive
+def sync_threads():
+    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
+    ctx = context.require("T.sync_threads")
+    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+
+
+# --------------------------------------------------------------------------- warp roles
+
+
+@primitive
+def ws(*warp_groups):
+    """`with T.ws(0):` — the body runs only in warp group 0 (threads 0..127)."""
+    if not warp_groups:
+        raise CompileError("T.ws needs at least one warp-group index")
+    return AnnotationFrame("ws", [const_int(w, "warp-group index") for w in warp_groups], implicit_ok=False)
+
+
+def _register_hint(name: str):
+    def hint(*args, **kwargs):
+        context.require(f"T.{name}")  # a register-budget hint: tilec sizes registers itself
+
+    return _named_primitive(hint, name, f"T.{name}: accepted and ignored — register budgets (setmaxnreg) are "
+                                        "the compiler's choice in tilec; the hint never changes results")
+
+
+disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
+set_max_nreg = _register_hint("set_max_nreg")
+inc_max_nreg = _register_hint("inc_max_nreg")
+dec_max_nreg = _register_hint("dec_max_nreg")
+no_set_max_nreg = _register_hint("no_set_max_nreg")

@@ -97,6 +97,18 @@ def check(kernel, inputs, outputs, reference, out_dtype, label):
     print(f"  {label}: ok")
 
 
+def hopper_main(what, build_for_compile, out_idx, case_list, run_case):
+    """main() of an sm_90a-only example: runs `run_case(*case)` for each case on a Hopper GPU,
+    else (or with --compile-only) compiles `build_for_compile()` for sm_90a and prints it."""
+    args = parse_args()
+    if args.compile_only or not have_hopper():
+        print(f"no Hopper GPU (or --compile-only): compiling the {what} for sm_90a")
+        compile_only(build_for_compile(), out_idx=out_idx, targets=("sm_90a",), show_source=args.show_source)
+        return
+    for case in cases(case_list):
+        run_case(*case)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--compile-only", action="store_true", help="compile for sm_80 and sm_90a, do not run")

@@ -52,14 +52,7 @@ def run_case(M, N, K, in_dtype):
 
 
 def main():
-    args = _harness.parse_args()
-    if args.compile_only or not _harness.have_hopper():
-        print("no Hopper GPU (or --compile-only): compiling the fp8 GEMM for sm_90a")
-        _harness.compile_only(fp8_gemm(1024, 1024, 1024), out_idx=[4], targets=("sm_90a",),
-                              show_source=args.show_source)
-        return
-    for case in _harness.cases(CASES):
-        run_case(*case)
+    _harness.hopper_main("fp8 GEMM", lambda: fp8_gemm(1024, 1024, 1024), [4], CASES, run_case)
 
 
 if __name__ == "__main__":

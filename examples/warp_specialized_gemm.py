@@ -54,14 +54,7 @@ def run_case(M, N, K, dtype):
 
 
 def main():
-    args = _harness.parse_args()
-    if args.compile_only or not _harness.have_hopper():
-        print("no Hopper GPU (or --compile-only): compiling the warp-specialized GEMM for sm_90a")
-        _harness.compile_only(ws_gemm(1024, 1024, 1024), out_idx=[2], targets=("sm_90a",),
-                              show_source=args.show_source)
-        return
-    for case in _harness.cases(CASES):
-        run_case(*case)
+    _harness.hopper_main("warp-specialized GEMM", lambda: ws_gemm(1024, 1024, 1024), [2], CASES, run_case)
 
 
 if __name__ == "__main__":

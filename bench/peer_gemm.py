@@ -23,17 +23,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (16384, 8192, 1024), (4096, 28672, 8192),
           (8192, 1024, 8192)]
 CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "quickstart": (128, 128, 32, 3, 128)}
+# tilec-only variants of the team config (experiments, not the peer comparison): the tile order
+# without T.use_swizzle, and 2-CTA clusters along N (the A tile multicast to both CTAs).
+VARIANTS = {f"{base}_{what}": (base, kw) for base in ("team", "team_s4")
+            for what, kw in (("noswizzle", {"swizzle": False}), ("cluster2", {"swizzle": False, "cluster": (2, 1, 1)}))}
 
 
-def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32"):
+def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",
+            swizzle=True, cluster=None):
+    extra = {"cluster_dims": cluster} if cluster else {}
+
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             C_shared = T.alloc_shared((block_M, block_N), dtype)
-            T.use_swizzle(10)
+            if swizzle:
+                T.use_swizzle(10)
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
@@ -67,11 +75,12 @@ def run(impl, dtype, quick, configs, pass_configs=None, label=None):
         for name in configs:
             if name == "quickstart" and (M, N, K) not in SHAPES[:2]:
                 continue
-            bm, bn, bk, st, th = CONFIGS[name]
+            base, variant = VARIANTS.get(name, (name, {}))
+            bm, bn, bk, st, th = CONFIGS[base]
             t0 = time.time()
             try:
                 kw = {"pass_configs": pass_configs} if pass_configs else {}
-                kernel = tilelang.compile(program(T, M, N, K, bm, bn, bk, st, th, dtype), out_idx=[2], **kw)
+                kernel = tilelang.compile(program(T, M, N, K, bm, bn, bk, st, th, dtype, **variant), out_idx=[2], **kw)
                 compile_s = time.time() - t0
                 c = kernel(a, b)
                 torch.cuda.synchronize()

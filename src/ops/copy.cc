@@ -20,6 +20,18 @@ using namespace ir;
 
 namespace {
 
+// The loop nest `s` (a For and the Fors that are its whole body, recursively) with every
+// loop annotated tilec.disjoint_iterations.
+Stmt mark_disjoint_nest(const Stmt& s) {
+  auto* f = s.as<ForNode>();
+  if (!f) return s;
+  auto n = std::make_shared<ForNode>(*f);
+  n->body = mark_disjoint_nest(f->body);
+  if (!find_attr(n->annotations, passes::kDisjointIterationsKey))
+    n->annotations.emplace_back(passes::kDisjointIterationsKey, true);
+  return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+}
+
 struct CopyPlan {
   RegionLoop loop;
   std::vector<Expr> src_idx, dst_idx;
@@ -97,12 +109,9 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   // Between two buffers, each (thread, register) pair of the nest copies its own element:
   // the register loop's iterations never touch one element twice (insert_syncs then needs
   // no barrier between them, which it could not prove for swizzled indices).
-  if (src.buffer.get() != dst.buffer.get())
-    if (auto* f = s.as<ForNode>()) {
-      auto n = std::make_shared<ForNode>(*f);
-      n->annotations.emplace_back(passes::kDisjointIterationsKey, true);
-      s = Stmt(std::shared_ptr<const ForNode>(std::move(n)));
-    }
+  // The loops nested directly in it (the vector lanes of one register) too: the slow path of
+  // legalize_bounds turns a vector loop into an unrolled one that insert_syncs then sees.
+  if (src.buffer.get() != dst.buffer.get()) s = mark_disjoint_nest(s);
   return s;
 }
 

@@ -91,6 +91,11 @@ class Fencer : public IRMutator {
       if (need) return seq({back::call_stmt("tl.fence_proxy_async", {}, s->loc), s}, s->loc);
       return s;
     }
+    // A fence already orders this thread's earlier writes (a TMA store fences for itself).
+    if (is_fence(s)) {
+      dirty_ = false;
+      return s;
+    }
     dirty_ |= writes_shared(s);
     return s;
   }

@@ -67,6 +67,9 @@ const std::vector<ConfigKey> kConfigKeys = {
      "Warp-specialized GEMM loops become persistent kernels (when every tile takes the same number of steps "
      "and the shared buffers fit side by side): one block per SM (two for one consumer warpgroup) loops over "
      "the tiles, and the producer loads the next tile during this one's epilogue. False: one block per tile."},
+    {"tilec.pingpong", true,
+     "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
+     "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

@@ -74,6 +74,9 @@ using namespace ir;
 namespace pl = pipeline;
 
 constexpr int64_t kProducerThreads = 128;
+// Named barriers 14 and 15: the turns of two consumer warpgroups (tl.pingpong_wait/pass);
+// the roles' own barriers count up from 1.
+constexpr int64_t kPingpongBarrier = 14;
 
 // Selection queries on the consumers' threads.
 class ConsumerEnv : public ops::OpEnv {
@@ -277,6 +280,24 @@ class WarpSpecializer : public IRMutator {
     return !p.consumers.empty();
   }
 
+  // The consumer statement (index into p.consumers) at which two consumer warpgroups take
+  // turns: the first gemm, when the step also runs other statements (with gemms only there
+  // is nothing to overlap). nullopt: no turns (other warpgroup counts, tilec.pingpong off).
+  std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads) const {
+    if (threads != 256 || !ctx_.get_bool("tilec.pingpong")) return std::nullopt;
+    std::optional<size_t> first;
+    bool other = false;
+    for (size_t q = 0; q < p.consumers.size(); ++q) {
+      const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]);
+      if (g && g->op == "gemm") {
+        if (!first) first = q;
+      } else {
+        other = true;
+      }
+    }
+    return other ? first : std::nullopt;
+  }
+
   Stmt rewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads) {
     const ForNode* f = p.loop;
     const SourceLoc loc = f->loc;
@@ -368,9 +389,25 @@ class WarpSpecializer : public IRMutator {
           if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
         }
     }
+    // Two consumer warpgroups with work besides their gemms (attention: S = Q K^T, softmax,
+    // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
+    // the tensor cores.
+    const std::optional<size_t> turn = deferred ? std::nullopt : pingpong_gemm(p, threads);
+    const Expr wg = floordiv(tx, int_imm(128, tx->dtype));
     for (size_t q = 0; q < p.consumers.size(); ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
+      if (turn && q == *turn) {
+        consume.push_back(back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx->dtype) + wg}, loc));
+        consume.push_back(st);
+        consume.push_back(
+            back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc));
+        if (q == last_reader) {
+          if (waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
+          consume.push_back(release(slot));
+        }
+        continue;
+      }
       if (deferred) {
         auto* g = st.as<TileOpNode>();
         AttrMap attrs = g->attrs;
@@ -451,6 +488,11 @@ class WarpSpecializer : public IRMutator {
       producer_stmts.push_back(back::call_stmt("tl.setmaxnreg_dec", {int_imm(24)}, loc));
       consumer_stmts.push_back(back::call_stmt("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc));
     }
+    // Warpgroup 0 takes the first turn: warpgroup 1 passes it once.
+    if (turn)
+      consumer_stmts.push_back(if_then_else(tx >= int_imm(128, tx->dtype),
+                                            back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier, tx->dtype)}, loc),
+                                            nullptr, loc));
     producer_stmts.push_back(
         if_then_else(binary(NodeKind::kEQ, tx, int_imm(threads, tx->dtype)),
                      annotate(kThreadRangeKey, std::vector<int64_t>{threads, 1, 0}, producer_body, loc), nullptr, loc));

@@ -115,7 +115,35 @@ def test_shared_to_global_copy_is_a_tma_store_on_sm90():
     src = tilec.compile(k, target="sm_90a").get_kernel_source()
     assert "tl::tma_store(" in src and "tl::tma_store_wait_read<0>()" in src, src
     assert src.index("tl::fence_proxy_async()") < src.index("tl::tma_store("), src
+    assert src.count("tl::fence_proxy_async()") == 1, src  # the store's own fence: no second one
     src80 = tilec.compile(k, target="sm_80").get_kernel_source()
     assert "tma" not in src80
     off = tilec.compile(k, target="sm_90a", pass_configs={"tl.disable_tma_lower": True}).get_kernel_source()
     assert "tma_store" not in off
+
+
+def test_attention_consumers_take_turns_at_the_first_gemm():
+    from flash_attention import flash_attention
+
+    def source(**cfg):
+        return tilec.compile(flash_attention(1, 2, 512, 128), target="sm_90a", pass_configs=cfg).get_kernel_source()
+
+    src = source()
+    # Warpgroup 1 passes warpgroup 0's barrier once; each step waits for its turn before
+    # S = Q K^T and passes the turn on right after it; P V stays outside the turn.
+    assert src.count("tl::pingpong_pass(14);") == 1, src
+    body = src[src.index("tl::pingpong_wait(tx / 128 + 14);"):]
+    first_gemm, turn_passed = body.index("tl::wgmma_gemm_ss<"), body.index("tl::pingpong_pass(15 - tx / 128);")
+    assert first_gemm < turn_passed < body.index("tl::wgmma_gemm_rs<"), src
+    assert "pingpong" not in source(**{"tilec.pingpong": False})
+    # A main loop of gemms only has nothing to overlap: no turns.
+    assert "pingpong" not in tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
+
+
+def test_partial_tile_copy_into_shared_needs_no_barrier_per_element():
+    # The slow path of a guarded copy (ragged query block) writes each element once: no
+    # barrier inside its loops (there were 64 per tile, with 64 fences).
+    from flash_attention import flash_attention
+
+    src = tilec.compile(flash_attention(1, 2, 320, 64), target="sm_90a").get_kernel_source()
+    assert src.count("tl::named_barrier_sync(") <= 3, src

@@ -100,6 +100,11 @@ TL_DEVICE void named_barrier_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// Turns of two consumer warpgroups (256 threads): the one whose turn it is waits on its
+// barrier, the other passes it (bar.arrive does not wait).
+TL_DEVICE void pingpong_wait(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+TL_DEVICE void pingpong_pass(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
 // setmaxnreg: all warps of a warpgroup change their register budget (sm_90a).
 template <int N>
 TL_DEVICE void setmaxnreg_inc() {

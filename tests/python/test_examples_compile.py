@@ -82,6 +82,15 @@ EXAMPLES = {
     "flash_attention_d256": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 256, True, seq_len_kv=500),
         {"sm_80": ["mma.sync.aligned.m16n8k16"], "sm_90a": [WGMMA, TMA_LOAD]}),
+    "flash_attention_bwd_d64": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(2, 4, 333, 64, True)[1],
+        {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", r"(red|atom)\.global\.add\.f32"],
+         "sm_90a": [WGMMA, TMA_LOAD, r"(red|atom)\.global\.add\.f32"]}),
+    "flash_attention_bwd_d128": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(1, 4, 256, 128, False, "bfloat16")[1],
+        {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD]}),  # (sm_80: a few bytes of spills, see the example)
+    "flash_attention_bwd_pre_post": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(1, 4, 300, 64)[0], ["shfl.sync.bfly"]),
     "flash_attention_causal_bf16": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
                                                                            dtype="bfloat16"),

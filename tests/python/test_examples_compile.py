@@ -91,6 +91,17 @@ EXAMPLES = {
         {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD]}),  # (sm_80: a few bytes of spills, see the example)
     "flash_attention_bwd_pre_post": (
         lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(1, 4, 300, 64)[0], ["shfl.sync.bfly"]),
+    # Paged: the page index is read from the block table, so the K/V copies are cp.async (TMA
+    # warp specialization takes copies whose regions read no memory); the gemms are wgmma on sm_90a.
+    "flash_decoding_split": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[0],
+        {"sm_80": None, "sm_90a": [WGMMA, "cp.async.cg.shared.global", "ex2.approx"]}),  # (sm_80: 16 bytes spilled)
+    "flash_decoding_mqa_bf16": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(2, 128, 1, 64, 64, 32, dtype="bfloat16")[0],
+        {"sm_80": [r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16", "cp.async.cg.shared.global"],
+         "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16"]}),
+    "flash_decoding_combine": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[1], ["ex2.approx"]),
     "flash_attention_causal_bf16": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
                                                                            dtype="bfloat16"),

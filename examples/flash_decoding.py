@@ -4,9 +4,12 @@ Q (batch, heads, dim); the cache is pages of `page_size` tokens: K_cache, V_cach
 (num_pages, page_size, heads_kv, dim), page p of sequence b at block_table[b, p]; sequence b
 holds cache_seqlens[b] tokens (any number: ragged). heads_kv divides heads (GQA).
   split kernel    grid (batch, head blocks, num_split): the query heads that share one KV head
-                  (padded to block_H rows: the gemm's M) walk pages [start, end) of their split
-                  with the online softmax of FlashAttention; each writes its partial output and
-                  its base-2 log-sum-exp. An empty split writes O = 0, LSE = -inf.
+                  (padded to block_H rows: the gemm's M) walk the pages of their split with the
+                  online softmax of FlashAttention; each writes its partial output and its
+                  base-2 log-sum-exp. An empty split writes O = 0, LSE = -inf.
+                  Every split walks ceil(max_pages / num_split) pages and masks those past its
+                  sequence: a trip count read from cache_seqlens would make tilec treat the loop
+                  as thread-divergent (it cannot place the barriers such a loop needs).
   combine kernel  grid (heads, batch): O = sum_s 2^(lse_s - lse) O_s, lse = log2 sum_s 2^lse_s.
 Run: python examples/flash_decoding.py            (checks against torch on a GPU)
      python examples/flash_decoding.py --compile-only
@@ -17,6 +20,7 @@ import _harness
 import tilec.language as T
 
 LOG2E = 1.44269504088896340736
+NO_SCORE = -1e30  # the running max before any key: finite, so a split whose keys are all masked stays NaN-free
 
 
 def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=64, num_split=4, block_H=64,
@@ -31,6 +35,7 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
                          f"({block_H}) or a multiple of it")
     scale = (1.0 / dim) ** 0.5 * LOG2E
     accum_dtype = "float32"
+    pages_per_split = -(-max_pages // num_split)  # a static trip count (see the module docstring)
     cache_shape = (num_pages, page_size, heads_kv, dim)
     part_shape, lse_shape = (batch, heads, num_split, dim), (batch, heads, num_split)
 
@@ -54,20 +59,21 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
             head0 = by * valid_H
             hk = head0 // groups
             seqlen = cache_seqlens[bx]
-            pages_per_split = T.ceildiv(T.ceildiv(seqlen, page_size), num_split)
-            start = bz * pages_per_split
-            end = T.min(start + pages_per_split, T.ceildiv(seqlen, page_size))
+            last_page = T.ceildiv(seqlen, page_size) - 1
 
             for i, d in T.Parallel(block_H, dim):  # rows past the group's heads are padding (zeros)
                 Q_shared[i, d] = T.if_then_else(i < valid_H, Q[bx, T.min(head0 + i, heads - 1), d], 0)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-            for p in T.Pipelined(start, end, num_stages=num_stages):
-                page = block_table[bx, p]
+            T.fill(scores_max, NO_SCORE)
+            for p in T.Pipelined(pages_per_split, num_stages=num_stages):
+                # Pages past the sequence are masked (a split may hold none); the load then
+                # re-reads its last page rather than an unset block-table entry.
+                page = block_table[bx, T.min(bz * pages_per_split + p, last_page)]
                 T.copy(K_cache[page, :, hk, :], K_shared)
                 for i, j in T.Parallel(block_H, page_size):
-                    acc_s[i, j] = T.if_then_else(p * page_size + j < seqlen, 0, -T.infinity(accum_dtype))
+                    acc_s[i, j] = T.if_then_else((bz * pages_per_split + p) * page_size + j < seqlen, 0,
+                                                 -T.infinity(accum_dtype))
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(scores_max, scores_max_prev)
                 T.fill(scores_max, -T.infinity(accum_dtype))
@@ -93,6 +99,15 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
                     LSE_partial[bx, head0 + i, bz] = T.if_then_else(
                         logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
 
+    return split, combine_splits(batch, heads, num_split, dim, dtype)
+
+
+def combine_splits(batch, heads, num_split, dim, dtype):
+    """O[b, h] = sum_s 2^(lse_s - lse) O_s / sum_s 2^(lse_s - lse), lse = max_s lse_s (examples/mla_decode.py
+    uses it too)."""
+    accum_dtype = "float32"
+    part_shape, lse_shape = (batch, heads, num_split, dim), (batch, heads, num_split)
+
     @T.prim_func
     def combine(O_partial: T.Tensor(part_shape, accum_dtype), LSE_partial: T.Tensor(lse_shape, accum_dtype),
                 Output: T.Tensor((batch, heads, dim), dtype)):
@@ -111,7 +126,7 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
             for d in T.Parallel(dim):
                 Output[by, bx, d] = o[d] / total
 
-    return split, combine
+    return combine
 
 
 def reference(q, k_cache, v_cache, block_table, cache_seqlens):

@@ -35,6 +35,22 @@ def cases(items):
     return items[:1] if os.environ.get("TILEC_EXAMPLE_QUICK") == "1" else items
 
 
+def run_cases(case_list, run_case):
+    """Runs `run_case(*case)` for each case (all of them, or the first under TILEC_EXAMPLE_QUICK=1),
+    prints PASS or FAIL (with the error) per case, and exits with status 1 when any failed."""
+    failed = 0
+    for case in cases(case_list):
+        try:
+            run_case(*case)
+            print(f"PASS {case}")
+        except Exception as e:  # report every case, then fail the run
+            failed += 1
+            print(f"FAIL {case}: {type(e).__name__}: {e}")
+    print(f"{len(cases(case_list)) - failed} passed, {failed} failed")
+    if failed:
+        sys.exit(1)
+
+
 def have_gpu() -> bool:
     try:
         import torch

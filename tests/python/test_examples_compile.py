@@ -74,6 +74,43 @@ EXAMPLES = {
                              {"sm_80": ["mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned",
                                         "cp.async.cg.shared.global"],
                               "sm_90a": [WGMMA, TMA_LOAD]}),
+    "flash_attention_gqa_ragged_lse": (
+        lambda: importlib.import_module("flash_attention").flash_attention(2, 8, 333, 128, True, heads_kv=2,
+                                                                           seq_len_kv=517, return_lse=True),
+        {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", "ex2.approx"],
+         "sm_90a": [WGMMA, TMA_LOAD]}),
+    "flash_attention_d256": (
+        lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 256, True, seq_len_kv=500),
+        {"sm_80": ["mma.sync.aligned.m16n8k16"], "sm_90a": [WGMMA, TMA_LOAD]}),
+    "flash_attention_bwd_d64": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(2, 4, 333, 64, True)[1],
+        {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", r"(red|atom)\.global\.add\.f32"],
+         "sm_90a": [WGMMA, TMA_LOAD, r"(red|atom)\.global\.add\.f32"]}),
+    "flash_attention_bwd_d128": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(1, 4, 256, 128, False, "bfloat16")[1],
+        {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD]}),  # (sm_80: a few bytes of spills, see the example)
+    "flash_attention_bwd_pre_post": (
+        lambda: importlib.import_module("flash_attention_bwd").flash_attention_bwd(1, 4, 300, 64)[0], ["shfl.sync.bfly"]),
+    # Paged: the page index is read from the block table, so the K/V copies are cp.async (TMA
+    # warp specialization takes copies whose regions read no memory); the gemms are wgmma on sm_90a.
+    "flash_decoding_split": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[0],
+        {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", "ex2.approx"],
+         "sm_90a": [WGMMA, "cp.async.cg.shared.global", "ex2.approx"]}),
+    "flash_decoding_mqa_bf16": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(2, 128, 1, 64, 64, 32, dtype="bfloat16")[0],
+        {"sm_80": None,  # (ptxas spills 8 bytes at 128 registers here)
+         "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16"]}),
+    "flash_decoding_combine": (
+        lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[1], ["ex2.approx"]),
+    # MLA decoding: two stages of the 64 x 512 latent tile need sm_90's shared memory; sm_80 gets one.
+    "mla_decode_sm80": (
+        lambda: importlib.import_module("mla_decode").mla_decode(4, 128, 256, 64, num_stages=1)[0],
+        {"sm_80": ["mma.sync.aligned.m16n8k16", "ex2.approx"], "sm_90a": None}),
+    "mla_decode": (
+        lambda: importlib.import_module("mla_decode").mla_decode(4, 128, 256, 64, dtype="bfloat16")[0],
+        {"sm_80": None, "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16",
+                                   "cp.async.cg.shared.global", "fence.proxy.async"]}),
     "flash_attention_causal_bf16": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
                                                                            dtype="bfloat16"),
@@ -142,10 +179,58 @@ def test_flash_attention_feeds_p_from_registers(target):
     assert re.search("mma.sync.aligned.m16n8k16", kernel.get_ptx())
 
 
-def test_flash_attention_rejects_a_key_length_off_the_block():
+# The forward's variants that must keep the warp-specialized form on sm_90a (TMA producer,
+# wgmma consumers): the common case, causal, GQA, ragged key/query lengths (masked by a fill of S
+# before Q K^T, which leaves the loop's TMA copies and gemms as the pass wants them), the LSE output.
+FLASH_FWD_WS_CASES = {
+    "d64": ((1, 8, 1024, 64), {}),
+    "d128_causal_bf16": ((2, 4, 512, 128, True), {"dtype": "bfloat16"}),
+    "gqa_ragged_lse": ((2, 8, 333, 64), {"heads_kv": 2, "seq_len_kv": 517, "return_lse": True}),
+    "causal_ragged_lse_d128": ((1, 6, 401, 128, True), {"heads_kv": 3, "seq_len_kv": 390, "return_lse": True}),
+    "d256": ((1, 4, 512, 256), {"dtype": "bfloat16"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FLASH_FWD_WS_CASES))
+def test_flash_attention_stays_warp_specialized_on_sm90a(case):
+    args, kwargs = FLASH_FWD_WS_CASES[case]
+    kernel = tilec.compile(importlib.import_module("flash_attention").flash_attention(*args, **kwargs),
+                           target="sm_90a")
+    src, ptx = kernel.get_kernel_source(), kernel.get_ptx()
+    assert "tl::tma_load" in src and "wgmma.mma_async" in src and "tl::wgmma_gemm_rs<" in src, src
+    assert re.search(WGMMA, ptx) and re.search(TMA_LOAD, ptx) and "setmaxnreg" in ptx
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0, kernel.ptxas_info
+
+
+def test_flash_attention_masks_only_ragged_key_blocks():
+    # A key length that is a multiple of block_N compiles without the mask (S is cleared).
     fa = importlib.import_module("flash_attention")
-    with pytest.raises(ValueError, match=r"seq_len \(1000\) must be a multiple of block_N \(64\)"):
-        fa.flash_attention(1, 4, 1000, 64)
+    plain = tilec.compile(fa.flash_attention(1, 4, 512, 64), target="sm_80").get_kernel_source()
+    ragged = tilec.compile(fa.flash_attention(1, 4, 512, 64, seq_len_kv=500), target="sm_80").get_kernel_source()
+    loop = ragged[ragged.index("#pragma unroll 2"):]
+    assert "tl::select(" in loop and "(500)" in loop and "infinity" in loop, ragged
+    assert "tl::select" not in plain, plain
+
+
+def test_mla_decode_orders_p_stores_before_the_pv_gemm():
+    # P goes through shared memory (S_shared): a barrier (after the async-proxy fence) must separate
+    # the threads' stores from the wgmma that reads it. A loop trip count read from cache_seqlens
+    # lost these barriers (tests/python/test_sync_gaps.py); the example keeps a static trip count.
+    src = tilec.compile(importlib.import_module("mla_decode").mla_decode(2, 128, 64, 16)[0],
+                        target="sm_90a").get_kernel_source()
+    loop = src[src.index("for (int p"):]
+    between = loop[loop.index("&S_shared["):loop.index("(&S_shared[0]")]
+    assert "tl::fence_proxy_async();\n    __syncthreads();" in between, between
+
+
+def test_flash_attention_option_errors():
+    fa = importlib.import_module("flash_attention")
+    with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
+        fa.flash_attention(1, 8, 256, 64, heads_kv=3)
+    with pytest.raises(ValueError, match=r"seq_len_kv \(40\) must be at least .* block_N \(64\)"):
+        fa.flash_attention(1, 4, 256, 64, seq_len_kv=40)
+    with pytest.raises(ValueError, match=r"head dim 96 is not supported"):
+        fa.flash_attention(1, 4, 256, 96)
 
 
 def test_gemm_overlap_is_dropped_when_it_makes_ptxas_spill():

@@ -280,6 +280,16 @@ class WarpSpecializer : public IRMutator {
     return !p.consumers.empty();
   }
 
+  // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
+  static Stmt with_wg_wait(const Stmt& st, int64_t n) {
+    auto* g = st.as<TileOpNode>();
+    AttrMap attrs = g->attrs;
+    attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
+                attrs.end());
+    attrs.emplace_back("wg_wait", n);
+    return make_tile_op(g->op, g->args, attrs, g->loc);
+  }
+
   // The consumer statement (index into p.consumers) at which two consumer warpgroups take
   // turns: the first gemm, when the step also runs other statements (with gemms only there
   // is nothing to overlap). nullopt: no turns (other warpgroup counts, tilec.pingpong off).
@@ -398,24 +408,20 @@ class WarpSpecializer : public IRMutator {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
       if (turn && q == *turn) {
+        // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
+        // it); then this warpgroup waits for its own.
         consume.push_back(back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx->dtype) + wg}, loc));
-        consume.push_back(st);
+        consume.push_back(with_wg_wait(st, -1));
         consume.push_back(
             back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc));
+        consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
         if (q == last_reader) {
           if (waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
           consume.push_back(release(slot));
         }
         continue;
       }
-      if (deferred) {
-        auto* g = st.as<TileOpNode>();
-        AttrMap attrs = g->attrs;
-        attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
-                    attrs.end());
-        attrs.emplace_back("wg_wait", int64_t{-1});
-        st = make_tile_op(g->op, g->args, attrs, g->loc);
-      }
+      if (deferred) st = with_wg_wait(st, -1);
       consume.push_back(st);
       if (deferred) {
         if (q + 1 == p.consumers.size()) {

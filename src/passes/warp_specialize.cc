@@ -280,6 +280,52 @@ class WarpSpecializer : public IRMutator {
     return !p.consumers.empty();
   }
 
+  // Copies whose buffers the same consumer statements first and last read share one pair of
+  // barriers (a GEMM's A and B); others get their own (attention's K, read by S = Q K^T, and
+  // V, read by O += P V: K's slot refills while P V still reads V).
+  struct CopyGroup {
+    std::vector<size_t> producers;  // indices into the body, in body order
+    size_t first_reader = 0, last_reader = 0;  // indices into p.consumers
+    bool waits_pending = false;                // a reader leaves its wgmmas running (wg_wait != 0)
+    Buffer full, empty;
+  };
+
+  static std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
+    std::vector<CopyGroup> groups;
+    for (size_t j : p.producers) {
+      const BufferNode* dst = region_arg(*tile_op(p.body.stmts[j]), 1).buffer.get();
+      CopyGroup c;
+      c.producers = {j};
+      c.last_reader = p.consumers.empty() ? 0 : p.consumers.size() - 1;
+      bool seen = false;
+      for (size_t q = 0; q < p.consumers.size(); ++q) {
+        if (!pl::accesses(p.body.stmts[p.consumers[q]]).reads.count(dst)) continue;
+        if (!seen) c.first_reader = q;
+        c.last_reader = q;
+        seen = true;
+        if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) c.waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+      }
+      if (single && !groups.empty()) {
+        CopyGroup& all = groups[0];
+        all.producers.push_back(j);
+        all.last_reader = std::max(all.last_reader, c.last_reader);
+        all.waits_pending |= c.waits_pending;
+        continue;
+      }
+      if (single) c.first_reader = 0;
+      auto same = std::find_if(groups.begin(), groups.end(), [&](const CopyGroup& g) {
+        return g.first_reader == c.first_reader && g.last_reader == c.last_reader;
+      });
+      if (same == groups.end()) {
+        groups.push_back(c);
+      } else {
+        same->producers.push_back(j);
+        same->waits_pending |= c.waits_pending;
+      }
+    }
+    return groups;
+  }
+
   // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
   static Stmt with_wg_wait(const Stmt& st, int64_t n) {
     auto* g = st.as<TileOpNode>();
@@ -322,9 +368,15 @@ class WarpSpecializer : public IRMutator {
     Expr iter = persistent ? Expr(tile_i) * cast(it, f->extent) + local : local;
     Expr slot = floormod(iter, int_imm(S, it));
     Expr phase = floormod(floordiv(iter, int_imm(S, it)), int_imm(2, it));
-    Buffer full = make_buffer(f->loop_var->name + "_full", {int_imm(S)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
-    Buffer empty = make_buffer(f->loop_var->name + "_empty", {int_imm(S)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
-    Expr full_slot = buffer_load(full, {slot}, loc), empty_slot = buffer_load(empty, {slot}, loc);
+    const bool deferred = defer_release(p);
+    std::vector<CopyGroup> groups = copy_groups(p, deferred);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string suffix = groups.size() == 1 ? "" : std::to_string(g);
+      groups[g].full = make_buffer(f->loop_var->name + "_full" + suffix, {int_imm(S)}, DataType::UInt(64),
+                                   Scope::kBarrier, {}, loc);
+      groups[g].empty = make_buffer(f->loop_var->name + "_empty" + suffix, {int_imm(S)}, DataType::UInt(64),
+                                    Scope::kBarrier, {}, loc);
+    }
     VarMap rename;
     rename[f->loop_var.get()] = k;
 
@@ -347,9 +399,12 @@ class WarpSpecializer : public IRMutator {
     bool multicast = false;
     const int64_t cta_mask = (int64_t{1} << csize) - 1;
 
-    // Producer: one thread.
-    std::vector<Stmt> produce = {back::call_stmt("barrier_wait", {empty_slot, int_imm(1, it) - phase}, loc)};
-    for (size_t j : p.producers) {
+    // Producer: one thread; per group, wait for the slot, issue its copies, arrive.
+    std::vector<Stmt> produce;
+    for (const CopyGroup& grp : groups) {
+    Expr full_slot = buffer_load(grp.full, {slot}, loc);
+    produce.push_back(back::call_stmt("barrier_wait", {buffer_load(grp.empty, {slot}, loc), int_imm(1, it) - phase}, loc));
+    for (size_t j : grp.producers) {
       Stmt st = substitute(p.body.stmts[j], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
       auto* c = st.as<TileOpNode>();
@@ -364,18 +419,18 @@ class WarpSpecializer : public IRMutator {
       produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
     }
     produce.push_back(back::call_stmt("barrier_arrive", {full_slot}, loc));
+    }
     Stmt producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(produce, loc), loc);
 
     // Consumers: the later stages, with the slot's handshake. A main loop of gemms only
     // keeps one wgmma group in flight: slot k is released once its gemms are done, which
     // is checked one iteration later (wgmma_wait(1)), so the tensor cores never idle
     // while a step waits for its own MMAs.
-    const bool deferred = defer_release(p);
     // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
     // CTA of the cluster when tiles are multicast.
     const Var tx = kernel->thread_vars[0];
-    auto release = [&](const Expr& which) -> Stmt {
-      Expr bar = buffer_load(empty, {which}, loc);
+    auto release = [&](const CopyGroup& grp, const Expr& which) -> Stmt {
+      Expr bar = buffer_load(grp.empty, {which}, loc);
       Stmt arrive;
       if (multicast) {
         std::vector<Stmt> all;
@@ -388,17 +443,21 @@ class WarpSpecializer : public IRMutator {
       return if_then_else(binary(NodeKind::kEQ, floormod(tx, int_imm(128, tx->dtype)), int_imm(0, tx->dtype)), arrive,
                           nullptr, loc);
     };
-    std::vector<Stmt> consume = {back::call_stmt("barrier_wait", {full_slot, phase}, loc)};
-    size_t last_reader = 0;
-    bool waits_pending = false;
-    for (size_t q = 0; q < p.consumers.size(); ++q) {
-      pl::Access acc = pl::accesses(p.body.stmts[p.consumers[q]]);
-      for (const auto& [b, nb] : p.versioned)
-        if (acc.reads.count(b)) {
-          last_reader = q;
-          if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+    // Each group's slot is awaited right before its first reader and released after its last.
+    std::vector<Stmt> consume;
+    auto wait_full = [&](size_t q) {
+      for (const CopyGroup& grp : groups)
+        if (grp.first_reader == q)
+          consume.push_back(back::call_stmt("barrier_wait", {buffer_load(grp.full, {slot}, loc), phase}, loc));
+    };
+    auto release_done = [&](size_t q) {
+      for (const CopyGroup& grp : groups)
+        if (grp.last_reader == q) {
+          // The slot is free once its readers' wgmmas finished.
+          if (grp.waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
+          consume.push_back(release(grp, slot));
         }
-    }
+    };
     // Two consumer warpgroups with work besides their gemms (attention: S = Q K^T, softmax,
     // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
     // the tensor cores.
@@ -407,6 +466,7 @@ class WarpSpecializer : public IRMutator {
     for (size_t q = 0; q < p.consumers.size(); ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
+      wait_full(q);
       if (turn && q == *turn) {
         // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
         // it); then this warpgroup waits for its own.
@@ -415,10 +475,7 @@ class WarpSpecializer : public IRMutator {
         consume.push_back(
             back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc));
         consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
-        if (q == last_reader) {
-          if (waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
-          consume.push_back(release(slot));
-        }
+        release_done(q);
         continue;
       }
       if (deferred) st = with_wg_wait(st, -1);
@@ -428,15 +485,12 @@ class WarpSpecializer : public IRMutator {
           // The previous slot's gemms are done when at most this step's group runs.
           Expr prev = floormod(iter + int_imm(S - 1, it), int_imm(S, it));
           consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc));
-          consume.push_back(if_then_else(binary(NodeKind::kGT, local, int_imm(0, it)), release(prev), nullptr, loc));
+          consume.push_back(
+              if_then_else(binary(NodeKind::kGT, local, int_imm(0, it)), release(groups[0], prev), nullptr, loc));
         }
         continue;
       }
-      if (q == last_reader) {
-        // The slot is free once its readers' wgmmas finished.
-        if (waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
-        consume.push_back(release(slot));
-      }
+      release_done(q);
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
                                   pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
@@ -445,8 +499,8 @@ class WarpSpecializer : public IRMutator {
       // A persistent block's next tile needs the last slot back too.
       if (persistent) {
         Expr last = floormod(Expr(tile_i) * cast(it, f->extent) + cast(it, f->extent) - int_imm(1, it), int_imm(S, it));
-        drain.push_back(if_then_else(binary(NodeKind::kGT, cast(it, f->extent), int_imm(0, it)), release(last), nullptr,
-                                     loc));
+        drain.push_back(if_then_else(binary(NodeKind::kGT, cast(it, f->extent), int_imm(0, it)),
+                                     release(groups[0], last), nullptr, loc));
       }
       consumer_loop = seq(drain, loc);
     }
@@ -515,16 +569,19 @@ class WarpSpecializer : public IRMutator {
     };
     // Empty barriers: one arrival per consumer warpgroup (of every CTA of the cluster).
     const int64_t releases = (threads / 128) * (multicast ? csize : 1);
-    std::vector<Stmt> top = {
-        make_tile_op("barrier_init", {whole(full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc),
-        make_tile_op("barrier_init", {whole(empty)}, {{"arrive_count", std::vector<int64_t>(S, releases)}}, loc)};
+    std::vector<Stmt> top;
+    for (const CopyGroup& grp : groups) {
+      top.push_back(make_tile_op("barrier_init", {whole(grp.full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc));
+      top.push_back(
+          make_tile_op("barrier_init", {whole(grp.empty)}, {{"arrive_count", std::vector<int64_t>(S, releases)}}, loc));
+    }
     // The other CTAs arrive on these barriers and write into this CTA's shared memory: the
     // barriers are initialised cluster-wide before, and no CTA exits before all are done.
     if (multicast) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc));
     top.push_back(roles);
     if (multicast) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc));
     Stmt body = seq(top, loc);
-    body = allocate(full, allocate(empty, body, loc), loc);
+    for (auto g = groups.rbegin(); g != groups.rend(); ++g) body = allocate(g->full, allocate(g->empty, body, loc), loc);
     // The spine's wrappers around everything, the copied buffers with their versions.
     for (auto w = sp.wrappers.rbegin(); w != sp.wrappers.rend(); ++w) {
       if (auto* l = dynamic_cast<const LetNode*>(*w)) {

@@ -147,3 +147,19 @@ def test_partial_tile_copy_into_shared_needs_no_barrier_per_element():
 
     src = tilec.compile(flash_attention(1, 2, 320, 64), target="sm_90a").get_kernel_source()
     assert src.count("tl::named_barrier_sync(") <= 3, src
+
+
+def test_attention_k_and_v_get_their_own_barriers():
+    # K is read only by S = Q K^T, V only by O += P V: each copy has its own full/empty pair, so
+    # K's slot is released (and refilled) while P V still reads V; V is awaited right before P V.
+    from flash_attention import flash_attention
+
+    src = tilec.compile(flash_attention(1, 2, 512, 128), target="sm_90a").get_kernel_source()
+    step = src[src.index("tl::pingpong_wait(tx / 128 + 14);") - 200:]
+    assert "TL_MBARRIER_WAIT(&k_full0[" in step and "TL_MBARRIER_WAIT(&k_full1[" in step, src
+    s_gemm, pv_gemm = step.index("tl::wgmma_gemm_ss<"), step.index("tl::wgmma_gemm_rs<")
+    assert s_gemm < step.index("mbarrier_arrive(&k_empty0[") < step.index("TL_MBARRIER_WAIT(&k_full1[") < pv_gemm
+    assert pv_gemm < step.index("mbarrier_arrive(&k_empty1["), src
+    # A GEMM's A and B are read by the same gemm: one pair.
+    g = tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
+    assert "ko_full[" in g and "ko_full0" not in g and "ko_full1" not in g, g

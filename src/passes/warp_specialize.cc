@@ -36,6 +36,14 @@
 //         do not wait for their wgmmas (wg_wait -1): the step ends with wgmma_wait(1) and
 //         releases the previous slot (k > m), and wgmma_wait(0) follows the loop — one
 //         wgmma group stays in flight across iterations (CUTLASS's mainloop).
+//         Copies whose buffers are first and last read by different consumer statements get
+//         their own full/empty pair (attention: K for S = Q K^T, V for O += P V): the producer
+//         waits / arrives per group, consumers wait for a group's slot right before its first
+//         reader and release it after its last one.
+//         Two consumer warpgroups (T = 256) whose steps run more than gemms take turns at the
+//         step's first gemm (tilec.pingpong; FlashAttention-3's ping-pong): tl.pingpong_wait
+//         on named barrier 14 + wg, issue (wg_wait -1), tl.pingpong_pass of 15 - wg,
+//         wgmma_wait(0); warpgroup 1 passes barrier 14 once before its first step.
 //         A producer thread may run S steps ahead of the consumers; each slot's full
 //         barrier completes when the producer arrived and the TMA bytes landed, its empty
 //         barrier when all T consumer threads are done reading it.

@@ -34,30 +34,42 @@ CASES = [
     (2, 2, 333, 128, True, "float16"),
     (1, 4, 256, 128, False, "bfloat16"),
     (1, 2, 197, 64, True, "bfloat16"),
+    # (..., heads_kv, seq_len_kv): GQA/MQA and key lengths other than the query length (dK, dV come
+    # per query head and are summed over each group here, as tilec.ops.flash_attn does)
+    (2, 8, 333, 64, False, "float16", 2, 333),
+    (1, 6, 401, 128, True, "float16", 3, 390),
+    (1, 4, 200, 64, True, "bfloat16", 1, 517),      # causal, keys past the last query get no gradient
 ]
 
 
-def run_case(batch, heads, seq_len, dim, is_causal, dtype):
+def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None):
     import torch
 
     tdt = getattr(torch, dtype)
+    hkv, skv = heads_kv or heads, seq_len_kv or seq_len
     compile_ = _harness.tilec.compile
-    forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True))
-    prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype))
-    shape = (batch, seq_len, heads, dim)
-    q, k, v, do = (torch.randn(shape, dtype=tdt, device="cuda") for _ in range(4))
+    forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
+                                           heads_kv=hkv, seq_len_kv=skv))
+    prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype,
+                                                                  heads_kv=hkv, seq_len_kv=skv))
+    shape, kv_shape = (batch, seq_len, heads, dim), (batch, skv, hkv, dim)
+    q, do = (torch.randn(shape, dtype=tdt, device="cuda") for _ in range(2))
+    k, v = (torch.randn(kv_shape, dtype=tdt, device="cuda") for _ in range(2))
     o, lse = _harness.poisoned(shape, tdt), _harness.poisoned((batch, heads, seq_len), torch.float32)
     forward(q, k, v, o, lse)
     delta = _harness.poisoned((batch, heads, seq_len), torch.float32)
     prep(o, do, delta)
     dq_acc = torch.zeros(shape, dtype=torch.float32, device="cuda")  # accumulated by atomics: starts at 0
-    dq, dk, dv = (_harness.poisoned(shape, tdt) for _ in range(3))
+    dq = _harness.poisoned(shape, tdt)
+    dk, dv = (_harness.poisoned((batch, skv, heads, dim), tdt) for _ in range(2))  # per query head
     bwd(q, k, v, do, lse, delta, dq_acc, dk, dv)
     post(dq_acc, dq)
     torch.cuda.synchronize()
+    dk, dv = (t.double().view(batch, skv, hkv, heads // hkv, dim).sum(3) for t in (dk, dv))
     refs = reference(*(x.double() for x in (q, k, v, do)), is_causal)
     delta_ref = (o.double() * do.double()).sum(-1).transpose(1, 2)
-    label = f"flash_attention_bwd b={batch} h={heads} seq={seq_len} dim={dim} causal={is_causal} {dtype}"
+    label = (f"flash_attention_bwd b={batch} h={heads}/{hkv} seq={seq_len}/{skv} dim={dim} causal={is_causal} "
+             f"{dtype}")
     tol = GRAD_TOLERANCE[dtype]
     for name, got, want in [("Delta", delta, delta_ref)] + list(zip(("dQ", "dK", "dV"), (dq, dk, dv), refs)):
         if not torch.isfinite(got).all():

@@ -29,7 +29,8 @@ def qkv(b=2, sq=100, h=8, d=64, skv=130, hkv=2, dtype=torch.float16, device="cpu
     (lambda q, k, v: (q[..., :32], k[..., :32], v[..., :32]), ValueError,
      r"head dim must be one of 64, 128, 256, got 32"),
     (lambda q, k, v: (q[:, :, :7], k, v), ValueError, r"k/v heads \(2\) must divide q's heads \(7\)"),
-    (lambda q, k, v: (q[:, :40], k, v), ValueError, r"sequence lengths must be at least 64, got seq_q 40 and seq_kv 130"),
+    (lambda q, k, v: (q[:, :40], k, v), ValueError,
+     r"sequence lengths must be at least 64, got seq_q 40 and seq_kv 130"),
     (lambda q, k, v: (q, k, v), ValueError, r"q, k and v must be CUDA tensors on one device, got cpu, cpu, cpu"),
 ])
 def test_input_errors(mutate, exc, message):

@@ -17,6 +17,7 @@ This module imports torch; `tilec.ops` imports it only when `flash_attn` is firs
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -75,15 +76,17 @@ _cache = {}
 _lock = threading.Lock()
 
 
-def _target(device):
-    major, minor = torch.cuda.get_device_capability(device)
+@functools.lru_cache(maxsize=None)
+def _target_of(index):
+    major, minor = torch.cuda.get_device_capability(index)
     return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
 
 
 def _kernels(kind, q, k, causal, scale):
     """The compiled kernel(s) of `kind` ("fwd" or "bwd") for these inputs, compiled once."""
     (b, sq, h, d), skv, hkv = q.shape, k.shape[1], k.shape[2]
-    dtype, target = _DTYPES[q.dtype], _target(q.device)
+    dtype = _DTYPES[q.dtype]
+    target = _target_of(q.device.index if q.device.index is not None else torch.cuda.current_device())
     key = (kind, b, sq, skv, h, hkv, d, dtype, causal, scale, target)
     kernels = _cache.get(key)
     if kernels is None:
@@ -105,7 +108,7 @@ def _kernels(kind, q, k, causal, scale):
     return kernels
 
 
-@torch.library.custom_op("tilec::flash_attn_fwd", mutates_args=())
+@torch.library.custom_op("tilec::flash_attn_fwd", mutates_args=(), device_types="cuda")
 def flash_attn_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                    scale: float) -> tuple[torch.Tensor, torch.Tensor]:
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
@@ -124,7 +127,7 @@ def _flash_attn_fwd_fake(q, k, v, causal, scale):
     return q.new_empty(q.shape), q.new_empty((b, h, sq), dtype=torch.float32)
 
 
-@torch.library.custom_op("tilec::flash_attn_bwd", mutates_args=())
+@torch.library.custom_op("tilec::flash_attn_bwd", mutates_args=(), device_types="cuda")
 def flash_attn_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
                    lse: torch.Tensor, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     dout, q, k, v, out, lse = (t.contiguous() for t in (dout, q, k, v, out, lse))

@@ -1,128 +1,19 @@
 """FlashAttention forward: O = softmax(Q K^T * scale) V per (batch, head), MHA or GQA, causal or not.
 
 Q and O are (batch, seq_len, heads, dim); K and V are (batch, seq_len_kv, heads_kv, dim), with
-heads_kv dividing heads (GQA: query head h reads key/value head h // (heads // heads_kv)); fp16 or
-bf16; scores and the output accumulate in float32. With return_lse=True the kernel also writes
-LSE (batch, heads, seq_len), float32, the natural-log log-sum-exp of each row of scaled scores
-(what the backward pass needs). Causal masking is top-left aligned, as torch's
-scaled_dot_product_attention(is_causal=True): query i sees keys j <= i.
-One block of `threads` threads owns `block_M` query rows of one head: Q is staged in shared
-memory once, then a software-pipelined loop walks the keys `block_N` at a time:
-  S = Q K^T                 (T.gemm, both operands in shared memory, S in registers); S starts
-                            at 0 or -inf per element: -inf masks keys past seq_len_kv and, when
-                            causal, keys after the query (the gemm accumulates onto it)
-  online softmax            (T.reduce_max / T.reduce_sum on the register fragments, exp2)
-  O = O * rescale + P V     (P = S cast to 16 bits, a register fragment fed straight to
-                             T.gemm as its A operand: tl::gemm_rs / wgmma with A in registers)
-Both GEMMs use policy FullRow (every warp along M) so that S and P share one fragment layout.
-Any key and query lengths work: partial key blocks are masked (their out-of-range rows of K and
-V are loaded as zeros), partial query blocks are guarded. On sm_90a the loop is warp-specialized
-(a TMA producer warpgroup, wgmma consumers): the mask is a fill of S, which does not read the
-pipelined K/V tiles, so it keeps the loop in the form that pass takes.
+heads_kv dividing heads (GQA); fp16 or bf16; float32 accumulation; with return_lse=True also the
+rows' log-sum-exp (batch, heads, seq_len), float32. Causal masking is top-left aligned, as torch's
+scaled_dot_product_attention(is_causal=True). The program (`flash_attention`) lives in
+python/tilec/ops/attention_kernels.py, shared with `tilec.ops.flash_attn` (docs/OPS.md); its
+docstring describes the algorithm (online softmax, P fed to P V from registers, warp-specialized
+TMA + wgmma on sm_90a). This file checks it against torch at several shapes, ragged ones included.
 Run: python examples/flash_attention.py            (checks against torch on a GPU)
      python examples/flash_attention.py --compile-only
 """
 import math
 
 import _harness
-import tilec.language as T
-
-LOG2E = 1.44269504088896340736
-
-
-def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=None, dtype="float16",
-                    num_stages=2, threads=256, heads_kv=None, seq_len_kv=None, return_lse=False):
-    heads_kv = heads if heads_kv is None else heads_kv
-    seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
-    if heads % heads_kv != 0:
-        raise ValueError(f"flash_attention: heads_kv ({heads_kv}) must divide heads ({heads})")
-    if dim not in (64, 128, 256):
-        raise ValueError(f"flash_attention: head dim {dim} is not supported (64, 128 or 256)")
-    # Defaults without register spills on sm_80 / sm_90a (and, at head dim 256, double-buffered K and V
-    # tiles within sm_80's shared memory).
-    block_N = block_N or {64: 64, 128: 128, 256: 32}[dim]
-    if seq_len < block_M or seq_len_kv < block_N:
-        raise ValueError(f"flash_attention: seq_len ({seq_len}) and seq_len_kv ({seq_len_kv}) must be at least "
-                         f"block_M ({block_M}) and block_N ({block_N}); pass smaller blocks")
-    groups = heads // heads_kv
-    scale = (1.0 / dim) ** 0.5 * LOG2E  # softmax in base 2
-    q_shape, kv_shape = (batch, seq_len, heads, dim), (batch, seq_len_kv, heads_kv, dim)
-    accum_dtype = "float32"
-    ragged_kv = seq_len_kv % block_N != 0
-
-    @T.macro
-    def body(Q, K, V, Output, LSE):  # LSE is read only when return_lse
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared((block_M, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
-            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
-            scores_max = T.alloc_fragment((block_M,), accum_dtype)
-            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
-            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
-            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
-            logsum = T.alloc_fragment((block_M,), accum_dtype)
-            hk = by // groups
-
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = (T.min(T.ceildiv(seq_len_kv, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                          if is_causal else T.ceildiv(seq_len_kv, block_N))
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, k * block_N:(k + 1) * block_N, hk, :], K_shared)
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else((bx * block_M + i >= k * block_N + j) and
-                                                     (k * block_N + j < seq_len_kv), 0, -T.infinity(accum_dtype))
-                elif ragged_kv:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len_kv, 0, -T.infinity(accum_dtype))
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                # Online softmax: running row max, rescale of what was accumulated so far.
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum_dtype))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                for i in T.Parallel(block_M):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)  # float32 -> 16 bits, register to register
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, hk, :], V_shared)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
-            if return_lse:  # natural log: (log2(sum) + max * scale) / log2(e)
-                for i in T.Parallel(block_M):
-                    logsum[i] = (T.log2(logsum[i]) + scores_max[i] * scale) / LOG2E
-                T.copy(logsum, LSE[bz, by, bx * block_M:(bx + 1) * block_M])
-
-    if not return_lse:
-        @T.prim_func
-        def flash_fwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
-                      Output: T.Tensor(q_shape, dtype)):
-            body(Q, K, V, Output, Output)
-        return flash_fwd
-
-    @T.prim_func
-    def flash_fwd_lse(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
-                      Output: T.Tensor(q_shape, dtype), LSE: T.Tensor((batch, heads, seq_len), accum_dtype)):
-        body(Q, K, V, Output, LSE)
-    return flash_fwd_lse
+from tilec.ops.attention_kernels import LOG2E, flash_attention  # noqa: F401  (the program; LOG2E for users)
 
 
 def reference(q, k, v, is_causal, return_lse=False):

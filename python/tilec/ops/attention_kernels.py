@@ -1,0 +1,260 @@
+"""FlashAttention programs in `T` (pure tile language; no torch): the forward and the backward.
+
+These are the one copy of the programs behind `examples/flash_attention.py`,
+`examples/flash_attention_bwd.py` and `tilec.ops.flash_attn`.
+
+Layout: Q, O, dO are (batch, seq_len, heads, dim); K, V are (batch, seq_len_kv, heads_kv, dim)
+with heads_kv dividing heads (GQA: query head h reads key/value head h // (heads // heads_kv));
+fp16 or bf16; accumulation in float32. LSE and Delta are (batch, heads, seq_len) float32, LSE the
+natural-log log-sum-exp of each row of scaled scores. Causal masking is top-left aligned, as
+torch's scaled_dot_product_attention(is_causal=True): query i sees keys j <= i. `sm_scale`
+defaults to 1/sqrt(dim).
+
+Forward (`flash_attention`): one block of `threads` threads owns `block_M` query rows of one
+head: Q is staged in shared memory once, then a software-pipelined loop walks the keys `block_N`
+at a time:
+  S = Q K^T                 (T.gemm, both operands in shared memory, S in registers); S starts
+                            at 0 or -inf per element: -inf masks keys past seq_len_kv and, when
+                            causal, keys after the query (the gemm accumulates onto it)
+  online softmax            (T.reduce_max / T.reduce_sum on the register fragments, exp2)
+  O = O * rescale + P V     (P = S cast to 16 bits, a register fragment fed straight to
+                             T.gemm as its A operand: tl::gemm_rs / wgmma with A in registers)
+Both GEMMs use policy FullRow (every warp along M) so that S and P share one fragment layout.
+Partial key blocks are masked (their out-of-range rows of K and V are loaded as zeros), partial
+query blocks are guarded. On sm_90a the loop is warp-specialized (a TMA producer warpgroup, wgmma
+consumers): the mask is a fill of S, which does not read the pipelined K/V tiles, so it keeps the
+loop in the form that pass takes.
+
+Backward (`flash_attention_bwd`), three kernels:
+  preprocess   Delta = rowsum(dO * O)
+  main         one block per `block_M` keys of one query head; K, V stay in shared memory while
+               a pipelined loop walks the queries `block_N` at a time and recomputes
+                 P^T  = exp(K Q^T * scale - LSE)       (0 where masked: causal, rows past the end)
+                 dP^T = V dO^T
+                 dS^T = P^T * (dP^T - Delta) * scale
+                 dV += P^T dO,  dK += dS^T Q           (P^T, dS^T straight from registers)
+                 dQ += dS K                            (float32, T.atomic_add: blocks share rows)
+               dK and dV are per query head, (batch, seq_len_kv, heads, dim): with GQA the caller
+               sums each group of `heads // heads_kv` heads.
+  postprocess  dQ float32 -> dtype
+"""
+import tilec.language as T
+
+LOG2E = 1.44269504088896340736
+HEAD_DIMS = (64, 128, 256)
+DTYPES = ("float16", "bfloat16")
+# The shortest sequences `tilec.ops.flash_attn` takes: the forward's smallest query block (64 rows,
+# forward_blocks) and the backward's key block (block_M 64).
+MIN_SEQ_LEN = 64
+
+
+def forward_blocks(seq_len, seq_len_kv, dim):
+    """(block_M, block_N, threads) of the forward for these lengths: the example's defaults, with
+    64-row query blocks (128 threads) below 128 queries and 64-key blocks when there are fewer keys
+    than the default block. Needs seq_len, seq_len_kv >= MIN_SEQ_LEN."""
+    block_M, threads = (128, 256) if seq_len >= 128 else (64, 128)
+    block_N = {64: 64, 128: 128, 256: 32}[dim]
+    if seq_len_kv < block_N:
+        block_N = 64
+    return block_M, block_N, threads
+
+
+def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=None, dtype="float16",
+                    num_stages=2, threads=256, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None):
+    """The forward program: (Q, K, V, Output[, LSE]) -> writes Output (and LSE when return_lse)."""
+    heads_kv = heads if heads_kv is None else heads_kv
+    seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
+    if heads % heads_kv != 0:
+        raise ValueError(f"flash_attention: heads_kv ({heads_kv}) must divide heads ({heads})")
+    if dim not in HEAD_DIMS:
+        raise ValueError(f"flash_attention: head dim {dim} is not supported (64, 128 or 256)")
+    # Defaults without register spills on sm_80 / sm_90a (and, at head dim 256, double-buffered K and V
+    # tiles within sm_80's shared memory).
+    block_N = block_N or {64: 64, 128: 128, 256: 32}[dim]
+    if seq_len < block_M or seq_len_kv < block_N:
+        raise ValueError(f"flash_attention: seq_len ({seq_len}) and seq_len_kv ({seq_len_kv}) must be at least "
+                         f"block_M ({block_M}) and block_N ({block_N}); pass smaller blocks")
+    groups = heads // heads_kv
+    sm_scale = (1.0 / dim) ** 0.5 if sm_scale is None else float(sm_scale)
+    scale = sm_scale * LOG2E  # softmax in base 2
+    q_shape, kv_shape = (batch, seq_len, heads, dim), (batch, seq_len_kv, heads_kv, dim)
+    accum_dtype = "float32"
+    ragged_kv = seq_len_kv % block_N != 0
+
+    @T.macro
+    def body(Q, K, V, Output, LSE):  # LSE is read only when return_lse
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared((block_M, dim), dtype)
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
+            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
+            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
+            scores_max = T.alloc_fragment((block_M,), accum_dtype)
+            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
+            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
+            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
+            logsum = T.alloc_fragment((block_M,), accum_dtype)
+            hk = by // groups
+
+            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+
+            loop_range = (T.min(T.ceildiv(seq_len_kv, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+                          if is_causal else T.ceildiv(seq_len_kv, block_N))
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, hk, :], K_shared)
+                if is_causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else((bx * block_M + i >= k * block_N + j) and
+                                                     (k * block_N + j < seq_len_kv), 0, -T.infinity(accum_dtype))
+                elif ragged_kv:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len_kv, 0, -T.infinity(accum_dtype))
+                else:
+                    T.clear(acc_s)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                # Online softmax: running row max, rescale of what was accumulated so far.
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)  # float32 -> 16 bits, register to register
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, hk, :], V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            if return_lse:  # natural log: (log2(sum) + max * scale) / log2(e)
+                for i in T.Parallel(block_M):
+                    logsum[i] = (T.log2(logsum[i]) + scores_max[i] * scale) / LOG2E
+                T.copy(logsum, LSE[bz, by, bx * block_M:(bx + 1) * block_M])
+
+    if not return_lse:
+        @T.prim_func
+        def flash_fwd(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                      Output: T.Tensor(q_shape, dtype)):
+            body(Q, K, V, Output, Output)
+        return flash_fwd
+
+    @T.prim_func
+    def flash_fwd_lse(Q: T.Tensor(q_shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                      Output: T.Tensor(q_shape, dtype), LSE: T.Tensor((batch, heads, seq_len), accum_dtype)):
+        body(Q, K, V, Output, LSE)
+    return flash_fwd_lse
+
+
+def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=64, block_N=None,
+                        threads=128, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None):
+    """The three programs (preprocess, main, postprocess) of the backward pass:
+      preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
+    dQ_f32 is accumulated with atomics: it must start at zero. The default blocks do not spill
+    registers on sm_90a (on sm_80 head dim 128 spills a few bytes: a PerformanceWarning)."""
+    heads_kv = heads if heads_kv is None else heads_kv
+    seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
+    if heads % heads_kv != 0:
+        raise ValueError(f"flash_attention_bwd: heads_kv ({heads_kv}) must divide heads ({heads})")
+    if dim not in HEAD_DIMS:
+        raise ValueError(f"flash_attention_bwd: head dim {dim} is not supported (64, 128 or 256)")
+    block_N = block_N or 32
+    if seq_len < max(block_M, block_N) or seq_len_kv < block_M:
+        raise ValueError(f"flash_attention_bwd: seq_len ({seq_len}) must be at least block_M ({block_M}) "
+                         f"and block_N ({block_N}), seq_len_kv ({seq_len_kv}) at least block_M")
+    groups = heads // heads_kv
+    sm_scale = (1.0 / dim) ** 0.5 if sm_scale is None else float(sm_scale)
+    scale = sm_scale * LOG2E  # exponentials in base 2
+    shape, row_shape = (batch, seq_len, heads, dim), (batch, heads, seq_len)
+    kv_shape, dkv_shape = (batch, seq_len_kv, heads_kv, dim), (batch, seq_len_kv, heads, dim)
+    accum_dtype = "float32"
+    blk = 32
+
+    @T.prim_func
+    def preprocess(O: T.Tensor(shape, dtype), dO: T.Tensor(shape, dtype), Delta: T.Tensor(row_shape, accum_dtype)):
+        with T.Kernel(heads, T.ceildiv(seq_len, blk), batch, threads=128) as (bx, by, bz):
+            o = T.alloc_fragment((blk, dim), dtype)
+            do = T.alloc_fragment((blk, dim), dtype)
+            prod = T.alloc_fragment((blk, dim), accum_dtype)
+            delta = T.alloc_fragment((blk,), accum_dtype)
+            T.copy(O[bz, by * blk:(by + 1) * blk, bx, :], o)
+            T.copy(dO[bz, by * blk:(by + 1) * blk, bx, :], do)
+            for i, j in T.Parallel(blk, dim):
+                prod[i, j] = T.cast(o[i, j], accum_dtype) * T.cast(do[i, j], accum_dtype)
+            T.reduce_sum(prod, delta, dim=1)
+            T.copy(delta, Delta[bz, bx, by * blk:(by + 1) * blk])
+
+    @T.prim_func
+    def flash_bwd(Q: T.Tensor(shape, dtype), K: T.Tensor(kv_shape, dtype), V: T.Tensor(kv_shape, dtype),
+                  dO: T.Tensor(shape, dtype), LSE: T.Tensor(row_shape, accum_dtype),
+                  Delta: T.Tensor(row_shape, accum_dtype), dQ: T.Tensor(shape, accum_dtype),
+                  dK: T.Tensor(dkv_shape, dtype), dV: T.Tensor(dkv_shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len_kv, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            K_shared = T.alloc_shared((block_M, dim), dtype)
+            V_shared = T.alloc_shared((block_M, dim), dtype)
+            q = T.alloc_shared((block_N, dim), dtype)
+            do = T.alloc_shared((block_N, dim), dtype)
+            dsT_shared = T.alloc_shared((block_M, block_N), dtype)
+            qkT = T.alloc_fragment((block_M, block_N), accum_dtype)
+            dpT = T.alloc_fragment((block_M, block_N), accum_dtype)
+            pT_cast = T.alloc_fragment((block_M, block_N), dtype)
+            dsT_cast = T.alloc_fragment((block_M, block_N), dtype)
+            dv = T.alloc_fragment((block_M, dim), accum_dtype)
+            dk = T.alloc_fragment((block_M, dim), accum_dtype)
+            dq = T.alloc_fragment((block_N, dim), accum_dtype)
+            hk = by // groups
+
+            T.copy(K[bz, bx * block_M:(bx + 1) * block_M, hk, :], K_shared)
+            T.copy(V[bz, bx * block_M:(bx + 1) * block_M, hk, :], V_shared)
+            T.clear(dv)
+            T.clear(dk)
+            # Causal: queries before this key block see none of it. The start is clamped so that the
+            # loop runs at least once (all masked) for key blocks past the last query.
+            loop_end = T.ceildiv(seq_len, block_N)
+            loop_st = T.min(T.floordiv(bx * block_M, block_N), loop_end - 1) if is_causal else 0
+            for k in T.Pipelined(loop_st, loop_end, num_stages=num_stages):
+                T.copy(Q[bz, k * block_N:(k + 1) * block_N, by, :], q)
+                T.copy(dO[bz, k * block_N:(k + 1) * block_N, by, :], do)
+                T.clear(qkT)
+                T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.clear(dpT)
+                T.gemm(V_shared, do, dpT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                # P^T[i, j] for key bx*block_M + i, query k*block_N + j; LSE and Delta read in place
+                # (clamped index: masked entries read a valid row they then ignore).
+                for i, j in T.Parallel(block_M, block_N):
+                    key, query = bx * block_M + i, k * block_N + j
+                    row = T.min(query, seq_len - 1)
+                    live = (key < seq_len_kv) and (query < seq_len) and ((key <= query) if is_causal else True)
+                    qkT[i, j] = T.if_then_else(live, T.exp2(qkT[i, j] * scale - LSE[bz, by, row] * LOG2E), 0)
+                    dpT[i, j] = qkT[i, j] * (dpT[i, j] - Delta[bz, by, row]) * sm_scale
+                T.copy(qkT, pT_cast)
+                T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(dpT, dsT_cast)
+                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(dsT_cast, dsT_shared)
+                T.clear(dq)
+                T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
+                for i, j in T.Parallel(block_N, dim):
+                    if k * block_N + i < seq_len:
+                        T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
+            T.copy(dv, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(dk, dK[bz, bx * block_M:(bx + 1) * block_M, by, :])
+
+    @T.prim_func
+    def postprocess(dQ: T.Tensor(shape, accum_dtype), dQ_out: T.Tensor(shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, 64), heads, batch, threads=128) as (bx, by, bz):
+            dq = T.alloc_fragment((64, dim), accum_dtype)
+            T.copy(dQ[bz, bx * 64:(bx + 1) * 64, by, :], dq)
+            T.copy(dq, dQ_out[bz, bx * 64:(bx + 1) * 64, by, :])
+
+    return preprocess, flash_bwd, postprocess

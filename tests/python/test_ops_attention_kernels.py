@@ -1,0 +1,91 @@
+"""tilec.ops without torch: the package imports no torch, and the FlashAttention programs behind
+tilec.ops.flash_attn (python/tilec/ops/attention_kernels.py) check their options and compile, in
+the configurations the op picks, for sm_80 and sm_90a (NVRTC, no GPU)."""
+import subprocess
+import sys
+
+import pytest
+
+import tilec
+from tilec.ops import attention_kernels as K
+
+
+def test_tilec_and_tilec_ops_import_without_torch():
+    code = ("import sys, tilec, tilec.ops, tilec.ops.attention_kernels; "
+            "print('torch' in sys.modules, 'flash_attn' in dir(tilec.ops))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_unknown_ops_attribute_is_an_attribute_error():
+    import tilec.ops
+
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_op'"):
+        tilec.ops.no_such_op  # noqa: B018
+
+
+def test_forward_blocks():
+    assert K.forward_blocks(4096, 4096, 128) == (128, 128, 256)
+    assert K.forward_blocks(4096, 4096, 64) == (128, 64, 256)
+    assert K.forward_blocks(4096, 4096, 256) == (128, 32, 256)
+    assert K.forward_blocks(100, 100, 128) == (64, 64, 128)   # short queries, short keys
+    assert K.forward_blocks(64, 64, 256) == (64, 32, 128)
+
+
+def test_backward_option_errors():
+    with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
+        K.flash_attention_bwd(1, 8, 256, 64, heads_kv=3)
+    with pytest.raises(ValueError, match=r"head dim 96 is not supported"):
+        K.flash_attention_bwd(1, 4, 256, 96)
+    with pytest.raises(ValueError, match=r"seq_len_kv \(40\) at least block_M"):
+        K.flash_attention_bwd(1, 4, 256, 64, seq_len_kv=40)
+
+
+needs_nvrtc = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+
+# (name, program) as tilec.ops.flash_attn builds them: short/ragged lengths, GQA, a scale.
+def _fwd(b, h, sq, d, causal, hkv, skv, dtype="float16"):
+    bm, bn, threads = K.forward_blocks(sq, skv, d)
+    return K.flash_attention(b, h, sq, d, causal, block_M=bm, block_N=bn, threads=threads, dtype=dtype,
+                             heads_kv=hkv, seq_len_kv=skv, return_lse=True, sm_scale=0.3)
+
+
+OP_PROGRAMS = {
+    "fwd_short_q_d64": lambda: _fwd(2, 4, 64, 64, True, 2, 100),
+    "fwd_short_q_d128_bf16": lambda: _fwd(1, 4, 100, 128, False, 4, 77, "bfloat16"),
+    "fwd_short_q_d256": lambda: _fwd(1, 2, 70, 256, True, 1, 90),
+    "fwd_gqa_ragged_d128": lambda: _fwd(2, 8, 333, 128, True, 2, 517),
+    "bwd_gqa_causal_more_keys_d64": lambda: K.flash_attention_bwd(2, 4, 100, 64, True, heads_kv=2,
+                                                                  seq_len_kv=300, sm_scale=0.3)[1],
+    "bwd_mqa_fewer_keys_d128_bf16": lambda: K.flash_attention_bwd(1, 4, 300, 128, True, "bfloat16", heads_kv=1,
+                                                                  seq_len_kv=70)[1],
+}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name", sorted(OP_PROGRAMS))
+def test_op_programs_compile(name, target):
+    kernel = tilec.compile(OP_PROGRAMS[name](), target=target)
+    info = kernel.ptxas_info
+    assert info["registers"] > 0
+    if target == "sm_90a":  # TMA + wgmma, no spills (sm_80's backward at dim 128 spills a few bytes)
+        src = kernel.get_kernel_source()
+        assert "tl::tma_load" in src and "wgmma" in src, src
+        assert info["spill_stores_bytes"] == 0, info
+
+
+@needs_nvrtc
+def test_backward_causal_loop_starts_in_range_when_keys_outlast_queries():
+    # Key blocks past the last query still run the loop once (all masked): the start is clamped.
+    src = tilec.compile(K.flash_attention_bwd(1, 2, 64, 64, True, seq_len_kv=256)[1],
+                        target="sm_80").get_kernel_source()
+    assert "min(" in src, src
+
+
+def test_scale_reaches_the_program():
+    # sm_scale is folded into the program text: two scales, two different programs.
+    a = K.flash_attention(1, 2, 128, 64, sm_scale=0.5).script()
+    b = K.flash_attention(1, 2, 128, 64).script()
+    assert a != b

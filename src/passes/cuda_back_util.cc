@@ -12,8 +12,6 @@ namespace tilec::passes::back {
 
 using namespace ir;
 
-namespace {
-
 // Visits every expression node of `e` in pre-order; stops early when fn returns true.
 bool any_node(const Expr& e, const std::function<bool(const ExprNode*)>& fn) {
   if (!e) return false;
@@ -47,10 +45,6 @@ bool any_node(const Expr& e, const std::function<bool(const ExprNode*)>& fn) {
   }
 }
 
-bool is_pure_call(const CallNode* c);
-
-}  // namespace
-
 bool is_pure_intrinsic(const std::string& op) {
   static const std::unordered_set<std::string> kPure = [] {
     std::unordered_set<std::string> s;
@@ -62,9 +56,9 @@ bool is_pure_intrinsic(const std::string& op) {
   return kPure.count(op) > 0;
 }
 
-namespace {
-
 bool is_pure_call(const CallNode* c) { return is_pure_intrinsic(c->op) && c->op != "tl.address_of"; }
+
+namespace {
 
 int64_t gcd64(int64_t a, int64_t b) { return std::gcd(a < 0 ? -a : a, b < 0 ? -b : b); }
 

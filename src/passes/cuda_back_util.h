@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -29,6 +30,12 @@ struct AffineInVar {
 };
 std::optional<AffineInVar> affine_in(const Expr& e, const ir::VarNode* v);
 
+// Visits every expression node of `e` in pre-order (load indices and call arguments
+// included); true as soon as `fn` returns true for one.
+bool any_node(const Expr& e, const std::function<bool(const ir::ExprNode*)>& fn);
+// Whether a call is pure: a pure intrinsic in intrinsics.def other than tl.address_of
+// (which exposes a buffer's memory).
+bool is_pure_call(const ir::CallNode* c);
 // Whether `e` mentions the variable / any of the variables.
 bool uses_var(const Expr& e, const ir::VarNode* v);
 bool uses_any_var(const Expr& e, const std::unordered_set<const ir::VarNode*>& vars);

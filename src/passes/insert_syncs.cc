@@ -26,27 +26,47 @@
 //   coefficient, and whose variables have not changed between the two (a loop back edge
 //   changes the variables bound inside the loop). Two atomics never conflict.
 //
+// Uniform values (the same for every thread of the block): an expression is uniform when it
+//   uses no thread index, no variable bound to a non-uniform value (a loop with non-uniform
+//   bounds binds a non-uniform loop variable), no impure call, and reads memory only from
+//   read-only global tensors at uniform indices. A global tensor is read-only when the kernel
+//   never writes it: no store, no call taking its address for anything but a read (the
+//   TILEC_INTRIN_EFFECT letter 'r'; atomics, writes, unknown intrinsics and addresses not
+//   passed straight to a call all count as writes), no TMA tensor map of it used by anything
+//   but a TMA load or prefetch, no tile op naming it. Within one launch such a tensor holds
+//   the same values for every thread (tensor parameters are __restrict__: no other parameter
+//   writes the same memory), so e.g. `for k in range(ceildiv(lens[bz], 64))` is a uniform
+//   loop. Shared, fragment and local buffers are never uniform here (no dataflow analysis).
+//
 // Algorithm: a forward walk carrying the accesses made since the last barrier ("pending").
 //   - A statement whose accesses conflict with pending gets a barrier right before it (as
 //     late as possible: the placement that needs the fewest barriers on a straight line);
 //     pending is then cleared.
-//   - A uniform If (its condition does not depend on the thread index or memory) walks both
+//   - A uniform If (its condition is uniform, see above) walks both
 //     branches from the same pending; afterwards pending is the union. Barriers may go
 //     inside the branches: every thread takes the same branch.
-//   - A uniform loop: the pending at the end of the body flows to the next iteration. The
+//   - A uniform loop (uniform bounds): the pending at the end of the body flows to the next iteration. The
 //     body is walked repeatedly with the accumulated back-edge pending until it no longer
 //     grows, then once more to place its barriers. Conflicts between what was pending before
 //     the loop and what the body does before its first barrier get one barrier before the
 //     loop (not one per iteration).
-//   - Divergent code (an If on the thread index or on memory): __syncthreads inside it
+//   - Divergent code (an If whose condition is not uniform): __syncthreads inside it
 //     would hang or be undefined, because not every thread reaches it. Its branches are
 //     planned as if every thread ran them, then every barrier that landed inside is moved
 //     to the enclosing uniform point by splitting the branch around it
-//     (if c {A; sync; B} -> if c {A}; sync; if c {B}; loops with uniform bounds move
-//     outside the condition; see hoist_barriers). A condition that reads memory is first
-//     evaluated once into a variable. A loop whose bounds differ between threads cannot be
-//     split: a barrier needed inside one is a UserError. A condition the analyzer proves
-//     true (e.g. tx // 128 < 1 with 128 threads) is not divergent.
+//     (if c {A; sync; B} -> if c {A}; sync; if c {B}; loops with uniform bounds that read
+//     no memory move outside the condition; see hoist_barriers). A condition that reads
+//     memory is first evaluated once into a variable; a memory read in a let or an inner
+//     condition is guarded by the outer condition (its value becomes non-uniform). A condition
+//     the analyzer proves true (e.g. tx // 128 < 1 with 128 threads) is not divergent.
+//   - A loop whose bounds are not uniform is planned as if it were uniform (a probe); when
+//     that would put a barrier inside its body, the loop cannot be split and it is a
+//     UserError. Otherwise the loop is one unit: a barrier before it if it conflicts with
+//     pending, and all its accesses pending after it. A barrier the loop already contains
+//     does not count as ordering anything after it.
+//   Never silently: every place where a barrier is needed but cannot be placed (a barrier
+//   inside a non-uniform loop; a loop with non-uniform bounds, or bounds that read memory,
+//   inside a divergent branch that needs a barrier) is a UserError with a hint.
 #include <algorithm>
 #include <functional>
 
@@ -85,10 +105,64 @@ Stmt make_barrier() { return evaluate(call(DataType::Void(), "tl.syncthreads", {
 
 std::string barrier_op(const Stmt& s) { return s.as<EvaluateNode>()->value.as<CallNode>()->op; }
 
+// The global tensors a kernel may write (see "Uniform values" in the file comment): by
+// identity, and by name for tensors written through a TMA tensor map (which names them).
+struct GlobalWrites {
+  std::unordered_set<const BufferNode*> buffers;
+  std::unordered_set<std::string> tma_names;
+  bool may_write(const BufferNode* b) const { return buffers.count(b) > 0 || tma_names.count(b->name) > 0; }
+};
+
+bool reads_through_tma_descriptor(const std::string& op) {
+  return op == "tl.tma_load" || op == "tl.tma_load_multicast" || op == "tl.tma_prefetch_descriptor";
+}
+
+GlobalWrites find_global_writes(const Stmt& body) {
+  class Walk : public IRVisitor {
+   public:
+    GlobalWrites out;
+
+   protected:
+    void visit_BufferStore(const BufferStoreNode* op) override {
+      out.buffers.insert(op->buffer.get());
+      IRVisitor::visit_BufferStore(op);
+    }
+    void visit_TileOp(const TileOpNode* op) override {
+      for (const auto& a : op->args)
+        if (auto* r = std::get_if<BufferRegion>(&a)) out.buffers.insert(r->buffer.get());
+      IRVisitor::visit_TileOp(op);
+    }
+    // Reached only where the address does not go straight to a reading call argument.
+    void visit_Call(const CallNode* op) override {
+      if (op->op == "tl.address_of") {
+        if (auto* load = op->args.empty() ? nullptr : op->args[0].as<BufferLoadNode>()) out.buffers.insert(load->buffer.get());
+        return IRVisitor::visit_Call(op);
+      }
+      if (op->op == kTmaDescriptorOp) {
+        if (auto* name = op->args.empty() ? nullptr : op->args[0].as<StringImmNode>()) out.tma_names.insert(name->value);
+        return IRVisitor::visit_Call(op);
+      }
+      const std::string& spec = back::intrinsic_effect(op->op);
+      for (size_t i = 0; i < op->args.size(); ++i) {
+        auto* arg = op->args[i].as<CallNode>();
+        bool read_address = arg && arg->op == "tl.address_of" && back::effect_of_arg(spec, i) == 'r';
+        bool read_map = arg && arg->op == kTmaDescriptorOp && reads_through_tma_descriptor(op->op);
+        if (read_address || read_map) {
+          for (const auto& x : arg->args) visit(x);  // the indices (and descriptor operands) only
+          continue;
+        }
+        visit(op->args[i]);
+      }
+    }
+  } w;
+  w.visit(body);
+  return w.out;
+}
+
 class SyncPlanner {
  public:
   SyncPlanner(const KernelLaunchNode* kernel, std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges)
-      : ranges_(std::move(ranges)) {
+      : ranges_(std::move(ranges)), global_writes_(find_global_writes(kernel->body)) {
     back::bind_kernel_vars(az_, kernel);
     for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
       divergent_.insert(kernel->thread_vars[i].get());
@@ -106,9 +180,19 @@ class SyncPlanner {
   // ---- classification ----
   bool is_shared_buffer(const BufferNode* b) const { return is_shared(b->scope); }
 
+  // Not uniform: may differ between the threads of the block (see the file comment).
   bool divergent_expr(const Expr& e) const {
-    return back::uses_any_var(e, divergent_) || back::reads_memory(e);
+    return back::any_node(e, [&](const ExprNode* n) {
+      switch (n->kind) {
+        case NodeKind::kVar: return divergent_.count(static_cast<const VarNode*>(n)) > 0;
+        case NodeKind::kBufferLoad: return !read_only_global(static_cast<const BufferLoadNode*>(n)->buffer.get());
+        case NodeKind::kCall: return !back::is_pure_call(static_cast<const CallNode*>(n));
+        default: return false;  // the indices of a load are visited too
+      }
+    });
   }
+  bool read_only_global(const BufferNode* b) const { return b->scope == Scope::kGlobal && !global_writes_.may_write(b); }
+  bool divergent_bounds(const ForNode* op) const { return divergent_expr(op->min) || divergent_expr(op->extent); }
   // A branch condition some threads may see false and others true.
   bool divergent_cond(const Expr& c) { return divergent_expr(c) && !az_.can_prove(c); }
 
@@ -308,7 +392,11 @@ class SyncPlanner {
     return true;
   }
 
-  static Stmt with_barrier_before(const Stmt& s) { return seq({make_barrier(), s}, s->loc); }
+  // Every barrier the planner decides on goes through here (counted: see visit_divergent_for).
+  Stmt with_barrier_before(const Stmt& s) {
+    ++barriers_placed_;
+    return seq({make_barrier(), s}, s->loc);
+  }
 
   // ---- the walk ----
   Stmt visit(const Stmt& s, Pending& pending) {
@@ -511,18 +599,21 @@ class SyncPlanner {
       }
       case NodeKind::kFor: {
         auto* op = s.as<ForNode>();
-        TILEC_USER_CHECK(!divergent_expr(op->min) && !divergent_expr(op->extent), op->loc,
-                         "give the loop bounds that are the same for every thread, or move the shared-memory "
-                         "accesses that conflict out of the loop")
-            << "shared memory accesses in a loop whose trip count depends on the thread index need "
-               "__syncthreads inside the loop, which not every thread would reach";
+        check_no_barrier_needed_in_divergent_loop(op, /*needs_barrier=*/true);
+        // Moved out of the condition, the bounds are evaluated by threads that did not
+        // evaluate them before: a memory read there could be out of bounds.
+        TILEC_USER_CHECK(!back::reads_memory(op->min) && !back::reads_memory(op->extent), op->loc,
+                         "read the trip count into a variable before the branch (e.g. n = T.ceildiv(lens[bz], 64) "
+                         "outside the `if`), or move the shared-memory accesses that conflict out of the loop")
+            << "shared memory accesses in a loop whose trip count reads memory, inside a branch that not every "
+               "thread takes, need __syncthreads inside the loop, which would have to be moved out of the branch";
         auto n = std::make_shared<ForNode>(*op);
         n->body = hoist_barriers(cond, op->body, loc);
         return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
       }
       case NodeKind::kIf: {
         auto* op = s.as<IfNode>();
-        if (!divergent_expr(op->cond)) {
+        if (!divergent_expr(op->cond) && !back::reads_memory(op->cond)) {  // evaluated by every thread now
           return if_then_else(op->cond, hoist_barriers(cond, op->then_case, loc),
                               op->else_case ? hoist_barriers(cond, op->else_case, loc) : Stmt(), op->loc);
         }
@@ -542,7 +633,10 @@ class SyncPlanner {
       }
       case NodeKind::kLet: {
         auto* op = s.as<LetNode>();
-        Expr value = back::reads_memory(op->value) ? select(cond, op->value, back::zero_of(op->value->dtype)) : op->value;
+        const bool guarded = back::reads_memory(op->value);
+        Expr value = guarded ? select(cond, op->value, back::zero_of(op->value->dtype)) : op->value;
+        // A guarded value is 0 for the threads that skip the branch: no longer uniform.
+        if (guarded || divergent_expr(op->value)) divergent_.insert(op->var.get());
         return let(op->var, value, hoist_barriers(cond, op->body, loc), op->loc);
       }
       case NodeKind::kAllocate: {
@@ -619,7 +713,7 @@ class SyncPlanner {
       }
       case NodeKind::kFor: {
         auto* op = s.as<ForNode>();
-        if (divergent_expr(op->min) || divergent_expr(op->extent)) break;
+        if (divergent_bounds(op)) break;
         bool body_always = false;
         exposed(op->body, out, &body_always);
         *always_barrier = body_always && at_least_one_iteration(op);
@@ -638,21 +732,41 @@ class SyncPlanner {
     return e && *e >= 1;
   }
 
+  // A barrier inside a loop with non-uniform bounds cannot be placed: not every thread would
+  // reach it as often. A UserError when one is needed and the bounds are not uniform.
+  void check_no_barrier_needed_in_divergent_loop(const ForNode* op, bool needs_barrier) const {
+    TILEC_USER_CHECK(!needs_barrier || !divergent_bounds(op), op->loc,
+                     "give the loop bounds that are the same for every thread (block indices, constants, uniform "
+                     "loop variables, reads of tensors the kernel does not write at such indices), or move the "
+                     "shared-memory accesses that conflict out of the loop")
+        << "shared memory accesses in a loop whose trip count depends on the thread index need "
+           "__syncthreads inside the loop, which not every thread would reach";
+  }
+
   Stmt visit_for(const Stmt& s, const ForNode* op, Pending& pending) {
-    if (divergent_expr(op->min) || divergent_expr(op->extent)) {
-      // A loop whose trip count differs between threads: a divergent region.
-      divergent_.insert(op->loop_var.get());
-      Pending inner;
-      VarSet saved = divergent_;
-      Stmt probe = visit(op->body, inner);
-      divergent_ = saved;
-      TILEC_USER_CHECK(!contains_barrier(probe) || contains_barrier(op->body), s->loc,
-                       "give the loop bounds that are the same for every thread, or move the shared-memory "
-                       "accesses that conflict out of the loop")
-          << "shared memory accesses in a loop whose trip count depends on the thread index need "
-             "__syncthreads inside the loop, which not every thread would reach";
-      return apply(deep_effects(s), pending) ? with_barrier_before(s) : s;
-    }
+    if (divergent_bounds(op)) return visit_divergent_for(s, op, pending);
+    return visit_uniform_for(s, op, pending);
+  }
+
+  // A loop whose trip count may differ between threads: planned as if uniform to learn whether
+  // its body needs a barrier (an error: see check_no_barrier_needed_in_divergent_loop), else
+  // kept as it is and treated as one unit.
+  Stmt visit_divergent_for(const Stmt& s, const ForNode* op, Pending& pending) {
+    VarSet saved = divergent_;
+    divergent_.insert(op->loop_var.get());
+    const int64_t placed = barriers_placed_;
+    Pending inside;  // empty: a conflict with what precedes the loop gets a barrier before it (below)
+    (void)visit_uniform_for(s, op, inside);
+    const bool needs_barrier = barriers_placed_ > placed;
+    barriers_placed_ = placed;
+    divergent_ = saved;
+    check_no_barrier_needed_in_divergent_loop(op, needs_barrier);
+    Effects fx = deep_effects(s);
+    fx.barrier = false;  // a barrier inside is not reached by every thread: it orders nothing after the loop
+    return apply(fx, pending) ? with_barrier_before(s) : s;
+  }
+
+  Stmt visit_uniform_for(const Stmt& s, const ForNode* op, Pending& pending) {
     az_.bind_range(op->loop_var, op->min, op->extent);
     if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
     VarSet inside = vars_bound_in(op);
@@ -696,7 +810,9 @@ class SyncPlanner {
   std::vector<std::pair<const VarNode*, int64_t>> active_threads_;  // (index, extent > 1)
   std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
   VarSet divergent_;
+  GlobalWrites global_writes_;
   std::vector<const BufferNode*> async_buffers_;
+  int64_t barriers_placed_ = 0;  // barriers decided so far (a probe compares before and after)
 };
 
 // Arena byte ranges of the shared.dyn buffers (from plan_shared_memory's annotations).

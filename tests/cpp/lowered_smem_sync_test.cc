@@ -516,6 +516,180 @@ TEST(InsertSyncs, LoopWithPerThreadTripCountThatNeedsABarrierIsAnError) {
   }
 }
 
+// ---- loops bounded by memory reads (uniformity of reads of tensors the kernel does not write)
+
+// for k < lens[index] (a software pipeline already put a barrier at the top of the body):
+// each thread stores S[tx], then reads another thread's element.
+PrimFunc loop_bounded_by_lens(const std::function<Expr(Var tx, Var bx)>& index,
+                              const std::function<void(Builder&, Buffer lens, Var tx)>& extra = {}) {
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  Buffer lens = b.tensor("lens", {int_imm(128)}, Int32());
+  Var bx = b.begin_kernel({int_imm(1)}, {128})[0];
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(128)}, Float32());
+  if (extra) extra(b, lens, tx);
+  b.begin_for("k", int_imm(0), buffer_load(lens, {index(tx, bx)}), ForKind::kSerial);
+  call_stmt(b, "tl.syncthreads", {});
+  b.store(S, {tx}, buffer_load(A, {tx}));
+  b.store(A, {tx}, buffer_load(S, {int_imm(127) - tx}));
+  b.end_frame();
+  b.end_frame();
+  return b.finish();
+}
+
+void expect_per_thread_trip_count_error(PrimFunc f) {
+  try {
+    syncs(std::move(f));
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(contains(e.message(), "trip count depends on the thread index")) << e.message();
+    EXPECT_TRUE(contains(e.hint(), "reads of tensors the kernel does not write")) << e.hint();
+  }
+}
+
+TEST(InsertSyncs, LoopBoundedByAReadOnlyTensorIsUniformAndGetsItsBarriers) {
+  // lens is never written by the kernel and read at a block index: every thread sees the same
+  // trip count, so the loop is an ordinary loop (before the fix, the barrier between the
+  // stores and the loads was dropped silently because of the pipeline's barrier).
+  EXPECT_EQ(body_text(syncs(loop_bounded_by_lens([](Var, Var bx) { return Expr(bx); }))),
+            "__shared__ float S[128];  // not planned yet\n"
+            "for (int k = 0; k < lens[bx]; ++k) {\n"
+            "  __syncthreads();\n"
+            "  S[tx] = A[tx];\n"
+            "  __syncthreads();\n"
+            "  A[tx] = S[127 - tx];\n"
+            "}\n");
+}
+
+TEST(InsertSyncs, LoopBoundedByAThreadIndexedReadThatNeedsABarrierIsAnError) {
+  // lens[tx]: a trip count per thread. The body already holds a barrier (the pipeline's):
+  // that must not hide the one it still needs.
+  expect_per_thread_trip_count_error(loop_bounded_by_lens([](Var tx, Var) { return Expr(tx); }));
+}
+
+TEST(InsertSyncs, LoopBoundedByATensorTheKernelWritesIsNotUniform) {
+  // A store, an atomic, or a TMA store through lens's tensor map: its values may change
+  // during the launch, so threads may read different trip counts.
+  expect_per_thread_trip_count_error(loop_bounded_by_lens(
+      [](Var, Var bx) { return Expr(bx); },
+      [](Builder& b, Buffer lens, Var tx) { b.store(lens, {int_imm(127) - tx}, int_imm(1, Int32())); }));
+  expect_per_thread_trip_count_error(loop_bounded_by_lens(
+      [](Var, Var bx) { return Expr(bx); },
+      [](Builder& b, Buffer lens, Var tx) { call_stmt(b, "tl.atomic_add", {addr(lens, int_imm(0)), int_imm(1, Int32())}); }));
+  expect_per_thread_trip_count_error(loop_bounded_by_lens(
+      [](Var, Var bx) { return Expr(bx); }, [](Builder& b, Buffer lens, Var tx) {
+        Expr desc = call(DataType::Handle(), passes::kTmaDescriptorOp, {string_imm("lens"), int_imm(0), int_imm(128)});
+        Buffer T = b.alloc_shared("T", {int_imm(128)}, Int32());
+        call_stmt(b, "tl.tma_store", {desc, addr(T, int_imm(0)), int_imm(0)});
+      }));
+}
+
+TEST(InsertSyncs, TensorReadThroughReadOnlyIntrinsicsStaysUniform) {
+  // A cp.async from lens (its EFFECT letter for lens is 'r') does not make lens written: the
+  // loop stays uniform.
+  std::string text = body_text(syncs(loop_bounded_by_lens(
+      [](Var, Var bx) { return Expr(bx); }, [](Builder& b, Buffer lens, Var tx) {
+        Buffer T = b.alloc_shared("T", {int_imm(128)}, Int32());
+        call_stmt(b, "tl.cp_async_ca4", {addr(T, tx), addr(lens, tx)});
+      })));
+  EXPECT_TRUE(contains(text, "  __syncthreads();\n  A[tx] = S[127 - tx];\n")) << text;
+}
+
+TEST(InsertSyncs, BackEdgeConflictInAPerThreadLoopIsAnError) {
+  // In-body order is fine (write, barrier, read); the next iteration's write races with this
+  // iteration's reads of other threads: a barrier is needed at the end of the body.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(128)}, Float32());
+  b.begin_for("k", int_imm(0), tx, ForKind::kSerial);
+  b.store(S, {tx}, float_imm(1.0));
+  call_stmt(b, "tl.syncthreads", {});
+  b.store(A, {tx}, buffer_load(S, {int_imm(127) - tx}));
+  b.end_frame();
+  b.end_frame();
+  try {
+    syncs(b.finish());
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(contains(e.message(), "trip count depends on the thread index")) << e.message();
+  }
+}
+
+TEST(InsertSyncs, PerThreadLoopInsideABranchOnTheThreadIndexIsAnError) {
+  // if (tx < 64) { for k < tx { S[tx] = ..; sync; .. = S[63 - tx] } }: the barrier cannot be
+  // moved out of the branch, because the loop cannot be moved out of it.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(64)}, Float32());
+  b.begin_if(tx < int_imm(64));
+  b.begin_for("k", int_imm(0), tx, ForKind::kSerial);
+  b.store(S, {tx}, float_imm(1.0));
+  call_stmt(b, "tl.syncthreads", {});
+  b.store(A, {tx}, buffer_load(S, {int_imm(63) - tx}));
+  b.end_frame();
+  b.end_frame();
+  b.end_frame();
+  try {
+    syncs(b.finish());
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(contains(e.message(), "trip count depends on the thread index")) << e.message();
+  }
+}
+
+TEST(InsertSyncs, LoopBoundedByMemoryInsideABranchOnTheThreadIndexIsAnError) {
+  // The trip count is uniform, but the loop would have to move out of `if (tx < 64)` for its
+  // barriers, and the threads that skip the branch would then read lens too.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  Buffer lens = b.tensor("lens", {int_imm(4)}, Int32());
+  Var bx = b.begin_kernel({int_imm(4)}, {128})[0];
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(64)}, Float32());
+  b.begin_if(tx < int_imm(64));
+  b.begin_for("k", int_imm(0), buffer_load(lens, {bx}), ForKind::kSerial);
+  b.store(S, {tx}, float_imm(1.0));
+  b.store(A, {tx}, buffer_load(S, {int_imm(63) - tx}));
+  b.end_frame();
+  b.end_frame();
+  b.end_frame();
+  try {
+    syncs(b.finish());
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(contains(e.message(), "trip count reads memory, inside a branch")) << e.message();
+    EXPECT_TRUE(contains(e.hint(), "before the branch")) << e.hint();
+  }
+}
+
+TEST(InsertSyncs, UniformLetFromMemoryBoundsAnOrdinaryLoop) {
+  // n = lens[bx] (lens read-only) bounds the loop: uniform, barriers inside.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(128)}, Float32());
+  Buffer lens = b.tensor("lens", {int_imm(4)}, Int32());
+  Var bx = b.begin_kernel({int_imm(4)}, {128})[0];
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(128)}, Float32());
+  Var n = b.let("n", buffer_load(lens, {bx}));
+  b.begin_for("k", int_imm(0), n, ForKind::kSerial);
+  b.store(S, {tx}, float_imm(1.0));
+  b.store(A, {tx}, buffer_load(S, {int_imm(127) - tx}));
+  b.end_frame();
+  b.end_frame();
+  std::string text = body_text(syncs(b.finish()));
+  EXPECT_TRUE(contains(text, "for (int k = 0; k < n; ++k) {\n"
+                             "  __syncthreads();\n"
+                             "  S[tx] = 1.0f;\n"
+                             "  __syncthreads();\n"
+                             "  A[tx] = S[127 - tx];\n"
+                             "}\n")) << text;
+}
+
 TEST(InsertSyncs, InjectiveIndicesAcrossIterationsNeedNoBarrier) {
   // Thread tx, iteration k writes S[k * 512 + tx * 4 + lane]: every (k, tx, lane) has its own
   // address, so iterations need no barrier between them. S2 is read-modified-written by each

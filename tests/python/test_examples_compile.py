@@ -215,7 +215,8 @@ def test_flash_attention_masks_only_ragged_key_blocks():
 def test_mla_decode_orders_p_stores_before_the_pv_gemm():
     # P goes through shared memory (S_shared): a barrier (after the async-proxy fence) must separate
     # the threads' stores from the wgmma that reads it. A loop trip count read from cache_seqlens
-    # lost these barriers (tests/python/test_sync_gaps.py); the example keeps a static trip count.
+    # used to lose these barriers (fixed: tests/python/test_sync_gaps.py); the example still keeps
+    # its static trip count.
     src = tilec.compile(importlib.import_module("mla_decode").mla_decode(2, 128, 64, 16)[0],
                         target="sm_90a").get_kernel_source()
     loop = src[src.index("for (int p"):]

@@ -334,6 +334,69 @@ class WarpSpecializer : public IRMutator {
     return groups;
   }
 
+  // The rotated form of a consumer step S = gemm1(...); <B>; O += gemm2(P, V) (attention):
+  // two gemms, the first and the last consumer statement of their own copy groups, gemm1's
+  // result read by B, and nothing before gemm1 or in B's first part touching gemm2's
+  // operands or accumulator. tilec.intra_wg_overlap turns it off.
+  struct Rotation {
+    size_t first_gemm = 0;      // index into p.consumers
+    size_t touches_second = 0;  // the first statement after gemm1 touching gemm2's buffers
+    size_t first_group = 0, second_group = 0;  // the copy groups gemm1 / gemm2 read
+  };
+
+  std::optional<Rotation> rotation(const Plan& p, const std::vector<CopyGroup>& groups) const {
+    if (!ctx_.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return std::nullopt;
+    const size_t n = p.consumers.size();
+    std::vector<size_t> gemms;
+    for (size_t q = 0; q < n; ++q)
+      if (const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]); g && g->op == "gemm") {
+        if (attr_int(*g, "wg_wait", 0) != 0) return std::nullopt;
+        gemms.push_back(q);
+      }
+    if (gemms.size() != 2 || gemms[1] != n - 1) return std::nullopt;
+    Rotation r;
+    r.first_gemm = gemms[0];
+    bool found_first = false, found_second = false;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].first_reader == gemms[0] && groups[g].last_reader == gemms[0]) {
+        r.first_group = g;
+        found_first = true;
+      }
+      if (groups[g].first_reader == n - 1 && groups[g].last_reader == n - 1) {
+        r.second_group = g;
+        found_second = true;
+      }
+    }
+    if (!found_first || !found_second) return std::nullopt;
+    // gemm2's buffers: its operands and accumulator (the copied buffer aside).
+    pl::Access second = pl::accesses(p.body.stmts[p.consumers[n - 1]]);
+    std::unordered_set<const BufferNode*> touched(second.reads.begin(), second.reads.end());
+    touched.insert(second.writes.begin(), second.writes.end());
+    for (const auto& [b, v] : p.versioned) touched.erase(b);
+    auto touches = [&](size_t q) {
+      pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
+      for (const BufferNode* b : touched)
+        if (a.reads.count(b) || a.writes.count(b)) return true;
+      return false;
+    };
+    for (size_t q = 0; q <= r.first_gemm; ++q)
+      if (touches(q)) return std::nullopt;
+    // gemm1's result must be read after it (else there is nothing to overlap).
+    pl::Access first = pl::accesses(p.body.stmts[p.consumers[r.first_gemm]]);
+    r.touches_second = n - 1;
+    bool reads_s = false;
+    for (size_t q = r.first_gemm + 1; q + 1 < n; ++q) {
+      pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
+      for (const BufferNode* b : first.writes) reads_s |= a.reads.count(b) > 0;
+      if (touches(q)) {
+        r.touches_second = q;
+        break;
+      }
+    }
+    if (!reads_s) return std::nullopt;
+    return r;
+  }
+
   // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
   static Stmt with_wg_wait(const Stmt& st, int64_t n) {
     auto* g = st.as<TileOpNode>();
@@ -471,17 +534,23 @@ class WarpSpecializer : public IRMutator {
     // the tensor cores.
     const std::optional<size_t> turn = deferred ? std::nullopt : pingpong_gemm(p, threads);
     const Expr wg = floordiv(tx, int_imm(128, tx->dtype));
-    for (size_t q = 0; q < p.consumers.size(); ++q) {
+    auto turn_wait = [&] {
+      return back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx->dtype) + wg}, loc);
+    };
+    auto turn_pass = [&] {
+      return back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc);
+    };
+    const std::optional<Rotation> rot = deferred ? std::nullopt : rotation(p, groups);
+    for (size_t q = 0; q < p.consumers.size() && !rot; ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
       wait_full(q);
       if (turn && q == *turn) {
         // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
         // it); then this warpgroup waits for its own.
-        consume.push_back(back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx->dtype) + wg}, loc));
+        consume.push_back(turn_wait());
         consume.push_back(with_wg_wait(st, -1));
-        consume.push_back(
-            back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc));
+        consume.push_back(turn_pass());
         consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
         release_done(q);
         continue;
@@ -502,6 +571,57 @@ class WarpSpecializer : public IRMutator {
     }
     Stmt consumer_loop = make_for(k, f->min, f->extent, ForKind::kSerial,
                                   pl::join_body(p.body.wrappers, std::move(consume)), loc, {}, "", f->annotations);
+    if (rot) {
+      // Step k issues S_k and then P_{k-1} V_{k-1} (one turn), runs the softmax of S_k while
+      // P V runs, and only then touches P and O: the prologue is step m's first half, the
+      // epilogue the last P V.
+      const CopyGroup& gk = groups[rot->first_group];
+      const CopyGroup& gv = groups[rot->second_group];
+      auto at = [&](const Expr& e, const Expr& kval) { return substitute(e, VarMap{{k.get(), kval}}); };
+      auto stmt_at = [&](size_t q, const Expr& kval, bool fresh) {
+        Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
+        st = pl::VersionAccesses(p.versioned, slot).mutate(st);
+        if (kval) st = substitute(st, VarMap{{k.get(), kval}});
+        return fresh ? back::renew_bound_vars(st) : st;
+      };
+      auto wait_on = [&](const CopyGroup& g, const Expr& kval) {
+        return back::call_stmt("barrier_wait", {buffer_load(g.full, {at(slot, kval)}, loc), at(phase, kval)}, loc);
+      };
+      const Expr first = f->min, prev = Expr(k) - int_imm(1, it);
+      const Expr last = f->min + f->extent - int_imm(1, it);
+      const size_t q1 = rot->first_gemm, q2 = p.consumers.size() - 1;
+      // Prologue: step m up to its P V.
+      std::vector<Stmt> pro = {wait_on(gk, first)};
+      for (size_t q = 0; q < q1; ++q) pro.push_back(stmt_at(q, first, true));
+      if (turn) pro.push_back(turn_wait());
+      pro.push_back(with_wg_wait(stmt_at(q1, first, true), -1));
+      if (turn) pro.push_back(turn_pass());
+      pro.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
+      pro.push_back(release(gk, at(slot, first)));
+      for (size_t q = q1 + 1; q < q2; ++q) pro.push_back(stmt_at(q, first, true));
+      // Steps m+1 ...: S_k and P_{k-1} V_{k-1} in flight together.
+      std::vector<Stmt> step = {wait_on(gk, k)};
+      for (size_t q = 0; q < q1; ++q) step.push_back(stmt_at(q, nullptr, false));
+      if (turn) step.push_back(turn_wait());
+      step.push_back(with_wg_wait(stmt_at(q1, nullptr, false), -1));
+      step.push_back(wait_on(gv, prev));
+      step.push_back(with_wg_wait(stmt_at(q2, prev, true), -1));
+      if (turn) step.push_back(turn_pass());
+      step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc));
+      step.push_back(release(gk, slot));
+      for (size_t q = q1 + 1; q < rot->touches_second; ++q) step.push_back(stmt_at(q, nullptr, false));
+      step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
+      step.push_back(release(gv, at(slot, prev)));
+      for (size_t q = rot->touches_second; q < q2; ++q) step.push_back(stmt_at(q, nullptr, false));
+      Stmt loop = make_for(k, f->min + int_imm(1, it), f->extent - int_imm(1, it), ForKind::kSerial, seq(step, loc),
+                           loc, {}, "", f->annotations);
+      // Epilogue: the last P V.
+      std::vector<Stmt> epi = {wait_on(gv, last), stmt_at(q2, last, true), release(gv, at(slot, last))};
+      Expr any = binary(NodeKind::kGT, f->extent, int_imm(0, it));
+      consumer_loop = seq({if_then_else(any, seq(pro, loc), nullptr, loc), loop,
+                           if_then_else(any, seq(epi, loc), nullptr, loc)},
+                          loc);
+    }
     if (deferred) {
       std::vector<Stmt> drain = {consumer_loop, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc)};
       // A persistent block's next tile needs the last slot back too.

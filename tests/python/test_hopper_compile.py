@@ -163,3 +163,23 @@ def test_attention_k_and_v_get_their_own_barriers():
     # A GEMM's A and B are read by the same gemm: one pair.
     g = tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
     assert "ko_full[" in g and "ko_full0" not in g and "ko_full1" not in g, g
+
+
+def test_attention_step_is_rotated_so_softmax_overlaps_p_v():
+    # Step k issues S_k = Q K_k^T and then P_{k-1} V_{k-1} (one turn), waits only for S_k
+    # (wgmma_wait<1>), runs the softmax, then waits for P V before touching P and O.
+    from flash_attention import flash_attention
+
+    for causal in (False, True):
+        src = tilec.compile(flash_attention(1, 2, 512, 128, causal), target="sm_90a").get_kernel_source()
+        loop = src[src.index("for (int k = 1; k <"):]
+        ss, rs = loop.index("tl::wgmma_gemm_ss<"), loop.index("tl::wgmma_gemm_rs<")
+        wait1, wait0 = loop.index("tl::wgmma_wait<1>();"), loop.index("tl::wgmma_wait<0>();")
+        cast = loop.index("tl::cast<half>(tl::load<2>(&acc_s[")
+        assert ss < rs < loop.index("tl::pingpong_pass(15 - tx / 128);") < wait1 < loop.index("tl::exp2(") < wait0
+        assert wait0 < cast, src
+        # The prologue (step 0 up to its P V) and the epilogue (the last P V) around the loop.
+        assert src.count("tl::wgmma_gemm_rs<") == 2 and src.count("tl::wgmma_gemm_ss<") == 2, src
+    plain = tilec.compile(flash_attention(1, 2, 512, 128), target="sm_90a",
+                          pass_configs={"tilec.intra_wg_overlap": False}).get_kernel_source()
+    assert "tl::wgmma_wait<1>();" not in plain and plain.count("tl::wgmma_gemm_rs<") == 1

@@ -36,6 +36,8 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   list.push_back(overlap_gemm_mainloop_pass());  // moves a barrier into the gemm: after syncs
   // sm_90: shared memory written by threads and then read by TMA stores or wgmma.
   if (target.has_tma()) list.push_back(fence_proxy_async_pass());
+  // sm_90a: no barrier inside two consumer warpgroups' ping-pong turns.
+  if (target.has_wgmma()) list.push_back(safe_pingpong_turns_pass());
   list.push_back(split_host_device_pass());
   return list;
 }

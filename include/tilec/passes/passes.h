@@ -142,6 +142,13 @@ Pass overlap_gemm_mainloop_pass();
 //   follows shared-memory writes, so the writers' data is visible to it. sm_90+.
 Pass fence_proxy_async_pass();
 
+// safe_pingpong_turns (src/passes/safe_pingpong_turns.cc)
+//   in:  the function after fence_proxy_async.   out: no block / named barrier between a
+//   tl.pingpong_wait and its tl.pingpong_pass (it would deadlock the two warpgroups): a
+//   barrier preceded in the turn only by fences and mbarrier waits moves before the wait;
+//   otherwise the function's turns are removed.
+Pass safe_pingpong_turns_pass();
+
 // split_host_device (src/passes/split_host_device.cc)
 //   in:  the function after insert_syncs.   out: unchanged; checks that the LaunchPlan can
 //   be built (every variable the kernel uses is a parameter or a symbolic dimension), so

@@ -189,6 +189,9 @@ def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn"):
 
 @primitive
 def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment"):
+    ctx = context.current()
+    if ctx is not None and scope == "local.fragment" and ctx.pending_name in ctx.scalar_fragments:
+        return _alloc("T.alloc_fragment", "fragment", shape, dtype, "local")  # frontend/scalar_fragments.py
     return _alloc("T.alloc_fragment", "fragment", shape, dtype, scope)
 
 
@@ -292,6 +295,10 @@ def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Seque
 def copy(src: Any, dst: Any, *args, **kwargs):
     """Copy a region to another (global <-> shared <-> fragment); extents of an all-index
     side (A[i, j]) are taken from the other side."""
+    from .local_copy import copy_into_local
+
+    if copy_into_local(src, dst):
+        return
     _tile_op("copy", [src, dst, *args], kwargs, ("coalesced_width", "disable_tma", "eviction_policy"))
 
 
@@ -327,11 +334,19 @@ def tcgen05_gemm(*args, **kwargs):
 
 @primitive
 def fill(buffer: Any, value: Any):
+    from .local_copy import fill_local
+
+    if fill_local(buffer, value):
+        return
     _tile_op("fill", [buffer, value], {})
 
 
 @primitive
 def clear(buffer: Any):
+    from .local_copy import fill_local
+
+    if fill_local(buffer, 0):
+        return
     _tile_op("fill", [buffer, 0], {})
 
 

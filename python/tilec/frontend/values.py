@@ -182,3 +182,48 @@ def extent_between(lo: Any, hi: Any) -> Any:
     if hi_e.kind == "Add" and _tilec.structural_equal(hi_e.a, lo_e):
         return hi_e.b
     return _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))
+
+
+# ------------------------------------------------------------------ operators outside the parser
+# Helper functions called from a kernel (plain Python, not parsed) apply Python's operators to
+# kernel values directly: `(bits >> 23) & 0xFF`, `amax * scale`. On integers `&`, `|`, `^`,
+# `<<`, `>>` are bit operations (as in TVM); `&` / `|` on booleans stay logical.
+
+
+def _bit_op(kind: str, logical: str = ""):
+    def op(a: Any, b: Any) -> Expr:
+        from ..language.ops import bitwise
+
+        if logical:
+            ea, eb = to_expr(a), to_expr(b)
+            if ea.dtype.is_bool() and eb.dtype.is_bool():
+                return _tilec.binary(logical, ea, eb, context.loc())
+        return bitwise(kind, a, b)
+
+    def rop(a: Any, b: Any) -> Expr:
+        return op(b, a)
+
+    return op, rop
+
+
+for _name, _kind, _logical in (("and", "and", "And"), ("or", "or", "Or"), ("xor", "xor", ""),
+                               ("lshift", "shl", ""), ("rshift", "shr", "")):
+    _op, _rop = _bit_op(_kind, _logical)
+    setattr(Expr, f"__{_name}__", _op)
+    setattr(Expr, f"__r{_name}__", _rop)
+
+
+def _load_op(name: str):
+    def op(self: BufferAccess, *other: Any) -> Any:
+        return getattr(self.to_load(), name)(*other)
+
+    op.__name__ = name
+    return op
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "lshift", "rshift"):
+    setattr(BufferAccess, f"__{_name}__", _load_op(f"__{_name}__"))
+    setattr(BufferAccess, f"__r{_name}__", _load_op(f"__r{_name}__"))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne", "neg", "pos", "invert"):
+    setattr(BufferAccess, f"__{_name}__", _load_op(f"__{_name}__"))
+BufferAccess.__hash__ = object.__hash__  # __eq__ builds IR; hash by identity as before

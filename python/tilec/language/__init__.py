@@ -22,6 +22,7 @@ from .sync import (
     no_set_max_nreg, set_max_nreg, sync_threads, ws,
 )
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .bitcast import reinterpret
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)

@@ -1,0 +1,71 @@
+"""Kernel values in plain Python helpers (operators on buffer elements, bit operations),
+T.reinterpret, and the dtype names TileLang has: T.tfloat32 (float32 in memory) and the
+sub-byte names tilec refuses with a clear message."""
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec import CompileError
+from tilec.tvm import tirx
+
+
+def _exponent(x):  # a helper as upstream programs write them: Python operators on kernel values
+    bits = T.reinterpret(x, "uint32")
+    return (bits >> 23) & 0xFF
+
+
+def _scale(amax, inv):
+    return amax * inv + 1.0
+
+
+def test_operators_on_buffer_elements_in_helpers():
+    @T.prim_func
+    def helpers(A: T.Tensor((128,), T.uint32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = _exponent(B[i]) ^ 1
+                B[i] = _scale(B[i], 0.5) - B[i] / 2.0
+
+    text = helpers.script()
+    assert 'T.call_intrin("uint32", "tl.shift_right", T.call_intrin("uint32", "tl.reinterpret", B[i])' in text, text
+    assert '"tl.bitwise_and"' in text and '"tl.bitwise_xor"' in text
+    assert "B[i] * T.float32(0.5) + T.float32(1)" in text
+
+
+def test_bool_and_or_stay_logical_in_helpers():
+    def both(a, b):
+        return (a > 0.0) & (b > 0.0)
+
+    @T.prim_func
+    def logical(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                B[i] = T.if_then_else(both(A[i], B[i]), 1.0, 0.0)
+
+    assert "A[i] > T.float32(0) and B[i] > T.float32(0)" in logical.script()
+
+
+def test_reinterpret_same_width_integers_is_a_cast_and_sizes_must_match():
+    @T.prim_func
+    def nibbles(D: T.Tensor((128,), T.uint8), C: T.Tensor((128,), T.int8)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                C[i] = tirx.reinterpret(T.int8, D[i] << T.uint8(4)) >> T.int8(4)  # TVM's argument order
+
+    assert 'T.cast(T.call_intrin("uint8", "tl.shift_left", D[i], T.uint8(4)), "int8")' in nibbles.script()
+    with pytest.raises(CompileError, match="the sizes differ"):
+        @T.prim_func
+        def wrong(D: T.Tensor((128,), T.uint8), C: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128) as bx:
+                for i in T.Parallel(128):
+                    C[i] = T.reinterpret(D[i], T.float32)
+
+
+def test_tfloat32_is_float32_in_memory_and_int4_is_refused_clearly():
+    assert T.tfloat32 == "float32"
+    assert T.int4 == "int4"  # programs name it in tables
+    with pytest.raises(CompileError, match="T.int4: sub-byte integers are not supported"):
+        @T.prim_func
+        def packed(A: T.Tensor((128,), T.int4)):
+            with T.Kernel(1, threads=128) as bx:
+                pass

@@ -311,6 +311,17 @@ def tma_copy(src: Any, dst: Any, *args, **kwargs):
 @primitive
 def gemm(A: Any, B: Any, C: Any, *args, **kwargs):
     """C (+)= A @ B on tiles (transpose_A / transpose_B, policy, clear_accum, k_pack, wg_wait)."""
+    args = list(args)
+    if len(args) >= 4 and "clear_accum" not in kwargs:  # positional: transpose_A, transpose_B, policy, clear_accum
+        kwargs["clear_accum"] = args.pop(3)
+    if is_ir(kwargs.get("clear_accum")):
+        # A condition known only in the kernel (clear_accum=(k == 0)): clear C when it holds, then accumulate.
+        ctx = context.require("T.gemm")
+        cond, loc = to_expr(kwargs.pop("clear_accum")), ctx.loc
+        ctx.builder.begin_if(cond, loc)
+        clear(C)
+        ctx.builder.end_frame()
+        ctx.loc = loc
     _tile_op("gemm", [A, B, C, *args], kwargs,
              ("transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait"))
 

@@ -128,3 +128,16 @@ set_max_nreg = _register_hint("set_max_nreg")
 inc_max_nreg = _register_hint("inc_max_nreg")
 dec_max_nreg = _register_hint("dec_max_nreg")
 no_set_max_nreg = _register_hint("no_set_max_nreg")
+annotate_producer_reg_dealloc = _register_hint("annotate_producer_reg_dealloc")
+annotate_consumer_reg_alloc = _register_hint("annotate_consumer_reg_alloc")
+
+
+@primitive
+def wait_wgmma(pending: Any = 0):
+    """`T.wait_wgmma(n)`: waits until at most n wgmma groups of the warp group are pending (sm_90a;
+    the wgmmas of a `T.gemm` with `wg_wait=-1` stay pending until such a wait)."""
+    ctx = context.require("T.wait_wgmma")
+    n = const_int(pending, "the pending-group count of T.wait_wgmma")
+    if n < 0:
+        raise CompileError(f"T.wait_wgmma({n}): the count of wgmma groups left pending must be >= 0")
+    ctx.builder.evaluate(_tilec.call("void", "tl.wgmma_wait", [to_expr(n)], ctx.loc), ctx.loc)

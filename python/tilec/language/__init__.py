@@ -23,6 +23,7 @@ from .sync import (
     wait_wgmma,
 )
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
+from .atomic_vec import atomic_addx2, atomic_addx4
 from .bitcast import reinterpret
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 

@@ -100,6 +100,13 @@ class Profiler:
         self.device = device
         self.params = kernel.params()
 
+    @property
+    def func(self):
+        """The kernel as a callable (TileLang's `profiler.func(*args)` runs the kernel)."""
+        return self.kernel
+
+    adapter = func
+
     # ------------------------------------------------------------------ arguments
     def _scalar_value(self, p):
         name = p["name"]

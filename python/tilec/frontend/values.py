@@ -213,6 +213,19 @@ for _name, _kind, _logical in (("and", "and", "And"), ("or", "or", "Or"), ("xor"
     setattr(Expr, f"__r{_name}__", _rop)
 
 
+def _invert(a: Any) -> Expr:
+    """`~x`: bitwise not of an integer, logical not of a bool (TVM's meaning in both cases)."""
+    e = to_expr(a)
+    if e.dtype.is_bool():
+        return _tilec.logical_not(e, context.loc())
+    from ..language.ops import bitwise_not
+
+    return bitwise_not(e)
+
+
+Expr.__invert__ = _invert
+
+
 def _load_op(name: str):
     def op(self: BufferAccess, *other: Any) -> Any:
         return getattr(self.to_load(), name)(*other)

@@ -59,11 +59,18 @@ def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = N
     return KernelFrame(grid, threads, cluster_dims, _loc())
 
 
+_ASYNC_LOOP_HINTS = ("parallel_async_without_async_commit_wait", "parallel_prefer_async")
+
+
 @primitive
 def Parallel(*extents, min: Any = None, annotations: Optional[dict] = None,  # noqa: A002 - printed form
-             coalesced_width: Any = None, loop_layout: Any = None):
+             coalesced_width: Any = None, loop_layout: Any = None, prefer_async: bool = False):
     """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads.
-    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form)."""
+    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form). TileLang's
+    `prefer_async=True` (lower a copy loop to cp.async) and its async annotations are
+    performance hints: accepted; tilec picks the copy instruction itself."""
+    if annotations:
+        annotations = {k: v for k, v in annotations.items() if k not in _ASYNC_LOOP_HINTS} or None
     if coalesced_width is not None or loop_layout is not None:
         raise CompileError("T.Parallel(coalesced_width=..., loop_layout=...) is not supported yet",
                            hint="remove the keyword; tilec picks the loop layout by layout inference")

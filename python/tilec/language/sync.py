@@ -98,10 +98,37 @@ def mbarrier_arrive(mbarrier: Any):
 
 
 @primitive
-def sync_threads():
-    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
+def sync_threads(barrier_id: Any = None, arrive_count: Any = None):
+    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself);
+    `T.sync_threads(id, n)`: the named barrier `id` (1..15) for the n threads that reach it."""
     ctx = context.require("T.sync_threads")
-    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+    if barrier_id is None and arrive_count is None:
+        ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+        return
+    if barrier_id is None or arrive_count is None:
+        raise CompileError("T.sync_threads takes no arguments or both a barrier id and a thread count",
+                           hint="T.sync_threads() for the whole block, T.sync_threads(1, 128) for 128 threads")
+    bid = const_int(barrier_id, "the barrier id of T.sync_threads")
+    n = const_int(arrive_count, "the thread count of T.sync_threads")
+    if not 1 <= bid <= 15 or n <= 0 or n % 32:
+        raise CompileError(f"T.sync_threads({bid}, {n}): the named barrier id must be in 1..15 and the thread "
+                           "count a positive multiple of 32 (barrier 0 is __syncthreads)")
+    ctx.builder.evaluate(_tilec.call("void", "tl.named_barrier_sync", [to_expr(bid), to_expr(n)], ctx.loc), ctx.loc)
+
+
+@primitive
+def ptx_commit_group():
+    """`T.ptx_commit_group()`: commits this thread's outstanding cp.async copies as one group."""
+    ctx = context.require("T.ptx_commit_group")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cp_async_commit", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def ptx_wait_group(pending: Any = 0):
+    """`T.ptx_wait_group(n)`: waits until at most n cp.async groups of this thread are pending."""
+    ctx = context.require("T.ptx_wait_group")
+    n = const_int(pending, "the pending-group count of T.ptx_wait_group")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cp_async_wait", [to_expr(n)], ctx.loc), ctx.loc)
 
 
 # --------------------------------------------------------------------------- warp roles
@@ -141,3 +168,11 @@ def wait_wgmma(pending: Any = 0):
     if n < 0:
         raise CompileError(f"T.wait_wgmma({n}): the count of wgmma groups left pending must be >= 0")
     ctx.builder.evaluate(_tilec.call("void", "tl.wgmma_wait", [to_expr(n)], ctx.loc), ctx.loc)
+
+
+@primitive
+def fence_proxy_async():
+    """`T.fence_proxy_async()`: orders this thread's generic-proxy shared-memory accesses before
+    later async-proxy ones (TMA, wgmma). tilec inserts the fences its own tile ops need."""
+    ctx = context.require("T.fence_proxy_async")
+    ctx.builder.evaluate(_tilec.call("void", "tl.fence_proxy_async", [], ctx.loc), ctx.loc)

@@ -25,6 +25,7 @@ from .sync import (
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .atomic_vec import atomic_addx2, atomic_addx4
 from .bitcast import reinterpret
+from .persistent import Persistent
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)

@@ -69,3 +69,19 @@ def test_tfloat32_is_float32_in_memory_and_int4_is_refused_clearly():
         def packed(A: T.Tensor((128,), T.int4)):
             with T.Kernel(1, threads=128) as bx:
                 pass
+
+
+def test_slice_between_two_let_bound_bounds_has_a_constant_extent():
+    S = T.dynamic("S")
+
+    @T.prim_func
+    def window(KV: T.Tensor((S, 64), T.float16), O: T.Tensor((S, 64), T.float16)):
+        with T.Kernel(4, threads=128) as bz:
+            sh = T.alloc_shared((32, 64), T.float16)
+            for k in T.serial(2):
+                kv_start = (S // 4) * bz + k * 32
+                kv_end = (S // 4) * bz + (k + 1) * 32
+                T.copy(KV[kv_start:kv_end, :], sh)
+                T.copy(sh, O[kv_start:kv_end, :])
+
+    assert "T.copy(KV[kv_start:kv_start + 32, 0:64], sh)" in window.script()

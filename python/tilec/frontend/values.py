@@ -181,7 +181,14 @@ def extent_between(lo: Any, hi: Any) -> Any:
             hi_e = to_expr(bound)
     if hi_e.kind == "Add" and _tilec.structural_equal(hi_e.a, lo_e):
         return hi_e.b
-    return _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))
+    ext = _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))
+    if ext.as_int() is None and lo_e.kind == "Var":  # lo and hi both let-bound (start = ...; end = ...)
+        bound = context.let_value(lo_e)
+        if bound is not None:
+            folded = _tilec.simplify(_tilec.binary("Sub", hi_e, to_expr(bound), context.loc()))
+            if folded.as_int() is not None:
+                return folded
+    return ext
 
 
 # ------------------------------------------------------------------ operators outside the parser

@@ -37,12 +37,6 @@ class KernelFrame(Frame):
     def begin(self, ctx):
         if not self.grid:
             raise CompileError("T.Kernel needs at least one grid extent", hint="write T.Kernel(gx[, gy[, gz]], threads=...)")
-        ctx.kernel_count = getattr(ctx, "kernel_count", 0) + 1
-        if ctx.kernel_count > 1 and not ctx.kernels:
-            raise CompileError("a second T.Kernel in one T.prim_func is not supported: tilec compiles one kernel "
-                               "launch per function",
-                               hint="write each kernel as its own T.prim_func (one jit each) and call them in turn, "
-                                    "passing intermediate tensors (e.g. a split-K workspace) as T.Tensor parameters")
         grid = [to_expr(g) for g in self.grid]
         threads = _int_tuple(self.threads, "threads")
         cluster = _int_tuple(self.cluster_dims, "cluster_dims") if self.cluster_dims is not None else []

@@ -85,3 +85,15 @@ def test_slice_between_two_let_bound_bounds_has_a_constant_extent():
                 T.copy(sh, O[kv_start:kv_end, :])
 
     assert "T.copy(KV[kv_start:kv_start + 32, 0:64], sh)" in window.script()
+
+
+def test_reinterpret_between_float_and_integer_compiles_to_a_bit_cast():
+    @T.prim_func
+    def bits(A: T.Tensor((128,), T.uint32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = T.reinterpret(B[i], "uint32")
+                B[i] = T.reinterpret(A[i] + 1, T.float32)
+
+    src = tilec.compile(bits, target="sm_90a").get_kernel_source()
+    assert "tl::reinterpret<unsigned int>(B[" in src and "tl::reinterpret<float>(A[" in src, src

@@ -176,3 +176,12 @@ def fence_proxy_async():
     later async-proxy ones (TMA, wgmma). tilec inserts the fences its own tile ops need."""
     ctx = context.require("T.fence_proxy_async")
     ctx.builder.evaluate(_tilec.call("void", "tl.fence_proxy_async", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def alloc_global(shape: Any, dtype: Any):
+    """Not supported: a global workspace shared by several kernels of one function."""
+    raise CompileError("T.alloc_global is not supported: a global workspace only helps between several T.Kernel "
+                       "launches of one function, and tilec compiles one kernel launch per T.prim_func",
+                       hint="write each kernel as its own T.prim_func and pass the workspace (e.g. torch.empty) as a "
+                            "T.Tensor parameter of both")

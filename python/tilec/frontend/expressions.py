@@ -308,7 +308,13 @@ class ExpressionEvaluator:
                 if isinstance(v, BufferAccess):
                     v = v.to_load()
                 items.append(("index", v))
-        return BufferAccess(buf, items, self.loc(node))
+        access = BufferAccess(buf, items, self.loc(node))
+        if buf.scope == "global" and getattr(self.ctx, "global_layouts", None):
+            from ..language.global_layout import remap_access
+
+            self.ctx.loc = self.loc(node)
+            access = remap_access(access)  # a tensor given a T.Layout (language/global_layout.py)
+        return access
 
     def _slice_item(self, buf: Buffer, dim: int, s: ast.Slice):
         if s.step is not None:

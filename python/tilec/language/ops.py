@@ -302,9 +302,10 @@ def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Seque
 def copy(src: Any, dst: Any, *args, **kwargs):
     """Copy a region to another (global <-> shared <-> fragment); extents of an all-index
     side (A[i, j]) are taken from the other side."""
+    from .global_layout import copy_remapped
     from .local_copy import copy_into_local
 
-    if copy_into_local(src, dst):
+    if copy_into_local(src, dst) or copy_remapped(src, dst):
         return
     _tile_op("copy", [src, dst, *args], kwargs, ("coalesced_width", "disable_tma", "eviction_policy"))
 
@@ -692,6 +693,13 @@ def annotate_layout(layout_map: dict):
         if not isinstance(k, Buffer) or not isinstance(v, _tilec.Layout):
             raise CompileError("T.annotate_layout takes a dict {buffer: T.Layout(...) / T.Fragment(...)}",
                                hint="swizzle helpers such as make_swizzled_layout are not available yet")
+    from .global_layout import register
+
+    for k in [k for k in layout_map if k.scope == "global"]:  # re-indexes the tensor in the front end
+        register(k, layout_map[k])
+    layout_map = {k: v for k, v in layout_map.items() if k.scope != "global"}
+    if not layout_map:
+        return None
     return AnnotationFrame("layout_map", layout_map)
 
 

@@ -163,6 +163,14 @@ def _install_fake_cuda(torch):
             return False
 
     cuda.device = FakeDevice
+
+    real_generator = torch.Generator
+
+    class CpuGenerator(real_generator):  # torch.Generator(device="cuda") -> a CPU generator
+        def __new__(cls, device=None):
+            return real_generator(cpu_device(device) if device is not None else "cpu")
+
+    torch.Generator = CpuGenerator
     torch.backends.cudnn.allow_tf32 = True
 
 

@@ -73,3 +73,14 @@ def test_a_layout_that_is_not_a_bijection_is_refused():
             with T.Kernel(1, threads=128) as bx:
                 T.annotate_layout({A: T.Layout(A.shape, lambda i, j: [i % 32, j])})
                 A[0, 0] = 1.0
+
+
+def test_a_region_op_on_a_reindexed_tensor_is_refused():
+    with pytest.raises(CompileError, match="T.atomic_add on a region of 'dQ', a tensor given a T.Layout"):
+        @T.prim_func
+        def region(dQ: T.Tensor((B, L, H, D), T.float32)):
+            with T.Kernel(1, threads=128) as bx:
+                acc = T.alloc_fragment((64, D), T.float32)
+                T.clear(acc)
+                T.annotate_layout({dQ: _dq_layout(dQ)})
+                T.atomic_add(dQ[0, 0:64, 0, :], acc)

@@ -293,6 +293,14 @@ def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Seque
         if specs[i][0] not in kwargs:
             break
         args.append(kwargs.pop(specs[i][0]))
+    for a in args:  # a tensor re-indexed by a T.Layout (language/global_layout.py) has no regions
+        buf = a if isinstance(a, Buffer) else getattr(a, "buffer", None)
+        if isinstance(buf, Buffer) and buf.scope == "global" and getattr(ctx, "global_layouts", None):
+            from .global_layout import remapped
+
+            if remapped(buf):
+                raise CompileError(f"T.{op} on a region of '{buf.name}', a tensor given a T.Layout, is not supported",
+                                   hint="access it element by element (in T.Parallel) or with T.copy")
     tile_args = [_marshal_arg(a, specs[i][1] if i < len(specs) else "region_or_expr") for i, a in enumerate(args)]
     attrs = {k: _marshal_attr(v) for k, v in kwargs.items() if v is not None}
     ctx.builder.tile_op(op, tile_args, attrs, ctx.loc)

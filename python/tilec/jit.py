@@ -112,25 +112,13 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
     if flags:
         options["compile_flags"] = flags
     try:
+        from .jit_multi import compile_split, needs_split
+
+        if needs_split(func):  # several T.Kernel blocks, or T.alloc_global workspaces
+            return compile_split(func, backend, options)
         return backend(func, **options)
     except CompileError as e:
-        launches = _kernel_launches(func) if "has no kernel launch" in str(e) else 0
-        if launches > 1:
-            raise CompileError(
-                f"'{getattr(func, 'name', 'the function')}' launches {launches} kernels (T.Kernel blocks); tilec "
-                "compiles one kernel launch per T.prim_func",
-                hint="write each kernel as its own T.prim_func (one jit each) and call them in turn, passing "
-                     "intermediate tensors (e.g. a split-K workspace) as T.Tensor parameters") from None
         raise e.with_traceback(None) from None
-
-
-def _kernel_launches(func: Any) -> int:
-    """How many `with T.Kernel` blocks the function's body has at its top level."""
-    try:
-        text = func.script()
-    except Exception:  # noqa: BLE001 - only used to improve a message
-        return 0
-    return sum(1 for line in text.splitlines() if line.startswith("    with T.Kernel("))
 
 
 def _config_key(key: Any) -> str:

@@ -107,6 +107,10 @@ class Profiler:
 
     adapter = func
 
+    def _get_inputs(self, with_output: bool = False) -> list:
+        """TileLang's name for the generated input tensors (and outputs when asked)."""
+        return self._inputs() + (self._outputs() if with_output else [])
+
     # ------------------------------------------------------------------ arguments
     def _scalar_value(self, p):
         name = p["name"]

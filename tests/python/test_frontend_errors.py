@@ -345,27 +345,3 @@ def test_fragment_used_outside_a_parallel_loop():
     assert "T.Parallel" in err.hint
     check_location(err, "fragment-outside", "F[i]")
 
-
-def test_two_kernels_in_one_function_are_refused_clearly():
-    @T.prim_func
-    def two(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            for i in T.Parallel(128):
-                B[i] = A[i]
-        with T.Kernel(1, threads=128) as bx:
-            for i in T.Parallel(128):
-                A[i] = B[i]
-
-    with pytest.raises(tilec.CompileError, match="launches 2 kernels .* one kernel launch per T.prim_func"):
-        tilec.compile(two, target="sm_90a")
-
-
-def test_alloc_global_is_refused_with_the_alternative():
-    with pytest.raises(tilec.CompileError, match="T.alloc_global is not supported") as e:
-        @T.prim_func
-        def workspace(A: T.Tensor((128,), "float32")):
-            W = T.alloc_global((128,), "float32")
-            with T.Kernel(1, threads=128) as bx:
-                for i in T.Parallel(128):
-                    A[i] = W[i]
-    assert "T.Tensor parameter" in e.value.hint

@@ -180,8 +180,21 @@ def fence_proxy_async():
 
 @primitive
 def alloc_global(shape: Any, dtype: Any):
-    """Not supported: a global workspace shared by several kernels of one function."""
-    raise CompileError("T.alloc_global is not supported: a global workspace only helps between several T.Kernel "
-                       "launches of one function, and tilec compiles one kernel launch per T.prim_func",
-                       hint="write each kernel as its own T.prim_func and pass the workspace (e.g. torch.empty) as a "
-                            "T.Tensor parameter of both")
+    """A global workspace (e.g. the partial results a split kernel hands to a combine kernel of
+    the same function): a tensor parameter that the kernel object allocates at each call
+    (jit_multi.py); the caller does not pass it."""
+    from .ops import _shape
+    from .dtypes import dtype_str
+
+    ctx = context.require("T.alloc_global")
+    if ctx.kernels:
+        raise CompileError("T.alloc_global allocates a tensor for the whole function: call it before `with T.Kernel`",
+                           hint="use T.alloc_shared / T.alloc_fragment inside a kernel")
+    name = ctx.take_name("workspace")
+    buf = ctx.builder.tensor(name, _shape(shape), dtype_str(dtype), None, ctx.loc)
+    names = [n for n in ctx.func_attrs.get(WORKSPACES_ATTR, "").split(",") if n]
+    ctx.func_attrs[WORKSPACES_ATTR] = ",".join(names + [name])
+    return buf
+
+
+WORKSPACES_ATTR = "tilec.workspaces"

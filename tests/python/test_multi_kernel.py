@@ -46,3 +46,17 @@ def test_alloc_global_inside_a_kernel_is_an_error():
         def inside(A: T.Tensor((128,), T.float32)):
             with T.Kernel(1, threads=128) as bx:
                 W = T.alloc_global((128,), T.float32)
+
+
+def test_alloc_buffer_at_function_level_is_a_workspace():
+    @T.prim_func
+    def staged(A: T.Tensor((128,), T.float32), C: T.Tensor((128,), T.float32)):
+        S = T.alloc_buffer((128,), T.float32)
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                S[i] = A[i]
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                C[i] = S[i]
+
+    assert staged.attrs["tilec.workspaces"] == "S"

@@ -208,7 +208,15 @@ def alloc_local(shape: Any, dtype: Any, scope: str = "local"):
 
 
 @primitive
-def alloc_buffer(shape: Any, dtype: Any, scope: str = "shared.dyn"):
+def alloc_buffer(shape: Any, dtype: Any, scope: Optional[str] = None):
+    ctx = context.current()
+    if ctx is not None and not ctx.kernels and scope in (None, "global"):
+        # At function level (TVM's default scope is global): a workspace, as T.alloc_global.
+        from .sync import alloc_global
+
+        return alloc_global(shape, dtype)
+    if scope is None:
+        scope = "shared.dyn"
     return _alloc("T.alloc_buffer", "buf", shape, dtype, scope)
 
 

@@ -97,3 +97,19 @@ def test_reinterpret_between_float_and_integer_compiles_to_a_bit_cast():
 
     src = tilec.compile(bits, target="sm_90a").get_kernel_source()
     assert "tl::reinterpret<unsigned int>(B[" in src and "tl::reinterpret<float>(A[" in src, src
+
+
+def test_bit_operations_widen_the_narrower_integer_of_one_signedness():
+    @T.prim_func
+    def widen(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.uint16), O: T.Tensor((128,), T.uint16)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                O[i] = (V[i] >> P[i]) & T.uint16(15)
+
+    assert 'T.call_intrin("uint16", "tl.shift_right", T.cast(V[i], "uint16"), P[i])' in widen.script()
+    with pytest.raises(CompileError, match="bit operations need two integers of one type"):
+        @T.prim_func
+        def mixed(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.int16), O: T.Tensor((128,), T.int16)):
+            with T.Kernel(1, threads=128) as bx:
+                for i in T.Parallel(128):
+                    O[i] = V[i] >> P[i]

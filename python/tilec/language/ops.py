@@ -518,6 +518,13 @@ def bitwise(kind: str, a: Any, b: Any):
         ea = _tilec.int_imm(int(a), eb.dtype, _loc()) if isinstance(a, numbers.Integral) else to_expr(a)
     if eb is None:
         eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
+    if ea.dtype.is_integer() and eb.dtype.is_integer() and ea.dtype != eb.dtype and \
+            str(ea.dtype).startswith("u") == str(eb.dtype).startswith("u") and ea.dtype.lanes == eb.dtype.lanes:
+        # Two integers of one signedness: the narrower is widened (TVM's rule), e.g. uint8 >> uint16.
+        if ea.dtype.bits < eb.dtype.bits:
+            ea = _tilec.cast(eb.dtype, ea, _loc())
+        else:
+            eb = _tilec.cast(ea.dtype, eb, _loc())
     if not ea.dtype.is_integer() or ea.dtype != eb.dtype:
         raise CompileError(f"bit operations need two integers of one type, got {ea.dtype} and {eb.dtype}",
                            hint="cast one side with T.cast(x, \"int32\")")

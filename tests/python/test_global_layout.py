@@ -75,12 +75,24 @@ def test_a_layout_that_is_not_a_bijection_is_refused():
                 A[0, 0] = 1.0
 
 
-def test_a_region_op_on_a_reindexed_tensor_is_refused():
-    with pytest.raises(CompileError, match="T.atomic_add on a region of 'dQ', a tensor given a T.Layout"):
+def test_a_region_atomic_into_a_reindexed_tensor_is_one_atomic_per_element():
+    @T.prim_func
+    def region(dQ: T.Tensor((B, L, H, D), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            acc = T.alloc_fragment((64, D), T.float32)
+            T.clear(acc)
+            T.annotate_layout({dQ: _dq_layout(dQ)})
+            T.atomic_add(dQ[0, 0:64, 0, :], acc)
+
+    text = region.script()
+    assert "T.atomic_add(dQ" not in text and '"tl.atomic_add", T.call_intrin("handle", "tl.address_of", dQ[' in text
+    tilec.compile(region, target="sm_90a")
+
+
+def test_other_region_ops_on_a_reindexed_tensor_are_refused():
+    with pytest.raises(CompileError, match="T.fill on a region of 'dQ', a tensor given a T.Layout"):
         @T.prim_func
         def region(dQ: T.Tensor((B, L, H, D), T.float32)):
             with T.Kernel(1, threads=128) as bx:
-                acc = T.alloc_fragment((64, D), T.float32)
-                T.clear(acc)
                 T.annotate_layout({dQ: _dq_layout(dQ)})
-                T.atomic_add(dQ[0, 0:64, 0, :], acc)
+                T.fill(dQ[0, 0:64, 0, :], 0.0)

@@ -160,10 +160,23 @@ def _region(v: Any):
 def copy_remapped(src: Any, dst: Any) -> bool:
     """T.copy with a re-indexed tensor on either side: an element loop (T.Parallel) over the
     region, guarded by the tensors' bounds. Returns False when neither side is re-indexed."""
+    return _element_loop(src, dst, "T.copy", None)
+
+
+def atomic_remapped(kind: str, dst: Any, value: Any) -> bool:
+    """T.atomic_add/max/min of a region into a re-indexed tensor: one atomic per element, in an
+    element loop as for T.copy. Returns False when the destination is not re-indexed."""
+    d = _region(dst)[0]
+    if d is None or not remapped(d) or not isinstance(value, (Buffer, BufferAccess)):
+        return False
+    return _element_loop(value, dst, f"T.{kind}", kind)
+
+
+def _element_loop(src: Any, dst: Any, what: str, atomic: Any) -> bool:
     (sbuf, sitems), (dbuf, ditems) = _region(src), _region(dst)
     if sbuf is None or dbuf is None or not (remapped(sbuf) or remapped(dbuf)):
         return False
-    ctx = context.require("T.copy")
+    ctx = context.require(what)
     loc = ctx.loc
 
     def free(items):
@@ -172,7 +185,7 @@ def copy_remapped(src: Any, dst: Any) -> bool:
 
     sfree, dfree = free(sitems), free(ditems)
     if len(sfree) != len(dfree):
-        raise CompileError(f"T.copy between '{sbuf.name}' and '{dbuf.name}' (a tensor with a T.Layout): the regions "
+        raise CompileError(f"{what} between '{sbuf.name}' and '{dbuf.name}' (a tensor with a T.Layout): the regions "
                            "have different numbers of dimensions", hint="give both sides as slices of one shape")
     extents = [to_expr(n) for _, n in dfree]
     names = [f"{dbuf.name}_c{k}" for k in range(len(extents))]
@@ -203,7 +216,11 @@ def copy_remapped(src: Any, dst: Any) -> bool:
     if remapped(dbuf):
         didx = remap(dbuf, didx)
     value = _tilec.buffer_load(sbuf, sidx, loc)
-    ctx.builder.store(dbuf, didx, stored_value(dbuf, value, loc), loc)
+    if atomic is None:
+        ctx.builder.store(dbuf, didx, stored_value(dbuf, value, loc), loc)
+    else:
+        address = _tilec.call("handle", "tl.address_of", [_tilec.buffer_load(dbuf, didx, loc)], loc)
+        ctx.builder.evaluate(_tilec.call("void", "tl." + atomic, [address, stored_value(dbuf, value, loc)], loc), loc)
     if cond is not None:
         ctx.builder.end_frame()
     ctx.builder.end_frame()

@@ -454,6 +454,10 @@ def _atomic(kind: str):
             return
         if isinstance(dst, BufferAccess) and dst.is_point() and isinstance(value, (Buffer, BufferRegion, BufferAccess)):
             dst = _region_like(dst, value)  # C[by * 128, bx * 128] += a whole tile, as in T.copy
+        from .global_layout import atomic_remapped
+
+        if not kwargs and atomic_remapped(kind, dst, value):
+            return
         _tile_op(kind, [dst, value], kwargs)
 
     return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "

@@ -113,3 +113,9 @@ def test_bit_operations_widen_the_narrower_integer_of_one_signedness():
             with T.Kernel(1, threads=128) as bx:
                 for i in T.Parallel(128):
                     O[i] = V[i] >> P[i]
+
+
+def test_tvm_short_dtype_names():
+    from tilec.language.dtypes import dtype_str
+
+    assert dtype_str("uint") == "uint32"

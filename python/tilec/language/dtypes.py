@@ -146,6 +146,8 @@ def dtype_str(v: Any, what: str = "dtype") -> str:
     if isinstance(v, str):
         if v in UNSUPPORTED:
             raise CompileError(f"T.{v}: {UNSUPPORTED[v]}", hint="docs/LANGUAGE.md lists the dtypes tilec supports")
+        if v in _ALIASES and _tilec.DataType.parse(v) is None:  # TVM's short names: "int", "uint", "half"
+            return _ALIASES[v]
         _tilec.DataType(v)  # CompileError for unknown names
         return str(v)
     if isinstance(v, _tilec.DataType):

@@ -72,6 +72,10 @@ class ExpressionEvaluator:
                 return str(obj.dtype)
             if attr in ("name", "scope", "ndim", "strides"):
                 return getattr(obj, attr)
+            if attr == "data":  # T.Tensor(shape, dtype, A.data): a view (language/views.py)
+                from ..language.views import BufferData
+
+                return BufferData(obj)
         try:
             return getattr(obj, attr)
         except AttributeError:
@@ -279,6 +283,11 @@ class ExpressionEvaluator:
         obj = self.eval(node.value)
         if isinstance(obj, Buffer):
             return self.subscript_buffer(obj, node.slice, node)
+        from ..language.views import GlobalView, subscript
+
+        if isinstance(obj, GlobalView):
+            self.ctx.loc = self.loc(node)
+            return subscript(obj, self.subscript_buffer(obj, node.slice, node).items)
         if is_ir(obj):
             raise self.error(node, f"cannot index {describe(obj)}")
         key = self.eval(node.slice) if not isinstance(node.slice, ast.Slice) else self.expr_Slice(node.slice)
@@ -309,7 +318,7 @@ class ExpressionEvaluator:
                     v = v.to_load()
                 items.append(("index", v))
         access = BufferAccess(buf, items, self.loc(node))
-        if buf.scope == "global" and getattr(self.ctx, "global_layouts", None):
+        if isinstance(buf, Buffer) and buf.scope == "global" and getattr(self.ctx, "global_layouts", None):
             from ..language.global_layout import remap_access
 
             self.ctx.loc = self.loc(node)

@@ -26,6 +26,9 @@ from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTe
 from .atomic_vec import atomic_addx2, atomic_addx4
 from .bitcast import reinterpret
 from .persistent import Persistent
+from .views import im2col
+
+c2d_im2col = im2col
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty
 
 globals().update(_DTYPES)

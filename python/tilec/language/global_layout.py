@@ -112,6 +112,8 @@ def register(buf: Buffer, layout: Any) -> None:
 
 
 def _entry(buf: Buffer):
+    if not isinstance(buf, Buffer):
+        return None
     ctx = context.current()
     table = getattr(ctx, "global_layouts", None) if ctx is not None else None
     if not table or buf.name not in table:
@@ -150,6 +152,12 @@ def remap_access(access: BufferAccess) -> BufferAccess:
 
 
 def _region(v: Any):
+    from .views import GlobalView, ViewAccess
+
+    if isinstance(v, GlobalView):
+        return v, [("slice", 0, n) for n in v.shape]
+    if isinstance(v, ViewAccess):
+        return v.buffer, list(v.items)
     if isinstance(v, Buffer):
         return v, [("slice", 0, n) for n in v.shape]
     if isinstance(v, BufferAccess):
@@ -173,8 +181,11 @@ def atomic_remapped(kind: str, dst: Any, value: Any) -> bool:
 
 
 def _element_loop(src: Any, dst: Any, what: str, atomic: Any) -> bool:
+    from .views import GlobalView
+
     (sbuf, sitems), (dbuf, ditems) = _region(src), _region(dst)
-    if sbuf is None or dbuf is None or not (remapped(sbuf) or remapped(dbuf)):
+    special = [b for b in (sbuf, dbuf) if isinstance(b, GlobalView) or (b is not None and remapped(b))]
+    if sbuf is None or dbuf is None or not special:
         return False
     ctx = context.require(what)
     loc = ctx.loc
@@ -184,6 +195,15 @@ def _element_loop(src: Any, dst: Any, what: str, atomic: Any) -> bool:
                 not (isinstance(it[2], int) and it[2] == 1 or isinstance(it[2], _tilec.Expr) and it[2].as_int() == 1)]
 
     sfree, dfree = free(sitems), free(ditems)
+    # An all-index side (A[i, j]) takes its extents from the other side, on its last dimensions.
+    for items, other, side in ((sitems, dfree, "s"), (ditems, sfree, "d")):
+        if other and all(it[0] == "index" for it in items) and len(items) >= len(other):
+            first = len(items) - len(other)
+            items[first:] = [("slice", items[first + k][1], n) for k, (_, n) in enumerate(other)]
+            if side == "s":
+                sfree = free(sitems)
+            else:
+                dfree = free(ditems)
     if len(sfree) != len(dfree):
         raise CompileError(f"{what} between '{sbuf.name}' and '{dbuf.name}' (a tensor with a T.Layout): the regions "
                            "have different numbers of dimensions", hint="give both sides as slices of one shape")
@@ -211,6 +231,10 @@ def _element_loop(src: Any, dst: Any, what: str, atomic: Any) -> bool:
         cond = c if cond is None else _tilec.binary("And", cond, c, loc)
     if cond is not None:
         ctx.builder.begin_if(cond, loc)
+    if isinstance(sbuf, GlobalView):
+        sbuf, sidx = sbuf.base, sbuf.base_indices(sidx)
+    if isinstance(dbuf, GlobalView):
+        dbuf, didx = dbuf.base, dbuf.base_indices(didx)
     if remapped(sbuf):
         sidx = remap(sbuf, sidx)
     if remapped(dbuf):

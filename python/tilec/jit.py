@@ -112,6 +112,10 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
     if flags:
         options["compile_flags"] = flags
     try:
+        from .jit_multi import compile_split, needs_split
+
+        if needs_split(func):  # several T.Kernel blocks, or T.alloc_global workspaces
+            return compile_split(func, backend, options)
         return backend(func, **options)
     except CompileError as e:
         raise e.with_traceback(None) from None

@@ -100,6 +100,17 @@ class Profiler:
         self.device = device
         self.params = kernel.params()
 
+    @property
+    def func(self):
+        """The kernel as a callable (TileLang's `profiler.func(*args)` runs the kernel)."""
+        return self.kernel
+
+    adapter = func
+
+    def _get_inputs(self, with_output: bool = False) -> list:
+        """TileLang's name for the generated input tensors (and outputs when asked)."""
+        return self._inputs() + (self._outputs() if with_output else [])
+
     # ------------------------------------------------------------------ arguments
     def _scalar_value(self, p):
         name = p["name"]

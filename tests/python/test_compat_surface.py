@@ -168,3 +168,17 @@ def test_autotune_over_an_eager_function_tunes_a_parameter_without_default(monke
 
     kernel = ones.compile(Fake())
     assert kernel.params()[0]["shape"] == [256]
+
+
+def test_profiler_func_is_the_kernel():
+    from tilec.profiler import Profiler
+
+    @T.prim_func
+    def add_one(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = A[i] + 1.0
+
+    kernel = tilec.compile(add_one, target="sm_90a")
+    profiler = Profiler(kernel)
+    assert profiler.func is kernel and profiler.adapter is kernel

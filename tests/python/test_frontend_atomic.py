@@ -40,3 +40,19 @@ def test_atomic_add_of_a_tile_into_an_element_address_takes_the_tile_extents():
             T.atomic_add(C[by * 128, bx * 128], C_local)
 
     assert "T.atomic_add(C[by * 128:by * 128 + 128, bx * 128:bx * 128 + 128], C_local)" in splitk.script()
+
+
+def test_vector_atomic_add_is_one_atomic_per_element():
+    @T.prim_func
+    def scatter(D: T.Tensor((64, 64), "float32"), Idx: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((64, 64), "float32")
+            T.clear(S)
+            for i, j in T.Parallel(64, 16):
+                T.atomic_addx4(D[Idx[i], j * 4], S[i, j * 4])
+
+    text = scatter.script()
+    for k in ("", " + 1", " + 2", " + 3"):
+        assert f"D[Idx[i], j * 4{k}]" in text, text
+    src = tilec.compile(scatter, target="sm_90a").get_kernel_source()
+    assert src.count("tl::atomic_add(") == 4, src

@@ -334,7 +334,8 @@ def test_fragment_used_outside_a_parallel_loop():
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
                 F = T.alloc_fragment((128,), "float32")
-                T.copy(A, F)
+                for j in T.Parallel(128):  # distributed over the threads: F cannot be a per-thread copy
+                    F[j] = A[j] * 2.0
                 for i in T.serial(128):
                     A[i] = F[i] + 1.0  # fragment-outside
         return main
@@ -343,3 +344,4 @@ def test_fragment_used_outside_a_parallel_loop():
     assert err.message == "fragment 'F' is indexed outside a T.Parallel loop"
     assert "T.Parallel" in err.hint
     check_location(err, "fragment-outside", "F[i]")
+

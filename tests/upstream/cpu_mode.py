@@ -77,7 +77,13 @@ def _install_fake_cuda(torch):
                 meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
                 with torch._C.DisableTorchFunction():
                     out = func(*meta, **kwargs)
-                return torch.zeros(out.shape, dtype=out.dtype)
+                zeros = torch.zeros(out.shape, dtype=out.dtype)
+                # Keep the autograd graph (reference programs call .backward() on it): zeros that
+                # depend on every input that needs a gradient, so the inputs get zero gradients.
+                for a in args:
+                    if isinstance(a, torch.Tensor) and a.requires_grad and a.numel():
+                        zeros = zeros + (a.reshape(-1)[0] * 0).to(out.dtype)
+                return zeros
             return func(*args, **kwargs)
 
     mode = CudaIsCpu()
@@ -125,6 +131,8 @@ def _install_fake_cuda(torch):
 
     cuda = torch.cuda
     cuda.is_available = lambda: True
+    cuda.init = lambda: None
+    cuda.is_initialized = lambda: True
     cuda.device_count = lambda: 1
     cuda.current_device = lambda: 0
     cuda.set_device = lambda *a: None
@@ -155,6 +163,14 @@ def _install_fake_cuda(torch):
             return False
 
     cuda.device = FakeDevice
+
+    real_generator = torch.Generator
+
+    class CpuGenerator(real_generator):  # torch.Generator(device="cuda") -> a CPU generator
+        def __new__(cls, device=None):
+            return real_generator(cpu_device(device) if device is not None else "cpu")
+
+    torch.Generator = CpuGenerator
     torch.backends.cudnn.allow_tf32 = True
 
 

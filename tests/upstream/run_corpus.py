@@ -6,10 +6,13 @@
 CPU mode (default): each example runs in its own process through cpu_mode.py — kernels
 compiled for sm_90a, launches intercepted, torch's "cuda" on the CPU.
 
-GPU mode (`--gpu`, in scripts/gpu_check.sh on the H200): each example runs unmodified with
-`python -m tilec.run`, with its own checks, under --timeout (120 s, upstream's limit); pass =
-exit status 0. Results go to report/gpu_mode.json and, with --write-docs, the GPU table of
-docs/COMPAT.md (with the last line each example printed, where its timing usually is).
+GPU mode (`--gpu`, the `corpus` step of scripts/gpu_check.sh on the H200): each example runs
+unmodified with `python -m tilec.run`, with its own checks, under --timeout (120 s, upstream's
+limit), --jobs of them at a time (8 by default); pass = exit status 0. Results go to --report
+(report/gpu_mode.json by default) and the table beside it (same name, .md); --write-docs also
+puts the table into docs/COMPAT.md. `--shard K/N` runs every N-th example from the K-th (to
+split a run over several device calls); `--docs-from-report A.json B.json ...` merges reports
+fetched from the device into the table of docs/COMPAT.md (add --gpu for GPU reports).
 
 Status per example in CPU mode:
 
@@ -33,6 +36,8 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -104,44 +109,134 @@ def run_one(example: str, timeout: float) -> dict:
     return result
 
 
-def run_one_on_gpu(example: str, timeout: float) -> dict:
+def run_one_on_gpu(example: str, timeout: float, log_dir: str = "") -> dict:
+    """Runs the example unmodified (`python -m tilec.run`) in its own process group; the whole
+    group is killed at the time limit (autotuners and data loaders start children)."""
     program = os.path.join(EXAMPLES, example)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
     start = time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "tilec.run", program], cwd=os.path.dirname(program), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, "-m", "tilec.run", program], cwd=os.path.dirname(program), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        lines = [ln for ln in proc.stdout.decode(errors="replace").splitlines() if ln.strip()]
-        status = "pass" if proc.returncode == 0 else "fail"
-        last = lines[-1][:300] if lines else ""
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        timed_out = True
+    text = out.decode(errors="replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if timed_out:
         status, last = "timeout", f"no result within {timeout:.0f} s"
-    return {"example": example, "status": status, "last_line": last, "seconds": round(time.time() - start, 1)}
+    else:
+        status = "pass" if proc.returncode == 0 else "fail"
+        last = (_error_line(lines) if status == "fail" else "") or (lines[-1] if lines else f"(no output, exit "
+                                                                                               f"{proc.returncode})")
+        last = last.strip()[:300]
+    if log_dir:
+        path = os.path.join(log_dir, example.replace("/", "__") + ".log")
+        os.makedirs(log_dir, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    return {"example": example, "status": status, "last_line": last, "seconds": round(time.time() - start, 1),
+            "exit": proc.returncode}
 
 
-def write_gpu_docs(results: list) -> None:
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b:?")
+
+
+def _error_line(lines: list) -> str:
+    """The exception line of a failed run's output (the last one: what stopped it)."""
+    for ln in reversed(lines):
+        if _EXCEPTION.match(ln.strip()):
+            return ln
+    return ""
+
+
+def gpu_table(results: list, stamp: str = "", commit: str = "") -> str:
     passing = upstream_passing()
     ok = sum(1 for r in results if r["example"] in passing and r["status"] == "pass")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL).stdout.decode().strip()
-    lines = [f"<!-- gpu-table: written by tests/upstream/run_corpus.py --gpu --write-docs -->",
-             f"GPU mode, {time.strftime('%Y-%m-%d')}, commit {commit}: {ok} of the {len(passing)} examples upstream "
-             f"passes on the H200 pass here.", "",
-             "| example | upstream on H200 | tilec | seconds | last line |", "| --- | --- | --- | --- | --- |"]
+    counts = summarize(results, ("pass", "fail", "timeout"))
+    stamp = stamp or time.strftime("%Y-%m-%d")
+    commit = commit or _commit()
+    lines = ["<!-- gpu-table: written by tests/upstream/run_corpus.py --gpu --write-docs -->",
+             f"GPU mode (H200), {stamp}, commit {commit}: {len(results)} examples; "
+             + ", ".join(f"{k} {v}" for k, v in counts.items())
+             + f". Of the {len(passing)} examples upstream passes on the H200, {ok} pass here "
+             f"(target: 95 %, {-(-95 * len(passing) // 100)}).", "",
+             "| example | upstream on H200 | tilec | seconds | last line (the error, or the example's own output) |",
+             "| --- | --- | --- | --- | --- |"]
     for r in sorted(results, key=lambda r: r["example"]):
         up = "pass" if r["example"] in passing else "fail"
         last = r["last_line"].replace("|", "\\|")
         lines.append(f"| {r['example']} | {up} | {r['status']} | {r['seconds']} | {last} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_gpu_docs(results: list, stamp: str = "", commit: str = "") -> None:
     with open(COMPAT_MD) as f:
         text = f.read()
     begin, end = text.index("<!-- gpu-table"), text.index("<!-- /gpu-table -->")
     with open(COMPAT_MD, "w") as f:
-        f.write(text[:begin] + "\n".join(lines) + "\n" + text[end:])
+        f.write(text[:begin] + gpu_table(results, stamp, commit) + text[end:])
 
 
-def summarize(results: list) -> dict:
-    counts = {s: 0 for s in STATUSES}
+def _commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL).stdout.decode().strip() or "unknown"
+
+
+def shard(examples: list, spec: str) -> list:
+    """`K/N`: every N-th example from the K-th (1-based)."""
+    k, n = (int(x) for x in spec.split("/"))
+    if not 1 <= k <= n:
+        raise SystemExit(f"--shard {spec}: want K/N with 1 <= K <= N")
+    return examples[k - 1::n]
+
+
+def run_gpu(examples: list, args) -> int:
+    args.report = args.report or os.path.join(HERE, "report", "gpu_mode.json")
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        log_dir = os.path.splitext(args.report)[0] + "_logs"
+        futures = [pool.submit(run_one_on_gpu, e, args.timeout, log_dir) for e in examples]
+        for fut in concurrent.futures.as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            print(f"[{len(results):3d}/{len(examples)}] {r['status']:8s} {r['example']}  ({r['seconds']} s) "
+                  f"{r['last_line'][:120]}", flush=True)
+    results.sort(key=lambda r: r["example"])
+    report = args.report
+    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
+    meta = {"date": time.strftime("%Y-%m-%d"), "commit": _commit(), "jobs": args.jobs, "timeout": args.timeout}
+    with open(report, "w") as f:
+        json.dump({"meta": meta, "summary": summarize(results, ("pass", "fail", "timeout")), "results": results}, f,
+                  indent=1)
+    with open(os.path.splitext(report)[0] + ".md", "w") as f:
+        f.write(gpu_table(results, meta["date"], meta["commit"]))
+    print("summary:", ", ".join(f"{k} {v}" for k, v in summarize(results, ("pass", "fail", "timeout")).items()),
+          f"-> {report}")
+    if args.write_docs:
+        write_gpu_docs(results, meta["date"], meta["commit"])
+    return 0
+
+
+def load_reports(paths: list) -> tuple:
+    """Results of one or more reports (GPU shards merge), with the first report's meta."""
+    results, meta = [], {}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        if isinstance(data, list):  # an older GPU report: a bare list
+            data = {"results": data}
+        meta = meta or data.get("meta", {})
+        results += data["results"]
+    return results, meta
+
+
+def summarize(results: list, statuses: tuple = STATUSES) -> dict:
+    counts = {s: 0 for s in statuses}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     return counts
@@ -181,34 +276,33 @@ def write_docs(results: list) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    ap.add_argument("--jobs", type=int, default=None, help="examples at a time (CPU mode: up to 4; GPU mode: 8)")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--only", default="", help="run the examples whose path contains this text")
     ap.add_argument("--write-docs", action="store_true", help="rewrite the CPU table in docs/COMPAT.md")
     ap.add_argument("--report", default=None)
     ap.add_argument("--gpu", action="store_true", help="GPU mode: run each example for real (on the H200)")
-    ap.add_argument("--docs-from-report", action="store_true",
-                    help="rewrite the CPU table of docs/COMPAT.md from the last report, running nothing")
+    ap.add_argument("--shard", default="", help="K/N: run every N-th in-scope example from the K-th")
+    ap.add_argument("--docs-from-report", nargs="*", default=None, metavar="REPORT",
+                    help="rewrite the CPU (or with --gpu, the GPU) table of docs/COMPAT.md from reports, running "
+                         "nothing (default: the last report)")
     args = ap.parse_args(argv)
-    if args.docs_from_report:
-        with open(args.report or REPORT) as f:
-            write_docs(json.load(f)["results"])
+    if args.docs_from_report is not None:
+        default = args.report or (os.path.join(HERE, "report", "gpu_mode.json") if args.gpu else REPORT)
+        results, meta = load_reports(args.docs_from_report or [default])
+        if args.gpu:
+            write_gpu_docs(results, meta.get("date", ""), meta.get("commit", ""))
+        else:
+            write_docs(results)
         return 0
     examples = [e for e in in_scope() if args.only in e]
+    if args.shard:
+        examples = shard(examples, args.shard)
     results = []
     if args.gpu:
-        for e in examples:  # one at a time: they time themselves
-            results.append(run_one_on_gpu(e, args.timeout))
-            r = results[-1]
-            print(f"[{len(results):3d}/{len(examples)}] {r['status']:8s} {e}  ({r['seconds']} s) {r['last_line'][:120]}",
-                  flush=True)
-        report = args.report or os.path.join(HERE, "report", "gpu_mode.json")
-        os.makedirs(os.path.dirname(report), exist_ok=True)
-        with open(report, "w") as f:
-            json.dump(results, f, indent=1)
-        if args.write_docs:
-            write_gpu_docs(results)
-        return 0
+        args.jobs = args.jobs or 8
+        return run_gpu(examples, args)
+    args.jobs = args.jobs or max(1, min(4, os.cpu_count() or 1))
     args.report = args.report or REPORT
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, e, args.timeout): e for e in examples}

@@ -18,7 +18,9 @@ import run_corpus
 
 # 2026-12-01: 31 pass (this test, sequential, 9 min on 2 cores); the floor leaves one for
 # examples that need much host memory in CPU mode (an OOM-killed run counts as "program").
-FLOOR = 30
+# 2026-12-01 (compat2): 51 pass; the floor leaves two (deepseek_mla/example_mla_decode_paged.py
+# sits near the 120 s limit on 2 busy cores, and OOM kills vary with the machine).
+FLOOR = 49
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

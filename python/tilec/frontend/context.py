@@ -28,6 +28,7 @@ class ParseContext:
         self.returned_outputs: Optional[list] = None  # what the function's `return` names
         self.pass_configs: dict = {}  # T.annotate_pass_configs
         self.compile_flags: list = []  # T.annotate_compile_flags
+        self.scalar_fragments: set = set()  # fragments allocated as local (frontend/scalar_fragments.py)
         self.let_values: list = []  # (let variable, its value), so `lo:hi` sees hi = lo + n
 
     def take_name(self, default: str) -> str:

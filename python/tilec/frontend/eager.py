@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 from .. import _tilec
 from ..errors import CompileError
-from . import context
+from . import context, scalar_fragments
 from .function import SourceInfo, finish_outputs, read_source
 from .parser import Env, Parser
 
@@ -213,6 +213,7 @@ class EagerFunction:
                                                               fdef.col_offset + src.col_offset + 1))
         ctx = context.ParseContext(builder, src.filename)
         ctx.eager = state
+        ctx.scalar_fragments = scalar_fragments.scan(fdef)
         parser = Parser(ctx, Env.of_function(self.fn), src.filename, src.line_offset, src.col_offset)
         ctx.parser = parser
         context.push(ctx)

@@ -72,6 +72,10 @@ class ExpressionEvaluator:
                 return str(obj.dtype)
             if attr in ("name", "scope", "ndim", "strides"):
                 return getattr(obj, attr)
+            if attr == "data":  # T.Tensor(shape, dtype, A.data): a view (language/views.py)
+                from ..language.views import BufferData
+
+                return BufferData(obj)
         try:
             return getattr(obj, attr)
         except AttributeError:
@@ -279,6 +283,11 @@ class ExpressionEvaluator:
         obj = self.eval(node.value)
         if isinstance(obj, Buffer):
             return self.subscript_buffer(obj, node.slice, node)
+        from ..language.views import GlobalView, subscript
+
+        if isinstance(obj, GlobalView):
+            self.ctx.loc = self.loc(node)
+            return subscript(obj, self.subscript_buffer(obj, node.slice, node).items)
         if is_ir(obj):
             raise self.error(node, f"cannot index {describe(obj)}")
         key = self.eval(node.slice) if not isinstance(node.slice, ast.Slice) else self.expr_Slice(node.slice)
@@ -308,7 +317,13 @@ class ExpressionEvaluator:
                 if isinstance(v, BufferAccess):
                     v = v.to_load()
                 items.append(("index", v))
-        return BufferAccess(buf, items, self.loc(node))
+        access = BufferAccess(buf, items, self.loc(node))
+        if isinstance(buf, Buffer) and buf.scope == "global" and getattr(self.ctx, "global_layouts", None):
+            from ..language.global_layout import remap_access
+
+            self.ctx.loc = self.loc(node)
+            access = remap_access(access)  # a tensor given a T.Layout (language/global_layout.py)
+        return access
 
     def _slice_item(self, buf: Buffer, dim: int, s: ast.Slice):
         if s.step is not None:

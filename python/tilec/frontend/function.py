@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from .. import _tilec
 from ..errors import CompileError
-from . import context
+from . import context, scalar_fragments
 from .parser import Env, Parser
 
 
@@ -53,6 +53,7 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
 
     builder = _tilec.Builder(fdef.name, _tilec.SourceLoc(filename, fdef.lineno + line_offset, fdef.col_offset + col_offset + 1))
     ctx = context.ParseContext(builder, filename)
+    ctx.scalar_fragments = scalar_fragments.scan(fdef)
     parser = Parser(ctx, env, filename, line_offset, col_offset)
     ctx.parser = parser
     context.push(ctx)

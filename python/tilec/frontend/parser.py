@@ -407,7 +407,7 @@ class Parser(ExpressionEvaluator):
             self.visit_body(node.body, new_scope=False)
             self.scopes.pop()
             self.ir_depth -= 1
-            self.builder.end_frame()
+            it.end_loops(self.ctx)
             return
         if isinstance(it, (list, tuple, range)):
             for value in it:  # a Python sequence: unrolled while parsing

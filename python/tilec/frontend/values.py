@@ -181,4 +181,69 @@ def extent_between(lo: Any, hi: Any) -> Any:
             hi_e = to_expr(bound)
     if hi_e.kind == "Add" and _tilec.structural_equal(hi_e.a, lo_e):
         return hi_e.b
-    return _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))
+    ext = _tilec.simplify(_tilec.binary("Sub", hi_e, lo_e, context.loc()))
+    if ext.as_int() is None and lo_e.kind == "Var":  # lo and hi both let-bound (start = ...; end = ...)
+        bound = context.let_value(lo_e)
+        if bound is not None:
+            folded = _tilec.simplify(_tilec.binary("Sub", hi_e, to_expr(bound), context.loc()))
+            if folded.as_int() is not None:
+                return folded
+    return ext
+
+
+# ------------------------------------------------------------------ operators outside the parser
+# Helper functions called from a kernel (plain Python, not parsed) apply Python's operators to
+# kernel values directly: `(bits >> 23) & 0xFF`, `amax * scale`. On integers `&`, `|`, `^`,
+# `<<`, `>>` are bit operations (as in TVM); `&` / `|` on booleans stay logical.
+
+
+def _bit_op(kind: str, logical: str = ""):
+    def op(a: Any, b: Any) -> Expr:
+        from ..language.ops import bitwise
+
+        if logical:
+            ea, eb = to_expr(a), to_expr(b)
+            if ea.dtype.is_bool() and eb.dtype.is_bool():
+                return _tilec.binary(logical, ea, eb, context.loc())
+        return bitwise(kind, a, b)
+
+    def rop(a: Any, b: Any) -> Expr:
+        return op(b, a)
+
+    return op, rop
+
+
+for _name, _kind, _logical in (("and", "and", "And"), ("or", "or", "Or"), ("xor", "xor", ""),
+                               ("lshift", "shl", ""), ("rshift", "shr", "")):
+    _op, _rop = _bit_op(_kind, _logical)
+    setattr(Expr, f"__{_name}__", _op)
+    setattr(Expr, f"__r{_name}__", _rop)
+
+
+def _invert(a: Any) -> Expr:
+    """`~x`: bitwise not of an integer, logical not of a bool (TVM's meaning in both cases)."""
+    e = to_expr(a)
+    if e.dtype.is_bool():
+        return _tilec.logical_not(e, context.loc())
+    from ..language.ops import bitwise_not
+
+    return bitwise_not(e)
+
+
+Expr.__invert__ = _invert
+
+
+def _load_op(name: str):
+    def op(self: BufferAccess, *other: Any) -> Any:
+        return getattr(self.to_load(), name)(*other)
+
+    op.__name__ = name
+    return op
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "lshift", "rshift"):
+    setattr(BufferAccess, f"__{_name}__", _load_op(f"__{_name}__"))
+    setattr(BufferAccess, f"__r{_name}__", _load_op(f"__r{_name}__"))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne", "neg", "pos", "invert"):
+    setattr(BufferAccess, f"__{_name}__", _load_op(f"__{_name}__"))
+BufferAccess.__hash__ = object.__hash__  # __eq__ builds IR; hash by identity as before

@@ -28,7 +28,7 @@ class DType(str):
 
     def __call__(self, value: Any) -> Any:
         loc = context.loc()
-        dt = _tilec.DataType(str(self))
+        dt = _tilec.DataType(dtype_str(str(self)))
         if is_ir(value):
             return _tilec.cast(dt, to_expr(value), loc)
         if isinstance(value, str):
@@ -51,14 +51,14 @@ class DType(str):
 
     @property
     def bits(self) -> int:
-        return _tilec.DataType(str(self)).bits
+        return _tilec.DataType(dtype_str(str(self))).bits
 
     @property
     def lanes(self) -> int:
-        return _tilec.DataType(str(self)).lanes
+        return _tilec.DataType(dtype_str(str(self))).lanes
 
     def is_float(self) -> bool:
-        return _tilec.DataType(str(self)).is_float()
+        return _tilec.DataType(dtype_str(str(self))).is_float()
 
     def as_torch(self):
         """The torch dtype of the same name (float8_e4m3 is torch.float8_e4m3fn)."""
@@ -79,7 +79,26 @@ _ALIASES = {"half": "float16", "double": "float64", "float": "float32", "int": "
 _VECTOR_BASES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
                  "uint32", "uint64", "float8_e4m3", "float8_e5m2"]
 
+# Names TileLang has that tilec cannot store: they exist (programs name them in tables and
+# annotations), and using one as a dtype raises this message.
+UNSUPPORTED = {
+    "int4": "sub-byte integers are not supported by tilec: store two 4-bit values per int8/uint8 and unpack "
+            "them with shifts and masks",
+    "uint4": "sub-byte integers are not supported by tilec: store two 4-bit values per uint8 and unpack them "
+             "with shifts and masks",
+    "int2": "sub-byte integers are not supported by tilec: pack them into uint8",
+    "uint2": "sub-byte integers are not supported by tilec: pack them into uint8",
+    "int1": "1-bit integers are not supported by tilec: use bool or pack bits into uint8/uint32",
+    "float8_e8m0fnu": "float8_e8m0fnu (MX scale factors) is not supported by tilec: keep the scale exponents in "
+                      "uint8 and build the float with T.reinterpret",
+    "float6_e2m3fn": "6-bit floats are not supported by tilec",
+    "float6_e3m2fn": "6-bit floats are not supported by tilec",
+}
+
 DTYPES = {name: DType(name) for name in _NAMES}
+DTYPES.update({name: DType(name) for name in UNSUPPORTED})
+# TensorFloat-32 is float32 in memory; T.gemm on float32 operands is tilec's choice of instruction.
+DTYPES["tfloat32"] = DType("float32")
 for _alias, _target in _ALIASES.items():
     DTYPES[_alias] = DType(_target)
 for _base in _VECTOR_BASES:  # T.float32x2, T.float16x4, ...
@@ -125,6 +144,10 @@ def __getattr__(name: str):
 def dtype_str(v: Any, what: str = "dtype") -> str:
     """A dtype given as a T name, a string, a DataType or a Python type (float / int / bool)."""
     if isinstance(v, str):
+        if v in UNSUPPORTED:
+            raise CompileError(f"T.{v}: {UNSUPPORTED[v]}", hint="docs/LANGUAGE.md lists the dtypes tilec supports")
+        if v in _ALIASES and _tilec.DataType.parse(v) is None:  # TVM's short names: "int", "uint", "half"
+            return _ALIASES[v]
         _tilec.DataType(v)  # CompileError for unknown names
         return str(v)
     if isinstance(v, _tilec.DataType):

@@ -89,6 +89,9 @@ class LoopFrame(Frame):
             self.order, self.stage, self.annotations, self.thread_tag, self.loc)
         return [v]
 
+    def end_loops(self, ctx) -> None:
+        ctx.builder.end_frame()
+
 
 def _bounds(start: Any, stop: Any, what: str):
     """(min, extent) of `start, stop` loop arguments; `stop=None` means 0..start."""

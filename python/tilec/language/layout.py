@@ -48,7 +48,13 @@ def Layout(shape: Any, forward_fn: Callable) -> "_tilec.Layout":
     shape = _shape(shape)
     vs = _vars_for(forward_fn, len(shape), "T.Layout")
     index = _index_list(forward_fn(*vs))
-    return _tilec.make_layout([to_expr(s) for s in shape], vs, index)
+    layout = _tilec.make_layout([to_expr(s) for s in shape], vs, index)
+    FORWARD_FNS[id(layout)] = (layout, forward_fn)  # a layout given to a global tensor re-indexes it
+    return layout
+
+
+# id(layout) -> (layout, its Python forward function), for language/global_layout.py.
+FORWARD_FNS: dict = {}
 
 
 @primitive

@@ -59,11 +59,18 @@ def Kernel(*grid, threads: Any = 128, cluster_dims: Any = None, prelude: Any = N
     return KernelFrame(grid, threads, cluster_dims, _loc())
 
 
+_ASYNC_LOOP_HINTS = ("parallel_async_without_async_commit_wait", "parallel_prefer_async")
+
+
 @primitive
 def Parallel(*extents, min: Any = None, annotations: Optional[dict] = None,  # noqa: A002 - printed form
-             coalesced_width: Any = None, loop_layout: Any = None):
+             coalesced_width: Any = None, loop_layout: Any = None, prefer_async: bool = False):
     """`for i, j in T.Parallel(M, N):` — iterations distributed over the block's threads.
-    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form)."""
+    `T.Parallel(n, min=lo)` is one loop over [lo, lo + n) (the printer's form). TileLang's
+    `prefer_async=True` (lower a copy loop to cp.async) and its async annotations are
+    performance hints: accepted; tilec picks the copy instruction itself."""
+    if annotations:
+        annotations = {k: v for k, v in annotations.items() if k not in _ASYNC_LOOP_HINTS} or None
     if coalesced_width is not None or loop_layout is not None:
         raise CompileError("T.Parallel(coalesced_width=..., loop_layout=...) is not supported yet",
                            hint="remove the keyword; tilec picks the loop layout by layout inference")
@@ -189,6 +196,9 @@ def alloc_shared(shape: Any, dtype: Any, scope: str = "shared.dyn"):
 
 @primitive
 def alloc_fragment(shape: Any, dtype: Any, scope: str = "local.fragment"):
+    ctx = context.current()
+    if ctx is not None and scope == "local.fragment" and ctx.pending_name in ctx.scalar_fragments:
+        return _alloc("T.alloc_fragment", "fragment", shape, dtype, "local")  # frontend/scalar_fragments.py
     return _alloc("T.alloc_fragment", "fragment", shape, dtype, scope)
 
 
@@ -198,7 +208,15 @@ def alloc_local(shape: Any, dtype: Any, scope: str = "local"):
 
 
 @primitive
-def alloc_buffer(shape: Any, dtype: Any, scope: str = "shared.dyn"):
+def alloc_buffer(shape: Any, dtype: Any, scope: Optional[str] = None):
+    ctx = context.current()
+    if ctx is not None and not ctx.kernels and scope in (None, "global"):
+        # At function level (TVM's default scope is global): a workspace, as T.alloc_global.
+        from .sync import alloc_global
+
+        return alloc_global(shape, dtype)
+    if scope is None:
+        scope = "shared.dyn"
     return _alloc("T.alloc_buffer", "buf", shape, dtype, scope)
 
 
@@ -283,6 +301,14 @@ def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Seque
         if specs[i][0] not in kwargs:
             break
         args.append(kwargs.pop(specs[i][0]))
+    for a in args:  # a tensor re-indexed by a T.Layout (language/global_layout.py) has no regions
+        buf = a if isinstance(a, Buffer) else getattr(a, "buffer", None)
+        if isinstance(buf, Buffer) and buf.scope == "global" and getattr(ctx, "global_layouts", None):
+            from .global_layout import remapped
+
+            if remapped(buf):
+                raise CompileError(f"T.{op} on a region of '{buf.name}', a tensor given a T.Layout, is not supported",
+                                   hint="access it element by element (in T.Parallel) or with T.copy")
     tile_args = [_marshal_arg(a, specs[i][1] if i < len(specs) else "region_or_expr") for i, a in enumerate(args)]
     attrs = {k: _marshal_attr(v) for k, v in kwargs.items() if v is not None}
     ctx.builder.tile_op(op, tile_args, attrs, ctx.loc)
@@ -292,6 +318,11 @@ def _tile_op(op: str, args: Sequence[Any], kwargs: dict, extra_positional: Seque
 def copy(src: Any, dst: Any, *args, **kwargs):
     """Copy a region to another (global <-> shared <-> fragment); extents of an all-index
     side (A[i, j]) are taken from the other side."""
+    from .global_layout import copy_remapped
+    from .local_copy import copy_into_local
+
+    if copy_into_local(src, dst) or copy_remapped(src, dst):
+        return
     _tile_op("copy", [src, dst, *args], kwargs, ("coalesced_width", "disable_tma", "eviction_policy"))
 
 
@@ -304,6 +335,17 @@ def tma_copy(src: Any, dst: Any, *args, **kwargs):
 @primitive
 def gemm(A: Any, B: Any, C: Any, *args, **kwargs):
     """C (+)= A @ B on tiles (transpose_A / transpose_B, policy, clear_accum, k_pack, wg_wait)."""
+    args = list(args)
+    if len(args) >= 4 and "clear_accum" not in kwargs:  # positional: transpose_A, transpose_B, policy, clear_accum
+        kwargs["clear_accum"] = args.pop(3)
+    if is_ir(kwargs.get("clear_accum")):
+        # A condition known only in the kernel (clear_accum=(k == 0)): clear C when it holds, then accumulate.
+        ctx = context.require("T.gemm")
+        cond, loc = to_expr(kwargs.pop("clear_accum")), ctx.loc
+        ctx.builder.begin_if(cond, loc)
+        clear(C)
+        ctx.builder.end_frame()
+        ctx.loc = loc
     _tile_op("gemm", [A, B, C, *args], kwargs,
              ("transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait"))
 
@@ -327,11 +369,19 @@ def tcgen05_gemm(*args, **kwargs):
 
 @primitive
 def fill(buffer: Any, value: Any):
+    from .local_copy import fill_local
+
+    if fill_local(buffer, value):
+        return
     _tile_op("fill", [buffer, value], {})
 
 
 @primitive
 def clear(buffer: Any):
+    from .local_copy import fill_local
+
+    if fill_local(buffer, 0):
+        return
     _tile_op("fill", [buffer, 0], {})
 
 
@@ -404,6 +454,10 @@ def _atomic(kind: str):
             return
         if isinstance(dst, BufferAccess) and dst.is_point() and isinstance(value, (Buffer, BufferRegion, BufferAccess)):
             dst = _region_like(dst, value)  # C[by * 128, bx * 128] += a whole tile, as in T.copy
+        from .global_layout import atomic_remapped
+
+        if not kwargs and atomic_remapped(kind, dst, value):
+            return
         _tile_op(kind, [dst, value], kwargs)
 
     return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "
@@ -468,6 +522,13 @@ def bitwise(kind: str, a: Any, b: Any):
         ea = _tilec.int_imm(int(a), eb.dtype, _loc()) if isinstance(a, numbers.Integral) else to_expr(a)
     if eb is None:
         eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
+    if ea.dtype.is_integer() and eb.dtype.is_integer() and ea.dtype != eb.dtype and \
+            str(ea.dtype).startswith("u") == str(eb.dtype).startswith("u") and ea.dtype.lanes == eb.dtype.lanes:
+        # Two integers of one signedness: the narrower is widened (TVM's rule), e.g. uint8 >> uint16.
+        if ea.dtype.bits < eb.dtype.bits:
+            ea = _tilec.cast(eb.dtype, ea, _loc())
+        else:
+            eb = _tilec.cast(ea.dtype, eb, _loc())
     if not ea.dtype.is_integer() or ea.dtype != eb.dtype:
         raise CompileError(f"bit operations need two integers of one type, got {ea.dtype} and {eb.dtype}",
                            hint="cast one side with T.cast(x, \"int32\")")
@@ -659,6 +720,13 @@ def annotate_layout(layout_map: dict):
         if not isinstance(k, Buffer) or not isinstance(v, _tilec.Layout):
             raise CompileError("T.annotate_layout takes a dict {buffer: T.Layout(...) / T.Fragment(...)}",
                                hint="swizzle helpers such as make_swizzled_layout are not available yet")
+    from .global_layout import register
+
+    for k in [k for k in layout_map if k.scope == "global"]:  # re-indexes the tensor in the front end
+        register(k, layout_map[k])
+    layout_map = {k: v for k, v in layout_map.items() if k.scope != "global"}
+    if not layout_map:
+        return None
     return AnnotationFrame("layout_map", layout_map)
 
 

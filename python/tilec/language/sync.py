@@ -98,10 +98,37 @@ def mbarrier_arrive(mbarrier: Any):
 
 
 @primitive
-def sync_threads():
-    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself)."""
+def sync_threads(barrier_id: Any = None, arrive_count: Any = None):
+    """`__syncthreads()` (the compiler inserts the barriers tile ops need by itself);
+    `T.sync_threads(id, n)`: the named barrier `id` (1..15) for the n threads that reach it."""
     ctx = context.require("T.sync_threads")
-    ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+    if barrier_id is None and arrive_count is None:
+        ctx.builder.evaluate(_tilec.call("void", "tl.syncthreads", [], ctx.loc), ctx.loc)
+        return
+    if barrier_id is None or arrive_count is None:
+        raise CompileError("T.sync_threads takes no arguments or both a barrier id and a thread count",
+                           hint="T.sync_threads() for the whole block, T.sync_threads(1, 128) for 128 threads")
+    bid = const_int(barrier_id, "the barrier id of T.sync_threads")
+    n = const_int(arrive_count, "the thread count of T.sync_threads")
+    if not 1 <= bid <= 15 or n <= 0 or n % 32:
+        raise CompileError(f"T.sync_threads({bid}, {n}): the named barrier id must be in 1..15 and the thread "
+                           "count a positive multiple of 32 (barrier 0 is __syncthreads)")
+    ctx.builder.evaluate(_tilec.call("void", "tl.named_barrier_sync", [to_expr(bid), to_expr(n)], ctx.loc), ctx.loc)
+
+
+@primitive
+def ptx_commit_group():
+    """`T.ptx_commit_group()`: commits this thread's outstanding cp.async copies as one group."""
+    ctx = context.require("T.ptx_commit_group")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cp_async_commit", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def ptx_wait_group(pending: Any = 0):
+    """`T.ptx_wait_group(n)`: waits until at most n cp.async groups of this thread are pending."""
+    ctx = context.require("T.ptx_wait_group")
+    n = const_int(pending, "the pending-group count of T.ptx_wait_group")
+    ctx.builder.evaluate(_tilec.call("void", "tl.cp_async_wait", [to_expr(n)], ctx.loc), ctx.loc)
 
 
 # --------------------------------------------------------------------------- warp roles
@@ -128,3 +155,46 @@ set_max_nreg = _register_hint("set_max_nreg")
 inc_max_nreg = _register_hint("inc_max_nreg")
 dec_max_nreg = _register_hint("dec_max_nreg")
 no_set_max_nreg = _register_hint("no_set_max_nreg")
+annotate_producer_reg_dealloc = _register_hint("annotate_producer_reg_dealloc")
+annotate_consumer_reg_alloc = _register_hint("annotate_consumer_reg_alloc")
+
+
+@primitive
+def wait_wgmma(pending: Any = 0):
+    """`T.wait_wgmma(n)`: waits until at most n wgmma groups of the warp group are pending (sm_90a;
+    the wgmmas of a `T.gemm` with `wg_wait=-1` stay pending until such a wait)."""
+    ctx = context.require("T.wait_wgmma")
+    n = const_int(pending, "the pending-group count of T.wait_wgmma")
+    if n < 0:
+        raise CompileError(f"T.wait_wgmma({n}): the count of wgmma groups left pending must be >= 0")
+    ctx.builder.evaluate(_tilec.call("void", "tl.wgmma_wait", [to_expr(n)], ctx.loc), ctx.loc)
+
+
+@primitive
+def fence_proxy_async():
+    """`T.fence_proxy_async()`: orders this thread's generic-proxy shared-memory accesses before
+    later async-proxy ones (TMA, wgmma). tilec inserts the fences its own tile ops need."""
+    ctx = context.require("T.fence_proxy_async")
+    ctx.builder.evaluate(_tilec.call("void", "tl.fence_proxy_async", [], ctx.loc), ctx.loc)
+
+
+@primitive
+def alloc_global(shape: Any, dtype: Any):
+    """A global workspace (e.g. the partial results a split kernel hands to a combine kernel of
+    the same function): a tensor parameter that the kernel object allocates at each call
+    (jit_multi.py); the caller does not pass it."""
+    from .ops import _shape
+    from .dtypes import dtype_str
+
+    ctx = context.require("T.alloc_global")
+    if ctx.kernels:
+        raise CompileError("T.alloc_global allocates a tensor for the whole function: call it before `with T.Kernel`",
+                           hint="use T.alloc_shared / T.alloc_fragment inside a kernel")
+    name = ctx.take_name("workspace")
+    buf = ctx.builder.tensor(name, _shape(shape), dtype_str(dtype), None, ctx.loc)
+    names = [n for n in ctx.func_attrs.get(WORKSPACES_ATTR, "").split(",") if n]
+    ctx.func_attrs[WORKSPACES_ATTR] = ",".join(names + [name])
+    return buf
+
+
+WORKSPACES_ATTR = "tilec.workspaces"

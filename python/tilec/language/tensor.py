@@ -49,6 +49,10 @@ class _TensorType:
         if unsupported:
             raise CompileError(f"T.{self.__name__} got unsupported keyword(s): {', '.join(unsupported)}",
                                hint="T.Tensor(shape, dtype) or T.StridedTensor(shape, strides, dtype)")
+        from .views import BufferData, make_view
+
+        if isinstance(strides, BufferData):  # T.Tensor(shape, dtype, A.data): a view of A
+            return make_view(shape, dtype, strides)
         return TensorSpec(shape, dtype, strides)
 
     def __getitem__(self, key) -> TensorSpec:

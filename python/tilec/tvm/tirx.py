@@ -49,7 +49,7 @@ def const(value: Any, dtype: Any = None):
 
 
 def reinterpret(dtype: Any, value: Any):
-    from ..language.ops import reinterpret as t_reinterpret
+    from ..language.bitcast import reinterpret as t_reinterpret
 
     return t_reinterpret(value, dtype)
 

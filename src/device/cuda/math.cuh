@@ -126,6 +126,13 @@ TL_DEVICE T infinity() {
   return pos_inf<T>();
 }
 
+// The bits of x as a value of type R of the same size; T.reinterpret(x, dtype).
+template <typename R, typename T>
+TL_DEVICE R reinterpret(const T& x) {
+  static_assert(sizeof(R) == sizeof(T), "T.reinterpret needs two types of one size");
+  return *reinterpret_cast<const R*>(&x);
+}
+
 // Lane-wise versions for tl::vec.
 #define TL_VEC_UNARY(fn)                                 \
   template <typename T, int N>                           \

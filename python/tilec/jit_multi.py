@@ -1,0 +1,153 @@
+"""A `T.prim_func` with several `with T.Kernel` blocks (TileLang's split + combine kernels) or
+with `T.alloc_global` workspaces: each kernel block is compiled as its own kernel over the
+function's parameters, and a :class:`MultiKernel` runs them in order on one stream, allocating
+the outputs (out_idx) and the workspaces at each call — the caller passes only the inputs, as
+with one kernel.
+
+The split is made on the function's T-script (which round-trips): the header, the function-level
+statements (T.func_attr) and one kernel block per part.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from .errors import CompileError
+
+WORKSPACES_ATTR = "tilec.workspaces"
+
+
+def kernel_blocks(func: Any) -> tuple:
+    """(header lines, function-level lines, [kernel block lines]) of the function's script."""
+    lines = func.script().splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+    while not lines[end].rstrip().endswith(":"):  # the signature may wrap
+        end += 1
+    body_start = end + 1
+    header, common, blocks = lines[:body_start], [], []
+    for ln in lines[body_start:]:
+        if ln.startswith("    with T.Kernel(") or ln.startswith("    with T.ClusterKernel("):
+            blocks.append([ln])
+        elif ln.startswith("        ") and blocks:
+            blocks[-1].append(ln)
+        elif ln.strip():
+            if blocks and not ln.startswith("    "):
+                blocks[-1].append(ln)
+            else:
+                common.append(ln)
+    return header, common, blocks
+
+
+def needs_split(func: Any) -> bool:
+    attrs = func.attrs
+    if attrs.get(WORKSPACES_ATTR):
+        return True
+    return sum(1 for ln in func.script().splitlines() if ln.startswith("    with T.Kernel(")
+               or ln.startswith("    with T.ClusterKernel(")) > 1
+
+
+def compile_split(func: Any, backend: Callable, options: dict) -> "MultiKernel":
+    from .script import from_script
+
+    header, common, blocks = kernel_blocks(func)
+    if not blocks:
+        raise CompileError(f"'{func.name}' has no kernel launch", hint="write the body as `with T.Kernel(...)`")
+    common = [ln for ln in common if "tilec.workspaces" not in ln or not ln.strip().startswith("T.func_attr")]
+    kernels = []
+    for k, block in enumerate(blocks):
+        text = "\n".join(header + common + block) + "\n"
+        part = from_script(text, filename=f"<{func.name}: kernel {k}>")
+        kernels.append(backend(part, **dict(options, out_idx=None)))
+    workspaces = [n for n in func.attrs.get(WORKSPACES_ATTR, "").split(",") if n]
+    return MultiKernel(func.name, kernels, options.get("out_idx"), workspaces)
+
+
+class MultiKernel:
+    """Several compiled kernels over one parameter list, run in order by one call."""
+
+    def __init__(self, name: str, kernels: list, out_idx: Optional[Sequence[int]], workspaces: list):
+        self.kernel_name = name
+        self.kernels = kernels
+        self._all = kernels[0].params()  # every part has the function's parameters, in order
+        self.workspaces = set(workspaces)
+        visible = [i for i, p in enumerate(self._all) if p["name"] not in self.workspaces]
+        outs = set()
+        for i in out_idx or []:
+            if not -len(visible) <= i < len(visible):
+                raise CompileError(f"out_idx {i} is out of range for the {len(visible)} parameters of '{name}'")
+            outs.add(visible[i])
+        self._outputs = outs
+        self._visible = visible
+
+    # ------------------------------------------------------------------ the Kernel interface
+    def params(self) -> list:
+        out = []
+        for i in self._visible:
+            p = dict(self._all[i])
+            p["is_output"] = i in self._outputs
+            out.append(p)
+        return out
+
+    @property
+    def signature(self) -> str:
+        return f"{self.kernel_name}({', '.join(self._all[i]['name'] for i in self._visible)})"
+
+    @property
+    def target(self):
+        return self.kernels[0].target
+
+    @property
+    def ptxas_info(self) -> dict:
+        return self.kernels[0].ptxas_info
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        return "\n\n".join(k.get_kernel_source(*args, **kwargs) for k in self.kernels)
+
+    def launch_plan_summary(self) -> str:
+        return "\n".join(k.launch_plan_summary() for k in self.kernels)
+
+    def get_profiler(self, *args, **kwargs):
+        from .profiler import Profiler
+
+        return Profiler(self, *args, **kwargs)
+
+    def __call__(self, *args, stream: Any = None):
+        import torch
+
+        from .kernel import param_shapes
+        from .language.dtypes import as_torch
+
+        inputs = [i for i in self._visible if i not in self._outputs]
+        if len(args) == len(self._visible):
+            given = dict(zip(self._visible, args))
+        elif len(args) == len(inputs):
+            given = dict(zip(inputs, args))
+        else:
+            raise CompileError(f"kernel {self.signature} takes {len(inputs)} inputs (or all {len(self._visible)} "
+                               f"arguments), got {len(args)}")
+        symbols, device = {}, None
+        for i, a in given.items():
+            p = self._all[i]
+            if p["kind"] == "tensor" and hasattr(a, "shape"):
+                device = device or a.device
+                for d, n in zip(p["shape"], a.shape):
+                    if isinstance(d, str):
+                        symbols.setdefault(d, int(n))
+            elif p["kind"] == "scalar":
+                symbols.setdefault(p["name"], a)
+        shapes = param_shapes(self.kernels[0], symbols)
+        full = []
+        outputs = []
+        for i, p in enumerate(self._all):
+            if i in given:
+                full.append(given[i])
+                continue
+            t = torch.empty(shapes[i], dtype=as_torch(p["dtype"]), device=device)
+            full.append(t)
+            if i in self._outputs:
+                outputs.append(t)
+        for k in self.kernels:
+            k(*full, stream=stream) if stream is not None else k(*full)
+        if len(args) == len(self._visible) or not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs

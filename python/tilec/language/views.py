@@ -1,0 +1,130 @@
+"""Views of global tensors and T.im2col, written as index arithmetic in the front end.
+
+`T.Tensor(shape, dtype, A.data)` in a kernel: the memory of the global tensor A seen with
+another (row-major) shape, e.g. a (KH, KW, C, F) filter as a (KH*KW*C, F) matrix. An element of
+the view is the element of A at the same row-major offset. A T.copy with a view on one side is
+an element loop (language/global_layout.py). The view must not be larger than A.
+
+`T.im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad)`: fills the (block_M,
+block_K) tile `col` with rows nhw_step*block_M + m of the im2col matrix of the NHWC image `img`
+(rows: (n, oh, ow); columns: (kh, kw, c)), zeros outside the image (the padding) and past the
+matrix's end, as TileLang does for a 2-D convolution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _tilec
+from ..errors import CompileError
+from ..frontend import context
+from ..frontend.values import Buffer, BufferAccess, const_int, stored_value, to_expr
+from .dtypes import dtype_str
+from .ops import _loc, primitive
+
+
+class BufferData:
+    """`A.data`: the memory of buffer A (only for `T.Tensor(shape, dtype, A.data)`)."""
+
+    def __init__(self, buffer: Buffer):
+        self.buffer = buffer
+
+
+class GlobalView:
+    scope = "global"
+
+    def __init__(self, base: Buffer, shape: list, dtype: str):
+        self.base = base
+        self.shape = [n if isinstance(n, _tilec.Expr) else int(n) for n in shape]
+        self.dtype = dtype
+        self.name = base.name
+        self.ndim = len(shape)
+
+    def base_indices(self, indices: list) -> list:
+        loc = _loc()
+        linear = to_expr(indices[0])
+        for i, n in zip(indices[1:], self.shape[1:]):
+            linear = _tilec.binary("Add", _tilec.binary("Mul", linear, to_expr(n), loc), to_expr(i), loc)
+        out = []
+        for n in reversed(list(self.base.shape)[1:]):
+            out.append(_tilec.binary("FloorMod", linear, to_expr(n), loc))
+            linear = _tilec.binary("FloorDiv", linear, to_expr(n), loc)
+        out.append(linear)
+        return [_tilec.simplify(e) for e in reversed(out)]
+
+
+class ViewAccess(BufferAccess):
+    """`V[i, j]` / `V[i, a:b]` of a GlobalView: an element (read through the base tensor) or the
+    start / region of a T.copy (which keeps the view's coordinates)."""
+
+    __slots__ = ()
+
+    def to_load(self):
+        if not self.is_point():
+            raise CompileError(f"'{self.buffer.name}[...]' of a view with a slice is a region, not a value")
+        view = self.buffer
+        return _tilec.buffer_load(view.base, view.base_indices([it[1] for it in self.items]), self.loc)
+
+    def to_region(self):
+        raise CompileError(f"a region of the view of '{self.buffer.name}' can only be copied with T.copy",
+                           hint="or index it element by element inside T.Parallel")
+
+
+def make_view(shape: Any, dtype: Any, data: BufferData) -> GlobalView:
+    base = data.buffer
+    if base.scope != "global":
+        raise CompileError(f"T.Tensor(shape, dtype, {base.name}.data) views a global tensor; '{base.name}' is in "
+                           f"{base.scope}", hint="views of shared or fragment buffers are not supported yet")
+    dt = dtype_str(dtype)
+    if dt != str(base.dtype):
+        raise CompileError(f"a view of '{base.name}' ({base.dtype}) as {dt} is not supported",
+                           hint="view a tensor with its own dtype")
+    shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    return GlobalView(base, shape, dt)
+
+
+def subscript(view: GlobalView, items: list) -> Any:
+    if len(items) != view.ndim:
+        raise CompileError(f"the view of '{view.name}' has {view.ndim} dimensions but is indexed with {len(items)}")
+    return ViewAccess(view, items, context.loc())
+
+
+@primitive
+def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: Any, stride: Any, dilation: Any, pad: Any,
+           eviction_policy: Any = None):
+    ctx = context.require("T.im2col")
+    if not isinstance(img, Buffer) or img.scope != "global" or img.ndim != 4:
+        raise CompileError("T.im2col reads a global NHWC image (a 4-D T.Tensor)")
+    if not isinstance(col, Buffer) or col.ndim != 2:
+        raise CompileError("T.im2col writes a 2-D tile (block_M, block_K), e.g. a T.alloc_shared buffer")
+    K, S, D, P = (const_int(v, f"the {w} of T.im2col") for v, w in
+                  ((kernel, "kernel size"), (stride, "stride"), (dilation, "dilation"), (pad, "padding")))
+    N, H, W, C = (to_expr(n) for n in img.shape)
+    bm, bk = (to_expr(n) for n in col.shape)
+    loc = ctx.loc
+
+    def b(kind, x, y):
+        return _tilec.binary(kind, to_expr(x), to_expr(y), loc)
+
+    OH = b("Add", b("FloorDiv", b("Sub", b("Add", H, 2 * P), D * (K - 1) + 1), S), 1)
+    OW = b("Add", b("FloorDiv", b("Sub", b("Add", W, 2 * P), D * (K - 1) + 1), S), 1)
+    m, k = ctx.builder.begin_loop_nest([f"{col.name}_m", f"{col.name}_k"], [bm, bk], "Parallel", loc)
+    row = b("Add", b("Mul", nhw_step, bm), m)
+    kk = b("Add", b("Mul", c_step, bk), k)
+    n = b("FloorDiv", row, b("Mul", OH, OW))
+    oh = b("FloorMod", b("FloorDiv", row, OW), OH)
+    ow = b("FloorMod", row, OW)
+    kh = b("FloorDiv", kk, b("Mul", K, C))
+    kw = b("FloorMod", b("FloorDiv", kk, C), K)
+    c = b("FloorMod", kk, C)
+    ih = b("Sub", b("Add", b("Mul", oh, S), b("Mul", kh, D)), P)
+    iw = b("Sub", b("Add", b("Mul", ow, S), b("Mul", kw, D)), P)
+    inside = [b("LT", row, b("Mul", N, b("Mul", OH, OW))), b("LT", kk, b("Mul", K * K, C)),
+              b("GE", ih, 0), b("LT", ih, H), b("GE", iw, 0), b("LT", iw, W)]
+    cond = inside[0]
+    for x in inside[1:]:
+        cond = b("And", cond, x)
+    value = _tilec.buffer_load(img, [_tilec.simplify(e) for e in (n, ih, iw, c)], loc)
+    zero = _tilec.cast(img.dtype, to_expr(0), loc)
+    ctx.builder.store(col, [m, k], stored_value(col, _tilec.select(_tilec.simplify(cond), value, zero, loc), loc), loc)
+    ctx.builder.end_frame()

@@ -40,12 +40,59 @@ void put_field(std::string& out, const char* name, std::string_view bytes) {
   out += '\n';
 }
 
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
+// Whether the file or directory behind `st` may be trusted: owned by this user and writable
+// by no one else (a cached cubin is code that runs on the GPU). Reason in `why`.
+bool trusted(const struct stat& st, const std::string& what, std::string* why) {
+  if (st.st_uid != ::geteuid()) {
+    if (why) *why = "untrusted: " + what + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user";
+    return false;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    if (why) *why = "untrusted: " + what + " is writable by other users";
+    return false;
+  }
+  return true;
+}
+
+// Reads a regular file that is not a symbolic link and that this user owns and only this
+// user can write. False with the reason in `why` ("no entry" when it does not exist).
+bool read_trusted_file(const std::string& path, std::string& out, std::string* why) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (why) *why = errno == ENOENT ? "no entry" : (errno == ELOOP ? "untrusted: " + path + " is a symbolic link"
+                                                                  : "cannot read " + path + ": " + std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok && why) *why = "untrusted: " + path + " is not a regular file";
+  ok = ok && trusted(st, path, why);
+  out.clear();
+  char buf[1 << 16];
+  while (ok) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0 && why) *why = "cannot read " + path + ": " + std::strerror(errno);
+      ok = n == 0;
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return ok;
+}
+
+// Creates `dir` (its parents with the default permissions) as a directory only this user
+// can use (0700). An existing directory is left as it is.
+bool make_private_dir(const std::filesystem::path& dir, std::string* why) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return true;
+  if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (why) *why = "cannot create " + dir.string() + ": " + std::strerror(errno);
+    return false;
+  }
   return true;
 }
 
@@ -155,12 +202,27 @@ std::string DiskCache::entry_path(const std::string& key) const {
   return dir_ + "/" + key.substr(0, 2) + "/" + key + ".tkc";
 }
 
+std::string DiskCache::untrusted_reason() const {
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) != 0) return "";  // not there yet: store() creates it private
+  std::string why;
+  if (!S_ISDIR(st.st_mode)) return "untrusted: " + dir_ + " is not a directory";
+  return trusted(st, dir_, &why) ? "" : why;
+}
+
 std::optional<CompiledArtifact> DiskCache::load(const std::string& key, std::string* why) const {
-  std::string bytes;
-  if (!read_file(entry_path(key), bytes)) {
-    if (why) *why = "no entry";
+  std::string path = entry_path(key), bytes;
+  if (std::string bad = untrusted_reason(); !bad.empty()) {
+    if (why) *why = bad;
     return std::nullopt;
   }
+  struct stat sub {};
+  std::string subdir = std::filesystem::path(path).parent_path().string();
+  if (::lstat(subdir.c_str(), &sub) == 0 && (!S_ISDIR(sub.st_mode) || !trusted(sub, subdir, why))) {
+    if (why && S_ISLNK(sub.st_mode)) *why = "untrusted: " + subdir + " is a symbolic link";
+    return std::nullopt;
+  }
+  if (!read_trusted_file(path, bytes, why)) return std::nullopt;
   auto a = deserialize_artifact(bytes, why);
   if (!a) return std::nullopt;
   if (a->cache_key != key) {
@@ -173,10 +235,9 @@ std::optional<CompiledArtifact> DiskCache::load(const std::string& key, std::str
 
 bool DiskCache::store(const std::string& key, const CompiledArtifact& a, std::string* why) const {
   std::string path = entry_path(key);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  if (ec) {
-    if (why) *why = "cannot create " + std::filesystem::path(path).parent_path().string() + ": " + ec.message();
+  if (!make_private_dir(dir_, why) || !make_private_dir(std::filesystem::path(path).parent_path(), why)) return false;
+  if (std::string bad = untrusted_reason(); !bad.empty()) {
+    if (why) *why = bad;
     return false;
   }
   CompiledArtifact copy = a;
@@ -189,7 +250,7 @@ bool DiskCache::store(const std::string& key, const CompiledArtifact& a, std::st
   tmp << path << ".tmp." << ::getpid() << '.' << std::hash<std::thread::id>()(std::this_thread::get_id()) << '.'
       << counter.fetch_add(1);
   std::string tmp_path = tmp.str();
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (why) *why = "cannot create " + tmp_path + ": " + std::strerror(errno);
     return false;

@@ -114,7 +114,15 @@ std::optional<CompiledArtifact> lookup(const std::string& key, const CompileOpti
   }
   if (!disk_cache_enabled()) return std::nullopt;
   DiskCache disk(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
-  auto a = disk.load(key);  // a broken entry is a miss; store() overwrites it
+  std::string why;
+  auto a = disk.load(key, &why);  // a broken entry is a miss; store() overwrites it
+  if (!a && why.rfind("untrusted", 0) == 0) {
+    static bool warned = false;
+    if (!warned) {
+      warned = true;
+      std::fprintf(stderr, "tilec: warning: kernel disk cache entry not used (%s); recompiling\n", why.c_str());
+    }
+  }
   if (a) memory_cache_put(key, std::make_shared<const CompiledArtifact>(*a));
   return a;
 }

@@ -240,5 +240,61 @@ TEST(RuntimeCache, OutIdxErrors) {
   }
 }
 
+
+// The cache runs what it reads: it creates private directories and files, and reads only
+// entries this user owns and no one else can write.
+TEST(RuntimeCache, DirectoriesAndEntriesArePrivate) {
+  TempDir dir;
+  DiskCache cache(dir.path() + "/new/cache");
+  std::string key = "a1" + std::string(62, '3');
+  std::string why;
+  ASSERT_TRUE(cache.store(key, fake_artifact(), &why)) << why;
+  auto mode = [](const std::string& p) { return static_cast<int>(fs::status(p).permissions() & fs::perms::all); };
+  EXPECT_EQ(mode(dir.path() + "/new/cache"), 0700);
+  EXPECT_EQ(mode(dir.path() + "/new/cache/a1"), 0700);
+  EXPECT_EQ(mode(cache.entry_path(key)), 0600);
+  EXPECT_TRUE(cache.untrusted_reason().empty());
+}
+
+TEST(RuntimeCache, EntriesOthersCanWriteAreRefused) {
+  TempDir dir;
+  DiskCache cache(dir.path() + "/c");
+  std::string key = "b2" + std::string(62, '4');
+  std::string why;
+  ASSERT_TRUE(cache.store(key, fake_artifact(), &why)) << why;
+  ASSERT_TRUE(cache.load(key, &why)) << why;
+  // An entry others may write.
+  fs::permissions(cache.entry_path(key), fs::perms::others_write, fs::perm_options::add);
+  EXPECT_FALSE(cache.load(key, &why));
+  EXPECT_EQ(why, "untrusted: " + cache.entry_path(key) + " is writable by other users");
+  // Rewriting it (what the compiler does after the miss) makes a private entry again.
+  ASSERT_TRUE(cache.store(key, fake_artifact(), &why)) << why;
+  EXPECT_TRUE(cache.load(key, &why)) << why;
+  // A symbolic link in place of the entry, even to a valid one.
+  std::string elsewhere = dir.path() + "/elsewhere.tkc";
+  fs::copy_file(cache.entry_path(key), elsewhere);
+  fs::remove(cache.entry_path(key));
+  fs::create_symlink(elsewhere, cache.entry_path(key));
+  EXPECT_FALSE(cache.load(key, &why));
+  EXPECT_EQ(why, "untrusted: " + cache.entry_path(key) + " is a symbolic link");
+  // A cache directory others may write is not used at all, for reading or writing.
+  fs::permissions(dir.path() + "/c", fs::perms::group_write, fs::perm_options::add);
+  EXPECT_EQ(cache.untrusted_reason(), "untrusted: " + dir.path() + "/c is writable by other users");
+  EXPECT_FALSE(cache.store(key, fake_artifact(), &why));
+  EXPECT_EQ(why, "untrusted: " + dir.path() + "/c is writable by other users");
+  EXPECT_FALSE(cache.load(key, &why));
+}
+
+TEST(RuntimeCache, EntriesOfAnotherUserAreRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  TempDir dir;
+  DiskCache cache(dir.path() + "/c");
+  std::string key = "c3" + std::string(62, '5');
+  std::string why;
+  ASSERT_TRUE(cache.store(key, fake_artifact(), &why)) << why;
+  ASSERT_EQ(::chown(cache.entry_path(key).c_str(), 65534, 65534), 0);
+  EXPECT_FALSE(cache.load(key, &why));
+  EXPECT_EQ(why, "untrusted: " + cache.entry_path(key) + " is owned by uid 65534, not by this user");
+}
 }  // namespace
 }  // namespace tilec::runtime

@@ -6,6 +6,10 @@
 // renamed into place (atomic on POSIX), so concurrent processes never see a partial
 // entry; the last writer wins with an equally valid entry. A read that fails the
 // checksum or does not parse is a miss: the caller recompiles and overwrites it.
+// Trust: the cache runs what it reads, so the directories it creates are private (0700),
+// entries are written 0600, and an entry is read only when it is a regular file (not a
+// symbolic link) owned by this user and writable by no one else, in a directory that is
+// the same; a cache directory that fails this is not used at all (untrusted_reason()).
 #pragma once
 
 #include <memory>
@@ -30,6 +34,9 @@ class DiskCache {
   explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}
   const std::string& dir() const { return dir_; }
   std::string entry_path(const std::string& key) const;
+  // Why the cache directory may not be used ("untrusted: ..."): not owned by this user or
+  // writable by others; "" when it is fine or does not exist yet.
+  std::string untrusted_reason() const;
   // nullopt on a miss or a broken entry (reason in `why`). from_cache is set on a hit.
   std::optional<CompiledArtifact> load(const std::string& key, std::string* why = nullptr) const;
   // Writes atomically; false (reason in `why`) when the directory is not writable.

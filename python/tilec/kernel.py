@@ -145,3 +145,13 @@ def param_shapes(kernel: Kernel, symbols: Optional[dict] = None) -> list:
                 shape.append(int(d))
         shapes.append(tuple(shape))
     return shapes
+
+
+def _as_torch_op(self: Kernel, name: str, *, mutates: Sequence[str] = ()):
+    """Registers this kernel as the torch custom operator `name` ("ns::op"): see tilec.torch_op."""
+    from .torch_op import as_torch_op
+
+    return as_torch_op(self, name, mutates=mutates)
+
+
+Kernel.as_torch_op = _as_torch_op

@@ -10,12 +10,17 @@
 and the object form `AutoTuner.from_kernel(fn, configs).set_compile_args(...)
 .set_profile_args(...).run()` -> `AutotuneResult(config, kernel, latency, ...)`.
 
-What a run does: every configuration is compiled (a configuration that does not compile is
-skipped, with its error logged). With a CUDA GPU, each compiled kernel is checked against
-`ref_prog` when one is given (a mismatch drops the configuration) and timed with
-`do_bench(warmup, rep)`; the fastest wins. Without a GPU nothing can be timed: the first
-configuration that compiles wins, and the log says so. Results are cached per call
-arguments for the life of the process.
+What a run does (tilec.autotune_engine): every configuration's program is built, then all
+are compiled in parallel on every core (a progress bar with tqdm when installed); one that does
+not compile, or that spills registers, is skipped with the reason logged. With a CUDA GPU, each
+compiled kernel is checked against `ref_prog` when one is given, else against the first
+configuration's outputs (a mismatch drops the configuration), and timed with
+`do_bench(warmup, rep)`; the fastest wins, and is remembered on disk (keyed by the program's
+source, its arguments' shapes and dtypes, the configurations, the GPU and tilec's version) so
+that the next process compiles only the winner. `measure_fn=lambda kernel, config: ms` replaces
+the GPU timing (a custom benchmark). Without a GPU nothing can be timed: the first configuration
+that compiles wins, and the log says so. Results are also kept per call arguments for the life
+of the process.
 """
 
 from __future__ import annotations
@@ -23,11 +28,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .errors import CompileError
+from . import autotune_engine as engine
 
 __all__ = ["autotune", "AutoTuner", "AutotuneResult", "set_autotune_inputs", "get_autotune_inputs"]
 
@@ -62,6 +66,9 @@ class AutotuneResult:
     kernel: Any = None
     tried: int = 0
     compiled: int = 0
+    cached: bool = False     # the winner came from the disk cache (nothing else compiled or timed)
+    compile_s: float = 0.0   # wall time of the parallel compile
+    bench_s: float = 0.0     # wall time of checking and timing
 
 
 def gpu_available() -> bool:
@@ -94,6 +101,7 @@ class _ProfileArgs:
     manual_check_prog: Optional[Callable] = None
     cache_input_tensors: bool = False
     backend: str = "event"
+    measure_fn: Optional[Callable] = None  # (kernel, config) -> ms: replaces the GPU timing
 
 
 def _split_pass_configs(config: dict) -> tuple:
@@ -101,50 +109,14 @@ def _split_pass_configs(config: dict) -> tuple:
     return config, config.pop(_PASS_CONFIGS_KEY, None)
 
 
-def _select(candidates: list, compile_one: Callable, measure: Optional[Callable], what: str) -> AutotuneResult:
-    """Compiles every candidate config; with `measure`, times them and keeps the fastest."""
-    result = AutotuneResult(tried=len(candidates))
-    if not candidates:
-        raise ValueError(f"autotune {what}: no configurations to try (configs is empty)")
-    errors = []
-    start = time.perf_counter()
-    for config in candidates:
-        try:
-            kernel = compile_one(config)
-        except (CompileError, ValueError, TypeError, NotImplementedError) as e:
-            errors.append((config, e))
-            _log.info("autotune %s: config %s does not compile: %s", what, config, str(e).splitlines()[0])
-            continue
-        result.compiled += 1
-        if measure is None:
-            _log.warning("autotune %s: no CUDA GPU to time kernels on; taking the first configuration that "
-                         "compiles: %s (%d of %d tried)", what, config, len(errors) + 1, len(candidates))
-            result.config, result.kernel = config, kernel
-            result.latency = float("nan")  # not measured
-            return result
-        try:
-            latency = measure(kernel, config)
-        except AssertionError as e:
-            _log.info("autotune %s: config %s gives wrong results: %s", what, config, str(e).splitlines()[0])
-            continue
-        if latency is not None and (result.latency is None or latency < result.latency):
-            result.latency, result.config, result.kernel = latency, config, kernel
-    if result.kernel is None:
-        first = errors[0] if errors else None
-        detail = f"; the first error ({first[0]}):\n{first[1]}" if first else ""
-        raise CompileError(f"autotune {what}: none of the {len(candidates)} configurations compiled and "
-                           f"passed its check{detail}")
-    _log.info("autotune %s: best %s at %.4f ms (%d configurations, %.1f s)", what, result.config, result.latency,
-              len(candidates), time.perf_counter() - start)
-    return result
-
-
 def _profile_measure(profile: _ProfileArgs, run_args: Optional[Callable] = None) -> Optional[Callable]:
-    """A function timing one compiled kernel, or None when there is no GPU."""
+    """A function timing one compiled kernel, or None when there is no GPU (nor measure_fn)."""
+    if profile.measure_fn is not None:
+        return lambda kernel, config, reference: profile.measure_fn(kernel, config)
     if not gpu_available():
         return None
 
-    def measure(kernel, config):
+    def measure(kernel, config, reference):
         from .profiler import TensorSupplyType
 
         supply = profile.supply_type if profile.supply_type is not None else TensorSupplyType.Auto
@@ -152,8 +124,11 @@ def _profile_measure(profile: _ProfileArgs, run_args: Optional[Callable] = None)
         given = run_args(config) if run_args is not None else get_autotune_inputs()
         if profile.supply_prog is not None and given is None:
             given = list(profile.supply_prog(kernel.params()))
-        if profile.ref_prog is not None and not profile.skip_check:
-            profiler.assert_allclose(profile.ref_prog, input_tensors=given, rtol=profile.rtol, atol=profile.atol,
+        ref_prog = profile.ref_prog
+        if ref_prog is None and run_args is None and reference is not None and reference is not kernel:
+            ref_prog = reference  # the first configuration's outputs on the same inputs
+        if ref_prog is not None and not profile.skip_check:
+            profiler.assert_allclose(ref_prog, input_tensors=given, rtol=profile.rtol, atol=profile.atol,
                                      max_mismatched_ratio=profile.max_mismatched_ratio)
         if given is not None and run_args is not None:
             return profiler.do_bench(lambda *_: kernel(*given), warmup=profile.warmup, rep=profile.rep,
@@ -186,9 +161,11 @@ class AutoTuner:
                          ref_prog: Optional[Callable] = None, supply_prog: Optional[Callable] = None,
                          rtol: float = 1e-2, atol: float = 1e-2, max_mismatched_ratio: float = 0.01,
                          skip_check: bool = False, manual_check_prog: Optional[Callable] = None,
-                         cache_input_tensors: bool = False, backend: str = "event", **unused: Any) -> "AutoTuner":
+                         cache_input_tensors: bool = False, backend: str = "event",
+                         measure_fn: Optional[Callable] = None, **unused: Any) -> "AutoTuner":
         self.profile = _ProfileArgs(warmup, rep, timeout, supply_type, ref_prog, supply_prog, rtol, atol,
-                                    max_mismatched_ratio, skip_check, manual_check_prog, cache_input_tensors, backend)
+                                    max_mismatched_ratio, skip_check, manual_check_prog, cache_input_tensors, backend,
+                                    measure_fn)
         return self
 
     def run(self, warmup: Optional[float] = None, rep: Optional[float] = None, timeout: Optional[float] = None,
@@ -201,20 +178,44 @@ class AutoTuner:
             self.profile.rep = rep
         configs = self.configs() if callable(self.configs) else list(self.configs)
 
-        def compile_one(config):
+        def prepare_one(config):
             kwargs, config_pass_configs = _split_pass_configs(config)
+            if isinstance(self.fn, JITImpl):
+                return self.fn.prepare_compile(pass_configs=config_pass_configs, **kwargs)
             args = dict(self.compile_args)
             if config_pass_configs:
                 args["pass_configs"] = {**(args.get("pass_configs") or {}), **config_pass_configs}
-            if isinstance(self.fn, JITImpl):
-                return self.fn.compile(**kwargs)
-            return compile(self.fn(**kwargs), **args)
+            func = self.fn(**kwargs)
+            return lambda: compile(func, **args)
 
-        result = _select(configs, compile_one, _profile_measure(self.profile), getattr(self.fn, "__name__", "kernel"))
+        what = getattr(self.fn, "__name__", "kernel")
+        key = _tuning_key(self.fn, (), {}, configs, self.compile_args.get("target", "auto"))
+        result = engine.select(configs, prepare_one, _profile_measure(self.profile), what, cache_key=key)
         result.libcode = result.kernel.get_kernel_source()
         return result
 
     __call__ = run
+
+
+def _tuning_key(fn: Any, args: tuple, kwargs: dict, configs: list, target: Any) -> Optional[str]:
+    """What the winner depends on: the program's source, the call's arguments (tensors by shape
+    and dtype), the configurations, the GPU (or target) and tilec's version. None when the
+    program's source cannot be read (nothing is cached then)."""
+    from . import __version__
+
+    func = getattr(fn, "func", fn)
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError):
+        return None
+    device = str(target)
+    if gpu_available():
+        import torch
+
+        device = torch.cuda.get_device_name()
+    parts = [__version__, getattr(func, "__qualname__", "?"), source, repr(tuple(_key_part(a) for a in args)),
+             repr(sorted((k, repr(_key_part(v))) for k, v in kwargs.items())), repr(configs), device]
+    return "\n".join(parts)
 
 
 def _key_part(v: Any) -> Any:
@@ -258,17 +259,9 @@ class AutoTuneImpl:
             self._cache[key] = result
             return result
 
-        def compile_one(config):
+        def prepare_one(config):
             merged, config_pass_configs = _split_pass_configs(config)
-            merged = {**merged, **kwargs}
-            if not config_pass_configs:
-                return self.jit_impl.compile(*args, **merged)
-            saved = self.jit_impl.pass_configs
-            self.jit_impl.pass_configs = {**(saved or {}), **config_pass_configs}
-            try:
-                return self.jit_impl.compile(*args, **merged)
-            finally:
-                self.jit_impl.pass_configs = saved
+            return self.jit_impl.prepare_compile(*args, pass_configs=config_pass_configs, **{**merged, **kwargs})
 
         run_args = None
         if self.jit_impl.mode == "eager":
@@ -276,7 +269,8 @@ class AutoTuneImpl:
                 _, runtime, _, _ = self.jit_impl._eager.cache_key(args, {**config, **kwargs})
                 return self.jit_impl._eager.runtime_args(runtime)
 
-        chosen = _select(configs, compile_one, _profile_measure(self.profile, run_args), self.__name__)
+        chosen = engine.select(configs, prepare_one, _profile_measure(self.profile, run_args), self.__name__,
+                               cache_key=_tuning_key(self.jit_impl.func, args, kwargs, configs, self.jit_impl.target))
         result = (chosen.kernel, chosen.config)
         self._cache[key] = result
         return result
@@ -301,10 +295,12 @@ def autotune(func: Any = None, *, configs: Any, warmup: float = 25, rep: float =
              supply_type: Any = None, ref_prog: Optional[Callable] = None, supply_prog: Optional[Callable] = None,
              rtol: float = 1e-2, atol: float = 1e-2, max_mismatched_ratio: float = 0.01, skip_check: bool = False,
              manual_check_prog: Optional[Callable] = None, cache_input_tensors: bool = False,
-             do_not_specialize: Any = None, early_stop: bool = False, early_stop_factor: float = 2.0):
+             do_not_specialize: Any = None, early_stop: bool = False, early_stop_factor: float = 2.0,
+             measure_fn: Optional[Callable] = None):
     """`@autotune(configs=[...])` above `@jit(...)`; see the module docstring."""
     profile = _ProfileArgs(warmup, rep, timeout, supply_type, ref_prog, supply_prog, rtol, atol,
-                           max_mismatched_ratio, skip_check, manual_check_prog, cache_input_tensors)
+                           max_mismatched_ratio, skip_check, manual_check_prog, cache_input_tensors,
+                           measure_fn=measure_fn)
 
     def decorate(f):
         from .jit import JITImpl, jit

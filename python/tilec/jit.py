@@ -200,6 +200,34 @@ class JITImpl:
                        target_host=self.target_host, execution_backend=self.execution_backend, verbose=self.verbose,
                        pass_configs=self.pass_configs, compile_flags=self.compile_flags)
 
+    def prepare_compile(self, *args: Any, pass_configs: Optional[dict] = None, **kwargs: Any):
+        """Builds the program for these arguments here (the front end runs in the calling
+        thread) and returns a thunk that compiles it (the C++ compile releases the GIL, so
+        thunks may run on other threads: the autotuner's parallel compile). `pass_configs` are
+        added to the jit's own."""
+        configs = {**(self.pass_configs or {}), **(pass_configs or {})} or None
+        options = dict(target=self.target, target_host=self.target_host, execution_backend=self.execution_backend,
+                       verbose=self.verbose, pass_configs=configs, compile_flags=self.compile_flags)
+        if self.mode == "eager":
+            try:
+                key, _, compile_args, consts = self._eager.cache_key(args, kwargs)
+                kernel = self._kernel_cache.get(key) if not pass_configs else None
+                if kernel is not None:
+                    return lambda: kernel
+                _, func = self._eager.parse(compile_args, consts)
+            except CompileError as e:
+                raise e.with_traceback(None) from None
+
+            def build_eager():
+                k = compile(func, out_idx=None, **options)
+                if not pass_configs:
+                    self._kernel_cache[key] = k
+                return k
+
+            return build_eager
+        func = self.get_tir(*args, **kwargs)
+        return lambda: compile(func, out_idx=self.out_idx, **options)
+
     def _kernel(self, args: tuple, kwargs: dict):
         key = _cache_key(args, kwargs)
         kernel = self._kernel_cache.get(key)

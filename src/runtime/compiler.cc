@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdio>
 #include <sstream>
 
@@ -117,9 +118,8 @@ std::optional<CompiledArtifact> lookup(const std::string& key, const CompileOpti
   std::string why;
   auto a = disk.load(key, &why);  // a broken entry is a miss; store() overwrites it
   if (!a && why.rfind("untrusted", 0) == 0) {
-    static bool warned = false;
-    if (!warned) {
-      warned = true;
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
       std::fprintf(stderr, "tilec: warning: kernel disk cache entry not used (%s); recompiling\n", why.c_str());
     }
   }
@@ -134,9 +134,8 @@ void store(const std::string& key, const CompiledArtifact& a, const CompileOptio
   DiskCache disk(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
   std::string why;
   if (!disk.store(key, a, &why)) {
-    static bool warned = false;
-    if (!warned) {
-      warned = true;
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
       std::fprintf(stderr, "tilec: warning: kernel disk cache not written (%s); set TILEC_CACHE_DIR to a writable directory\n",
                    why.c_str());
     }

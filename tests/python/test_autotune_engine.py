@@ -123,3 +123,12 @@ def test_decorator_form_uses_the_same_engine(cache_dir):
     assert sorted(c["block"] for c in seen) == [128, 256]
     assert "grid (16)" in kernel.launch_plan_summary()  # 4096 / 256: the winner's kernel
     assert dbl.compile() is kernel  # the process-level cache of the tuned call
+
+
+def test_par_compile_keeps_the_order_and_reports_failures():
+    funcs = [doubler(128), doubler(256, threads=2048), doubler(512)]
+    kernels = tilec.par_compile(funcs, out_idx=[-1], target="sm_80", ignore_error=True)
+    assert kernels[1] is None
+    assert "grid (32)" in kernels[0].launch_plan_summary() and "grid (8)" in kernels[2].launch_plan_summary()
+    with pytest.raises(tilec.CompileError):
+        tilec.par_compile(funcs, out_idx=[-1], target="sm_80")

@@ -125,8 +125,19 @@ def test_decorator_form_uses_the_same_engine(cache_dir):
     assert dbl.compile() is kernel  # the process-level cache of the tuned call
 
 
+def too_much_shared():
+    @T.prim_func
+    def main(A: T.Tensor((4096,), "float32"), B: T.Tensor((4096,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((100000,), "float32")  # 400 KB: more than a block may have
+            T.copy(A[0:4096], S[0:4096])
+            T.copy(S[0:4096], B[0:4096])
+
+    return main
+
+
 def test_par_compile_keeps_the_order_and_reports_failures():
-    funcs = [doubler(128), doubler(256, threads=2048), doubler(512)]
+    funcs = [doubler(128), too_much_shared(), doubler(512)]
     kernels = tilec.par_compile(funcs, out_idx=[-1], target="sm_80", ignore_error=True)
     assert kernels[1] is None
     assert "grid (32)" in kernels[0].launch_plan_summary() and "grid (8)" in kernels[2].launch_plan_summary()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one GPU job (run on the H200 through the device tool, from the repo root):
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
-# compute-sanitizer on the GEMM and softmax examples, the benchmarks, and prints a table.
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
+# and prints a table.
 #   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|bench]...   (default: all)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
 set -uo pipefail
@@ -55,8 +56,12 @@ if want examples; then
   done
 fi
 if want sanitize; then
-  for ex in gemm softmax; do
-    for tool in memcheck racecheck; do
+  # The sanitizer gate: every example (its first case) under all four tools. A full gate is
+  # about 14 examples x 4 tools: SANITIZE_EXAMPLES="gemm softmax" / SANITIZE_TOOLS="memcheck"
+  # narrow it to fit one device call.
+  examples=${SANITIZE_EXAMPLES:-$(for e in examples/[a-z]*.py; do basename "$e" .py; done)}
+  for ex in $examples; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
       run_step "sanitizer $tool $ex" "san_${tool}_$ex.log" env TILEC_EXAMPLE_QUICK=1 \
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" "examples/$ex.py"
     done

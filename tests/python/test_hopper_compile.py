@@ -209,3 +209,17 @@ def test_no_barrier_inside_a_pingpong_turn():
                                 pass_configs={"tilec.intra_wg_overlap": rotate}).get_kernel_source()
             assert "tl::pingpong_wait(" in src, src
             assert _turns_hold_no_barrier(src), src
+
+
+def test_fast_math_exp2_is_one_mufu_instruction():
+    # tl.enable_fast_math: T.exp2 is ex2.approx.ftz (one MUFU.EX2), the softmax's inner op;
+    # by default the precise form (subnormal handling around ex2.approx).
+    from flash_attention import flash_attention
+
+    def ptx(fast):
+        return tilec.compile(flash_attention(1, 2, 256, 64), target="sm_90a",
+                             pass_configs={"tl.enable_fast_math": fast}).get_ptx()
+
+    fast, precise = ptx(True), ptx(False)
+    assert "ex2.approx.ftz.f32" in fast and "ex2.approx.f32" not in fast
+    assert "ex2.approx.ftz.f32" not in precise and "ex2.approx.f32" in precise

@@ -241,6 +241,8 @@ struct PyKernel {
   // without TMA, run when an argument breaks TMA's rules (built once, on first need).
   std::function<CompiledArtifact()> build_without_tma;
   std::shared_ptr<Kernel> without_tma;
+  // For a kernel compiled from a program: what the back end chose and why (kernel.explain()).
+  std::function<std::string()> explain;
 };
 
 PyObject* torch_dtype_for(ir::DataType t) {
@@ -501,6 +503,13 @@ void bind_runtime(nb::module_& m) {
            [](nb::handle self, nb::kwargs kwargs) {
              return nb::module_::import_("tilec.profiler").attr("Profiler")(self, **kwargs);
            })
+      .def("_explain",
+           [](const PyKernel& k) -> std::string {
+             if (!k.explain) raise_argument_error("explain() needs a kernel compiled from a program (tilec.compile), "
+                                                  "not from CUDA source");
+             nb::gil_scoped_release release;
+             return k.explain();
+           })
       .def("__repr__", [](const PyKernel& k) { return "<tilec.Kernel " + k.kernel->signature() + ">"; });
 
   m.def(
@@ -515,6 +524,7 @@ void bind_runtime(nb::module_& m) {
         }
         const bool uses_tma = !a.plan.tma_descs.empty();
         PyKernel k = make_kernel(std::move(a));
+        k.explain = [f, o] { return explain_program(f, o); };
         if (uses_tma) {
           CompileOptions plain = o;
           plain.pass_configs["tl.disable_tma_lower"] = true;

@@ -155,3 +155,16 @@ def _as_torch_op(self: Kernel, name: str, *, mutates: Sequence[str] = ()):
 
 
 Kernel.as_torch_op = _as_torch_op
+
+
+def _explain(self: Kernel, show: bool = True) -> str:
+    """What the compiler chose for each copy and gemm, and for each faster choice not made, the
+    rule that ruled it out; then the launch, shared memory, registers and spills. Printed unless
+    show=False; returned either way."""
+    text = f"explain {self.signature} ({self.target}):\n" + self._explain() + self.launch_plan_summary()
+    if show:
+        print(text)
+    return text
+
+
+Kernel.explain = _explain

@@ -181,34 +181,54 @@ class WarpSpecializer : public IRMutator {
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     int64_t threads = 1;
     for (size_t i = 0; i < op->threads.size(); ++i)
-      if (i > 0 && op->threads[i] != 1) return s;
+      if (i > 0 && op->threads[i] != 1) return refuse(s, "the block is not one-dimensional");
     threads = op->threads.empty() ? 1 : op->threads[0];
-    if (threads % 128 != 0 || threads + kProducerThreads > 1024) return s;
+    if (threads % 128 != 0)
+      return refuse(s, "the block has " + std::to_string(threads) + " threads, not whole warpgroups (128)");
+    if (threads + kProducerThreads > 1024)
+      return refuse(s, "a producer warpgroup would take the block past 1024 threads");
     // Kernels that split their warps themselves (T.ws) keep their roles.
     bool has_roles = false;
     for_each_node(op->body, [&](const Node* n) {
       if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && (a->key == kThreadRangeKey || a->key == "ws"))
         has_roles = true;
     });
-    if (has_roles) return s;
+    if (has_roles) return refuse(s, "the kernel splits its warps itself (T.ws)");
     auto sp = find_spine(op->body);
-    if (!sp) return s;
+    if (!sp)
+      return refuse(s, "it needs exactly one T.Pipelined loop, not inside another loop or a condition");
     for (const StmtNode* w : sp->wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w); l && reads_memory(l->value)) return s;
+      if (auto* l = dynamic_cast<const LetNode*>(w); l && reads_memory(l->value))
+        return refuse(s, "a value the loop depends on ('" + l->var->name + "') is read from memory");
     auto plan = plan_loop(sp->loop, op->body, threads);
     if (!plan) return s;
     return rewrite(op, *sp, *plan, threads);
   }
 
  private:
+  // Why the last kernel was not specialized (explain()); "" when it was.
+  Stmt refuse(const Stmt& s, std::string why) {
+    why_not_ = std::move(why);
+    return s;
+  }
+  std::nullopt_t no(std::string why) {
+    why_not_ = std::move(why);
+    return std::nullopt;
+  }
+  static std::string where(const Stmt& st) {
+    std::string what = "a statement";
+    if (auto* op = st.as<TileOpNode>()) what = "T." + op->op;
+    return st->loc.line > 0 ? what + " at line " + std::to_string(st->loc.line) : what;
+  }
+
   std::optional<Plan> plan_loop(const ForNode* f, const Stmt& kernel_body, int64_t threads) {
-    if (f->pipeline.num_stages < 2 || f->pipeline.stage.empty()) return std::nullopt;
+    if (f->pipeline.num_stages < 2 || f->pipeline.stage.empty()) return no("the loop has fewer than 2 stages");
     Plan p;
     p.loop = f;
     p.stages = f->pipeline.num_stages;
     p.body = pl::split_body(f->body);
     const auto& stage = f->pipeline.stage;
-    if (stage.size() != p.body.stmts.size()) return std::nullopt;
+    if (stage.size() != p.body.stmts.size()) return no("the loop's stages do not match its statements");
     ConsumerEnv env(ctx_, threads);
     std::unordered_map<const BufferNode*, size_t> writer;
     for (size_t j = 0; j < p.body.stmts.size(); ++j) {
@@ -218,18 +238,22 @@ class WarpSpecializer : public IRMutator {
         continue;
       }
       const TileOpNode* op = tile_op(st);
-      if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st)) return std::nullopt;
-      if (attr_bool(*op, "disable_tma")) return std::nullopt;
+      if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st))
+        return no("a first-stage statement (" + where(st) + ") is not a T.copy from global to shared memory");
+      if (attr_bool(*op, "disable_tma")) return no("a copy (" + where(st) + ") has disable_tma=True");
       const std::string prefer = attr_string(*op, "prefer_instruction");
-      if (!prefer.empty() && prefer != "tma") return std::nullopt;
-      if (!ops::why_not_tma(*op).empty()) return std::nullopt;
-      if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1))) return std::nullopt;
+      if (!prefer.empty() && prefer != "tma")
+        return no("a copy (" + where(st) + ") prefers instruction \"" + prefer + "\"");
+      if (std::string why = ops::why_not_tma(*op); !why.empty())
+        return no("a copy (" + where(st) + ") cannot be TMA: " + why);
+      if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1)))
+        return no("a copy's region (" + where(st) + ") is computed from memory (e.g. a block table)");
       const BufferNode* dst = region_arg(*op, 1).buffer.get();
-      if (writer.count(dst)) return std::nullopt;
+      if (writer.count(dst)) return no("two copies (" + where(st) + ") write one buffer");
       writer[dst] = j;
       p.producers.push_back(j);
     }
-    if (p.producers.empty() || p.consumers.empty()) return std::nullopt;
+    if (p.producers.empty() || p.consumers.empty()) return no("the loop has no copies or nothing after them");
     // Readers: wgmma gemms only.
     for (size_t j : p.consumers) {
       pl::Access acc = pl::accesses(p.body.stmts[j]);
@@ -237,12 +261,14 @@ class WarpSpecializer : public IRMutator {
       for (const auto& [b, w] : writer) touches |= acc.reads.count(b) || acc.writes.count(b);
       if (!touches) continue;
       const TileOpNode* op = tile_op(p.body.stmts[j]);
-      if (!op || op->op != "gemm") return std::nullopt;
+      if (!op || op->op != "gemm")
+        return no("a copied buffer is read by something other than T.gemm (" + where(p.body.stmts[j]) + ")");
       for (const auto& [b, w] : writer)
-        if (acc.writes.count(b)) return std::nullopt;
+        if (acc.writes.count(b)) return no("a copied buffer is written in the loop (" + where(p.body.stmts[j]) + ")");
       ops::GemmOp g = ops::analyze_gemm(*op, env);
       cuda::GemmPlan gp = cuda::select_gemm(g.query, ctx_.target());
-      if (gp.inst != cuda::GemmInst::kWgmma) return std::nullopt;
+      if (gp.inst != cuda::GemmInst::kWgmma)
+        return no("the gemm reading the copies (" + where(p.body.stmts[j]) + ") does not use wgmma");
       p.widest_atom = std::max(p.widest_atom, gp.atom_n);
     }
     // The copied buffers: not used outside the loop, no user layout.
@@ -264,10 +290,12 @@ class WarpSpecializer : public IRMutator {
         for (const auto& a : t->args)
           if (auto* r = std::get_if<BufferRegion>(&a); r && writer.count(r->buffer.get())) outside = true;
     });
-    if (outside || user_layout) return std::nullopt;
+    if (outside) return no("a copied buffer is also used outside the loop");
+    if (user_layout) return no("a copied buffer has a layout given by T.annotate_layout");
     // The loop's own wrappers may not allocate a copied buffer.
     for (const auto& w : p.body.wrappers)
-      if (auto* a = w.as<AllocateNode>(); a && writer.count(a->buffer.get())) return std::nullopt;
+      if (auto* a = w.as<AllocateNode>(); a && writer.count(a->buffer.get()))
+        return no("a copied buffer is allocated inside the loop");
     for (const auto& [b, j] : writer) {
       std::vector<Expr> shape = {int_imm(p.stages)};
       shape.insert(shape.end(), b->shape.begin(), b->shape.end());
@@ -815,6 +843,7 @@ class WarpSpecializer : public IRMutator {
 
  public:
   int min_blocks_ = 0;  // blocks per SM the register budget was planned for (0: not specialized)
+  std::string why_not_;  // why a kernel with a pipelined loop was left alone (for explain())
   bool persistent_ = false;
 };
 
@@ -828,7 +857,17 @@ Pass warp_specialize_pass() {
               return f;
             WarpSpecializer ws(ctx);
             Stmt body = ws.mutate(f->body);
-            if (body.same_as(f->body)) return f;
+            if (body.same_as(f->body)) {
+              bool pipelined = false;
+              for_each_node(f->body, [&](const Node* n) {
+                auto* l = dynamic_cast<const ForNode*>(n);
+                pipelined |= l && l->for_kind == ForKind::kPipelined;
+              });
+              if (!pipelined || ws.why_not_.empty()) return f;
+              AttrMap attrs = f->attrs;
+              attrs.emplace_back(kNotWarpSpecializedAttr, ws.why_not_);
+              return make_prim_func(f->name, f->params, f->body, std::move(attrs), f->loc);
+            }
             AttrMap attrs = f->attrs;
             attrs.emplace_back(kMinBlocksPerSmAttr, int64_t{ws.min_blocks_});
             if (ws.persistent_) attrs.emplace_back(kPersistentAttr, int64_t{ws.min_blocks_});

@@ -19,6 +19,7 @@
 #include "tilec/ir/printer.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/runtime/cache.h"
+#include "tilec/target/cuda/explain.h"
 #include "tilec/runtime/device_headers.h"
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/runtime/plan_text.h"
@@ -204,6 +205,11 @@ Prepared prepare(const ir::PrimFunc& f, const CompileOptions& opts) {
 }  // namespace
 
 std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts) { return prepare(f, opts).key; }
+
+std::string explain_program(const ir::PrimFunc& f, const CompileOptions& opts) {
+  Prepared p = prepare(f, opts);
+  return cuda::format_explain(cuda::explain(f, p.ctx));
+}
 
 namespace {
 // TILEC_DUMP_DIR: the device-side stages next to the pass manager's IR dumps (a cache hit

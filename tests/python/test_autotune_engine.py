@@ -14,7 +14,7 @@ import tilec.language as T
 from tilec import autotune_engine as engine
 from tilec.autotuner import AutoTuner
 
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 LATENCY = {128: 3.0, 256: 1.0, 512: 2.0}
 

@@ -32,7 +32,7 @@ def _source(*args, **kwargs):
     return tilec.compile(func, target="sm_80").get_kernel_source()  # the cp.async form
 
 
-@pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_full_tiles_copy_without_bounds_predicates(dtype):
     src = _source(1024, 1024, 1024, 128, 128, 32, dtype=dtype)
@@ -43,7 +43,7 @@ def test_full_tiles_copy_without_bounds_predicates(dtype):
         assert re.fullmatch(r"ko < \d+", p), f"unexpected bounds predicate {p!r}:\n{src}"
 
 
-@pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 def test_partial_tiles_keep_bounds_predicates():
     src = _source(1000, 1030, 520, dtype="float16")
     _, preds = _copy_predicates(src)
@@ -51,7 +51,7 @@ def test_partial_tiles_keep_bounds_predicates():
     assert any(re.search(r"\bbx\b", p) for p in preds), src  # columns of B past N
 
 
-@pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 def test_main_loop_unrolled_by_the_stage_count():
     # Unrolled num_stages times, every step's shared-memory versions are constants.
     src = _source(1024, 1024, 1024, 128, 128, 32, dtype="bfloat16", num_stages=3)

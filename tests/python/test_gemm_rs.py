@@ -6,7 +6,7 @@ import pytest
 import tilec
 import tilec.language as T
 
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 
 def _kernel(policy, dtype="float16"):

@@ -10,7 +10,7 @@ from tilec.kernel import PerformanceWarning
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 
 def test_spilling_gemm_tile_warns(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 import tilec
 import tilec.language as T
 
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 TARGETS = ["sm_80", "sm_90a"]
 

@@ -6,7 +6,7 @@ import tilec
 import tilec.language as T
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available(), reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 N = T.dynamic("n")
 

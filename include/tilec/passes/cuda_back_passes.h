@@ -44,6 +44,9 @@ inline constexpr const char* kDisjointIterationsKey = "tilec.disjoint_iterations
 // PrimFunc attr (int64 B): the kernel's register budget assumes B blocks per SM (warp
 // specialization with setmaxnreg): codegen prints __launch_bounds__(threads, B).
 inline constexpr const char* kMinBlocksPerSmAttr = "tilec.min_blocks_per_sm";
+// PrimFunc attr (string): why warp_specialize left a kernel's pipelined loop on the plain
+// path (kernel.explain() reports it).
+inline constexpr const char* kNotWarpSpecializedAttr = "tilec.not_warp_specialized";
 // PrimFunc attr (int64 B): a persistent kernel (warp_specialize): its grid[0] counts tiles
 // and the runtime launches at most SMs x B blocks (LaunchPlan::persistent_blocks_per_sm).
 inline constexpr const char* kPersistentAttr = "tilec.persistent_blocks_per_sm";

@@ -59,4 +59,8 @@ CompiledArtifact compile_source(const std::string& cuda_source, const LaunchPlan
 // The cache key compile() uses for `f` (tests and tools).
 std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts);
 
+// kernel.explain(): for each copy and gemm, the instruction the CUDA back end chooses under
+// these options and why faster ones were ruled out (tilec/target/cuda/explain.h), as text.
+std::string explain_program(const ir::PrimFunc& f, const CompileOptions& opts);
+
 }  // namespace tilec::runtime

@@ -284,6 +284,19 @@ const std::vector<Candidate>& chain() {
 
 }  // namespace
 
+std::vector<GemmCandidate> gemm_candidates(const GemmQuery& q, const target::Target& target) {
+  std::vector<GemmCandidate> out;
+  for (const auto& c : chain()) {
+    if (!q.instruction.empty() && q.instruction != c.name) continue;
+    GemmPlan plan;
+    std::string why;
+    const bool ok = c.accept(q, target, &plan, &why);
+    out.push_back({c.name, ok, ok ? "" : why});
+    if (ok) break;
+  }
+  return out;
+}
+
 GemmPlan select_gemm(const GemmQuery& q, const target::Target& target) {
   if (q.c_scope != ir::Scope::kFragment) {
     throw_user_error("T.gemm: the accumulator C must be a fragment (T.alloc_fragment), not " +

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tilec/ir/buffer.h"
 #include "tilec/support/diag.h"
@@ -83,5 +84,14 @@ const char* wgmma_kind_constant(int kind);
 
 // Raises UserError (naming T.gemm and its line) when the gemm cannot be lowered.
 GemmPlan select_gemm(const GemmQuery& q, const target::Target& target);
+
+// The chain as select_gemm walks it, for explain(): each candidate tried, in order, up to
+// and including the one chosen; `why` says why a rejected one could not be used.
+struct GemmCandidate {
+  std::string name;  // "tcgen05", "wgmma", "mma", "fma"
+  bool chosen = false;
+  std::string why;
+};
+std::vector<GemmCandidate> gemm_candidates(const GemmQuery& q, const target::Target& target);
 
 }  // namespace tilec::cuda

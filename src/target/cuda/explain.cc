@@ -1,0 +1,234 @@
+// kernel.explain() (see include/tilec/target/cuda/explain.h): runs the CUDA pipeline up to
+// layout inference, then walks the tile ops in program order asking instruction selection
+// what lowering will ask. Read-only: nothing here changes what is compiled.
+#include "tilec/target/cuda/explain.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "ops/copy_tma.h"
+#include "ops/gemm_operands.h"
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/pipeline/pipeline.h"
+#include "tilec/target/cuda/gemm_isel.h"
+
+namespace tilec::cuda {
+
+namespace {
+
+using namespace ir;
+
+class Env : public ops::OpEnv {
+ public:
+  Env(const passes::PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
+  const target::Target& target() const override { return ctx_.target(); }
+  int64_t num_threads() const override { return threads_; }
+  bool config_flag(const std::string& key) const override { return passes::back::config_flag(ctx_, key); }
+  std::string config_string(const std::string& key) const override { return passes::back::config_string(ctx_, key); }
+
+ private:
+  const passes::PassContext& ctx_;
+  int64_t threads_;
+};
+
+std::string region_text(const BufferRegion& r) { return r.buffer->name; }
+
+std::string op_text(const TileOpNode& op) {
+  std::ostringstream os;
+  os << "T." << op.op << "(";
+  bool first = true;
+  for (const auto& a : op.args)
+    if (auto* r = std::get_if<BufferRegion>(&a)) {
+      os << (first ? "" : ", ") << region_text(*r);
+      first = false;
+    }
+  os << ")";
+  return os.str();
+}
+
+std::string gemm_choice(const std::string& name, const ops::GemmOp& g) {
+  const bool a_regs = !is_shared(g.query.a_scope);
+  if (name == "wgmma") return std::string("wgmma (A from ") + (a_regs ? "registers" : "shared memory") + ", B from shared memory)";
+  if (name == "mma") return std::string("mma.sync (A from ") + (a_regs ? "registers" : "shared memory through ldmatrix") + ")";
+  if (name == "fma") return "FMA on CUDA cores (no tensor cores)";
+  return name;
+}
+
+const char* gemm_candidate_name(const std::string& name) {
+  if (name == "mma") return "mma.sync";
+  return name.c_str()[0] == 'f' ? "FMA" : name.c_str();
+}
+
+class Explainer {
+ public:
+  Explainer(const passes::PassContext& ctx) : ctx_(ctx) {}
+  std::vector<ExplainLine> lines;
+
+  void visit(const Stmt& s, int64_t threads, bool pipelined) {
+    if (!s) return;
+    if (auto* k = s.as<KernelLaunchNode>()) {
+      visit(k->body, k->threads.empty() ? 1 : k->threads[0], false);
+      return;
+    }
+    if (auto* a = s.as<AnnotateNode>()) {
+      if (a->key == passes::kThreadRangeKey)
+        if (auto* r = std::get_if<std::vector<int64_t>>(&a->value); r && r->size() >= 2) threads = (*r)[1];
+      visit(a->body, threads, pipelined);
+      return;
+    }
+    if (auto* f = s.as<ForNode>()) {
+      visit(f->body, threads, pipelined || f->for_kind == ForKind::kPipelined);
+      return;
+    }
+    if (auto* q = s.as<SeqNode>()) {
+      for (const auto& x : q->stmts) visit(x, threads, pipelined);
+      return;
+    }
+    if (auto* i = s.as<IfNode>()) {
+      visit(i->then_case, threads, pipelined);
+      visit(i->else_case, threads, pipelined);
+      return;
+    }
+    if (auto* l = s.as<LetNode>()) return visit(l->body, threads, pipelined);
+    if (auto* a = s.as<AllocateNode>()) return visit(a->body, threads, pipelined);
+    if (auto* op = s.as<TileOpNode>()) tile_op(*op, threads, pipelined);
+  }
+
+ private:
+  void tile_op(const TileOpNode& op, int64_t threads, bool pipelined) {
+    Env env(ctx_, threads);
+    if (op.op == "gemm") return gemm(op, env);
+    if (op.op == "tma_copy") {
+      ExplainLine l{op.loc, op_text(op), "", {}};
+      const bool multicast = attr_int(op, "cluster_mask", 0) != 0;
+      l.chosen = find_attr(op.attrs, "barrier") ? std::string("TMA load (cp.async.bulk.tensor") +
+                                                      (multicast ? ", multicast to the cluster" : "") +
+                                                      ") by the producer warpgroup, completing on an mbarrier"
+                                                : "TMA";
+      lines.push_back(l);
+      return;
+    }
+    if (op.op == "async_copy") {
+      lines.push_back({op.loc, op_text(op), "cp.async (asynchronous global -> shared copy) in the software pipeline",
+                       {}});
+      return;
+    }
+    if (op.op == "copy") copy(op, env, pipelined);
+  }
+
+  void gemm(const TileOpNode& op, const Env& env) {
+    ExplainLine l{op.loc, op_text(op), "", {}};
+    ops::GemmOp g = ops::analyze_gemm(op, env);
+    for (const GemmCandidate& c : gemm_candidates(g.query, env.target())) {
+      if (c.chosen) {
+        l.chosen = gemm_choice(c.name, g);
+      } else if (c.name != "tcgen05" || env.target().arch >= 100) {
+        l.rejected.push_back(std::string("no ") + gemm_candidate_name(c.name) + ": " + c.why);
+      }
+    }
+    lines.push_back(l);
+  }
+
+  void copy(const TileOpNode& op, const Env& env, bool pipelined) {
+    ExplainLine l{op.loc, op_text(op), "", {}};
+    const BufferRegion& src = region_arg(op, 0);
+    const BufferRegion& dst = region_arg(op, 1);
+    const bool load = src.buffer->scope == Scope::kGlobal && is_shared(dst.buffer->scope);
+    const bool store = is_shared(src.buffer->scope) && dst.buffer->scope == Scope::kGlobal;
+    const std::string prefer = attr_string(op, "prefer_instruction");
+    const bool tma_target = env.target().has_tma();
+    std::string no_tma;
+    if (!tma_target) no_tma = "TMA needs sm_90, the target is " + env.target().str();
+    else if (env.config_flag("tl.disable_tma_lower")) no_tma = "tl.disable_tma_lower is set";
+    else if (attr_bool(op, "disable_tma")) no_tma = "the copy has disable_tma=True";
+    else if (!prefer.empty() && prefer != "tma") no_tma = "the copy prefers instruction \"" + prefer + "\"";
+    else no_tma = ops::why_not_tma(op);
+    if (store) {
+      if (no_tma.empty()) {
+        l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
+      } else {
+        l.chosen = "vectorized copy by the block's threads";
+        l.rejected.push_back("no TMA store: " + no_tma);
+      }
+    } else if (load) {
+      l.chosen = "vectorized copy by the block's threads";
+      if (tma_target) {
+        l.rejected.push_back(no_tma.empty() ? std::string("no TMA: loads use TMA in a warp-specialized T.Pipelined "
+                                                          "loop (or T.tma_copy with an mbarrier), and this copy is "
+                                                          "not in one")
+                                            : "no TMA: " + no_tma);
+      }
+      if (env.target().has_cp_async() && !pipelined)
+        l.rejected.push_back("no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)");
+    } else if (src.buffer->scope == Scope::kGlobal || dst.buffer->scope == Scope::kGlobal ||
+               is_shared(src.buffer->scope) || is_shared(dst.buffer->scope)) {
+      l.chosen = std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) + " -> " +
+                 scope_name(dst.buffer->scope) + ")";
+    } else {
+      return;  // between registers: nothing to choose
+    }
+    lines.push_back(l);
+  }
+
+  const passes::PassContext& ctx_;
+};
+
+}  // namespace
+
+std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx) {
+  std::vector<passes::Pass> prefix;
+  for (auto& p : pipeline::cuda_pipeline(ctx.target())) {
+    if (p.name == "layout_inference") break;
+    prefix.push_back(std::move(p));
+  }
+  ir::PrimFunc g = passes::run_passes(prefix, f, ctx);
+  std::vector<ExplainLine> out;
+  SourceLoc loop_loc = f->loc;
+  ir::for_each_node(f->body, [&](const ir::Node* n) {
+    auto* l = dynamic_cast<const ForNode*>(n);
+    if (l && l->for_kind == ForKind::kPipelined) loop_loc = l->loc;
+  });
+  // The kernel: the pipelined loop's form.
+  bool specialized = false;
+  ir::for_each_node(g->body, [&](const ir::Node* n) {
+    auto* op = dynamic_cast<const TileOpNode*>(n);
+    specialized |= op && op->op == "tma_copy" && find_attr(op->attrs, "barrier");
+  });
+  for (const auto& [key, value] : g->attrs) {
+    if (key == passes::kNotWarpSpecializedAttr)
+      if (auto* why = std::get_if<std::string>(&value))
+        out.push_back({loop_loc, "T.Pipelined loop", "software pipeline of the block's threads",
+                       {"not warp-specialized (TMA producer + wgmma consumers): " + *why}});
+  }
+  if (specialized)
+    out.push_back({loop_loc, "T.Pipelined loop",
+                   "warp-specialized: a producer warpgroup issues TMA loads, consumer warpgroups run the rest "
+                   "(full/empty mbarriers per stage)",
+                   {}});
+  Explainer e(ctx);
+  e.visit(g->body, 1, false);
+  // Program order; once per op (a pipeline's prologue repeats its copies).
+  std::stable_sort(e.lines.begin(), e.lines.end(),
+                   [](const ExplainLine& a, const ExplainLine& b) { return a.loc.line < b.loc.line; });
+  for (const auto& l : e.lines) {
+    bool seen = false;
+    for (const auto& o : out) seen |= o.loc.line == l.loc.line && o.what == l.what && o.chosen == l.chosen;
+    if (!seen) out.push_back(l);
+  }
+  return out;
+}
+
+std::string format_explain(const std::vector<ExplainLine>& lines) {
+  std::ostringstream os;
+  for (const auto& l : lines) {
+    os << (l.loc.line > 0 ? "line " + std::to_string(l.loc.line) : std::string("kernel")) << ": " << l.what << "\n"
+       << "    chosen: " << l.chosen << "\n";
+    for (const auto& r : l.rejected) os << "    " << r << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace tilec::cuda

@@ -1,0 +1,129 @@
+"""kernel.explain(): the instruction chosen for each copy and gemm, and the rule behind every
+faster choice not made (one test per kind of reason). No GPU needed."""
+import os
+import sys
+
+import pytest
+
+import tilec
+import tilec.language as T
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+
+
+def _gemm(threads=256, stages=3, dtype="float16", target="sm_90a", **cfg):
+    M = N = K = 512
+
+    @T.prim_func
+    def g(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=threads) as (bx, by):
+            As = T.alloc_shared((128, 32), dtype)
+            Bs = T.alloc_shared((32, 128), dtype)
+            Cl = T.alloc_fragment((128, 128), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, 32), num_stages=stages):
+                T.copy(A[by * 128, ko * 32], As)
+                T.copy(B[ko * 32, bx * 128], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[by * 128, bx * 128])
+
+    return tilec.compile(g, target=target, pass_configs=cfg).explain(show=False)
+
+
+def _section(text, what):
+    """The lines of the entry whose header contains `what`."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if what in line:
+            out = [line]
+            for nxt in lines[i + 1:]:
+                if not nxt.startswith("    "):
+                    break
+                out.append(nxt)
+            return "\n".join(out)
+    raise AssertionError(f"no entry for {what!r} in:\n{text}")
+
+
+def test_hopper_gemm_is_warp_specialized_tma_and_wgmma():
+    text = _gemm()
+    assert "warp-specialized: a producer warpgroup issues TMA loads" in _section(text, "T.Pipelined loop")
+    assert "TMA load (cp.async.bulk.tensor) by the producer warpgroup" in _section(text, "T.tma_copy(A, As)")
+    assert "chosen: wgmma (A from shared memory, B from shared memory)" in _section(text, "T.gemm(As, Bs, Cl)")
+    assert "registers: " in text and "shared memory: " in text and "spills: " in text
+
+
+@pytest.mark.filterwarnings("ignore::tilec.kernel.PerformanceWarning")  # 64 threads hold a 128x128 tile
+def test_wgmma_needs_whole_warpgroups():
+    text = _gemm(threads=64)
+    gemm = _section(text, "T.gemm(As, Bs, Cl)")
+    assert "chosen: mma.sync" in gemm
+    assert "no wgmma: wgmma runs on whole warpgroups (128 threads), the block has 64" in gemm
+    loop = _section(text, "T.Pipelined loop")
+    assert "not warp-specialized (TMA producer + wgmma consumers): the block has 64 threads" in loop
+
+
+def test_wgmma_needs_sm90a_and_can_be_disabled():
+    assert "no wgmma: wgmma needs sm_90a, the target is sm_80" in _gemm(target="sm_80")
+    text = _gemm(**{"tl.disable_wgmma": True})
+    assert "no wgmma: disabled by the pass config tl.disable_wgmma" in _section(text, "T.gemm(As, Bs, Cl)")
+    assert "does not use wgmma" in _section(text, "T.Pipelined loop")
+    assert "chosen: cp.async" in _section(text, "T.async_copy(A, As)")
+
+
+def test_a_single_stage_loop_gets_no_async_copies():
+    copy = _section(_gemm(stages=1), "T.copy(A, As)")
+    assert "no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)" in copy
+
+
+def test_tma_store_and_why_a_store_is_not_tma():
+    @T.prim_func
+    def store(A: T.Tensor((256, 128), "float16"), B: T.Tensor((256, 128), "float16"),
+              C: T.Tensor((256, 4), "float16"), D: T.Tensor((256, 4), "float16")):
+        with T.Kernel(2, threads=128) as bx:
+            S = T.alloc_shared((128, 128), "float16")
+            N = T.alloc_shared((128, 4), "float16")
+            T.copy(A[bx * 128, 0], S)
+            T.copy(S, B[bx * 128, 0])
+            T.copy(S, B[bx * 128, 0], disable_tma=True)
+            T.copy(C[bx * 128, 0], N)
+            T.copy(N, D[bx * 128, 0])
+
+    text = tilec.compile(store, target="sm_90a").explain(show=False)
+    entries = [e for e in text.split("\nline ") if "T.copy(S, B)" in e]
+    assert "chosen: TMA store" in entries[0]
+    assert "no TMA store: the copy has disable_tma=True" in entries[1]
+    assert "no TMA store: a TMA box row must be a multiple of 16 bytes" in _section(text, "T.copy(N, D)")
+    assert "no TMA: loads use TMA in a warp-specialized T.Pipelined loop" in _section(text, "T.copy(A, S)")
+
+
+def test_a_paged_copy_is_not_warp_specialized():
+    @T.prim_func
+    def paged(K: T.Tensor((64 * 16, 64), "float16"), table: T.Tensor((16,), "int32"),
+              Q: T.Tensor((128, 64), "float16"), O: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            Qs = T.alloc_shared((128, 64), "float16")
+            Ks = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((128, 64), "float32")
+            T.copy(Q, Qs)
+            T.clear(acc)
+            for p in T.Pipelined(16, num_stages=2):
+                T.copy(K[table[p] * 64, 0], Ks)
+                T.gemm(Qs, Ks, acc, transpose_B=True)
+            T.copy(acc, O)
+
+    text = tilec.compile(paged, target="sm_90a").explain(show=False)
+    assert "is computed from memory (e.g. a block table)" in _section(text, "T.Pipelined loop")
+
+
+def test_kernels_from_cuda_source_have_nothing_to_explain():
+    from test_runtime_kernel import ADD_PLAN, ADD_SOURCE
+
+    from tilec import kernel as kernel_mod
+
+    k = kernel_mod.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80")
+    with pytest.raises(kernel_mod.KernelArgumentError, match="compiled from a program"):
+        k.explain()

@@ -18,7 +18,7 @@ tilec = importlib.import_module("tilec")
 T = importlib.import_module("tilec.language")
 kernel_mod = importlib.import_module("tilec.kernel")
 
-pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0][0], reason="NVRTC not found")
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 BLOCK_COLS = 256
 

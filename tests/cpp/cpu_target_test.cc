@@ -287,3 +287,39 @@ TEST(CpuErrors, ArgumentsAreChecked) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CpuErrors, WarpSpecializationIsNotSupported) {
+  Builder b("ws_kernel");
+  Buffer Out = b.tensor("Out", {int_imm(4)}, f32);
+  b.begin_kernel({int_imm(1)}, {256});
+  b.begin_annotate("ws", std::vector<int64_t>{1}, at(11));
+  b.tile_op("fill", {BufferRegion::full(Out), float_imm(0.0)});
+  b.end_frame();
+  b.end_frame();
+  PrimFunc f = b.finish();
+  std::vector<float> out(4);
+  std::string msg = user_error_of([&] { cpu::run_on_cpu(f, {array_of(out, {4})}); });
+  EXPECT_NE(msg.find("T.ws (a warp-group role) is not supported on target=cpu"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("kernel.py:11"), std::string::npos) << msg;
+}
+
+TEST(CpuHooks, OnBlockSeesEveryBlockInOrder) {
+  Builder b("grid");
+  Buffer Out = b.tensor("Out", {int_imm(6)}, f32);
+  auto bxy = b.begin_kernel({int_imm(3), int_imm(2)}, {32});
+  b.store(Out, {bxy[1] * 3 + bxy[0]}, cast(f32, bxy[0] * 10 + bxy[1]));
+  b.end_frame();
+  PrimFunc f = b.finish();
+  std::vector<float> out(6);
+  std::vector<std::vector<int64_t>> seen;
+  cpu::CpuOptions options;
+  options.on_block = [&](const std::vector<int64_t>& blk) { seen.push_back(blk); };
+  cpu::run_on_cpu(f, {array_of(out, {6})}, options);
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[1], (std::vector<int64_t>{1, 0}));  // x fastest
+  EXPECT_EQ(out, (std::vector<float>{0, 10, 20, 1, 11, 21}));
+}
+
+}  // namespace

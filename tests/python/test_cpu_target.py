@@ -231,3 +231,26 @@ def test_argument_errors():
         kernel(np.zeros(4, np.float32))
     with pytest.raises(tilec.CompileError, match="must be float32, got float64"):
         kernel(np.zeros(4), np.zeros(4))
+
+
+def test_flash_attention_backward_with_atomics():
+    """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks."""
+    torch = pytest.importorskip("torch")
+    import flash_attention as fwd
+    import flash_attention_bwd as fab
+
+    batch, heads, seq, dim, causal = 1, 2, 80, 64, True
+    forward = cpu(fwd.flash_attention(batch, heads, seq, dim, causal, return_lse=True, block_M=32, block_N=32))
+    prep, bwd, post = (cpu(f) for f in fab.flash_attention_bwd(batch, heads, seq, dim, causal, block_M=32, block_N=32))
+    shape = (batch, seq, heads, dim)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v, do = (torch.randn(shape, generator=gen).half() for _ in range(4))
+    o, lse, delta = torch.empty(shape, dtype=torch.float16), torch.empty(batch, heads, seq), torch.empty(batch, heads, seq)
+    forward(q, k, v, o, lse)
+    prep(o, do, delta)
+    dq_acc, dq = torch.zeros(shape), torch.empty(shape, dtype=torch.float16)
+    dk, dv = torch.empty(shape, dtype=torch.float16), torch.empty(shape, dtype=torch.float16)
+    bwd(q, k, v, do, lse, delta, dq_acc, dk, dv)
+    post(dq_acc, dq)
+    for got, want in zip((dq, dk, dv), fab.reference(*(x.double() for x in (q, k, v, do)), causal)):
+        assert (got.double() - want).abs().max().item() <= 5e-3 * want.abs().max().item()

@@ -5,6 +5,7 @@ namespace nb = nanobind;
 
 void bind_ir(nb::module_& m);       // bind_ir.cc: types, exprs, buffers, builder, printer
 void bind_runtime(nb::module_& m);  // bind_runtime.cc: compile, kernels, launch, cache
+void bind_cpu(nb::module_& m);      // bind_cpu.cc: target="cpu", the tile-level interpreter
 
 NB_MODULE(_tilec, m) {
   m.doc() = "tilec: tile-level GPU kernel compiler (C++ core)";
@@ -13,4 +14,5 @@ NB_MODULE(_tilec, m) {
   nb::set_leak_warnings(false);
   bind_ir(m);
   bind_runtime(m);
+  bind_cpu(m);
 }

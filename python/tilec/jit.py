@@ -46,7 +46,8 @@ _TARGET_KEYS = {"kind", "arch"}
 
 def normalize_target(target: Any) -> str:
     """A target spec as the string C++ target parsing takes: "auto", "cuda", "sm_90a",
-    "cuda -arch=sm_90a"; dicts such as {"kind": "cuda", "arch": "sm_90"} become strings."""
+    "cuda -arch=sm_90a"; dicts such as {"kind": "cuda", "arch": "sm_90"} become strings.
+    "cpu" (or {"kind": "cpu"}) is the tile-level CPU reference target (cpu_kernel.py)."""
     if target is None:
         return "auto"
     if isinstance(target, str):
@@ -104,6 +105,10 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
         out_idx = body_out_idx
     configs = dict(body_configs)
     configs.update({_config_key(k): v for k, v in (pass_configs or {}).items()})
+    if normalize_target(target) == "cpu":  # the tile-level interpreter (cpu_kernel.py)
+        from .cpu_kernel import CpuKernel
+
+        return CpuKernel(func, out_idx=normalize_out_idx(out_idx), pass_configs=configs)
     configs = split_pass_configs(configs)
     flags = list(body_flags)
     if compile_flags:

@@ -17,7 +17,8 @@ namespace {
 
 constexpr const char* kAcceptedForms =
     "accepted targets: 'auto', 'cuda', 'sm_80', 'sm_86', 'sm_89', 'sm_90', 'sm_90a', 'sm_100', 'sm_100a', "
-    "'cuda -arch=sm_90a', 'cuda:sm_90'";
+    "'cuda -arch=sm_90a', 'cuda:sm_90'; 'cpu' (the tile-level interpreter) is tilec.compile(func, target='cpu') "
+    "in Python";
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\n");

@@ -69,7 +69,8 @@ TEST(Target, AutoAndCudaFollowTheDetectedGpu) {
   EXPECT_EQ(parse_target("cuda", std::nullopt), sm(80));
   EXPECT_EQ(error_of("auto", std::nullopt),
             "no GPU found; pass an explicit target such as 'sm_90a' | accepted targets: 'auto', 'cuda', 'sm_80', "
-            "'sm_86', 'sm_89', 'sm_90', 'sm_90a', 'sm_100', 'sm_100a', 'cuda -arch=sm_90a', 'cuda:sm_90'");
+            "'sm_86', 'sm_89', 'sm_90', 'sm_90a', 'sm_100', 'sm_100a', 'cuda -arch=sm_90a', 'cuda:sm_90'; 'cpu' (the "
+            "tile-level interpreter) is tilec.compile(func, target='cpu') in Python");
   EXPECT_EQ(error_of("auto", sm(75)).substr(0, 70),
             "the GPU of this machine is sm_75; tilec needs sm_80 (Ampere) or newer ");
   EXPECT_EQ(error_of("cuda", sm(70)).substr(0, 35), "the GPU of this machine is sm_70; t");
@@ -80,7 +81,8 @@ TEST(Target, AutoAndCudaFollowTheDetectedGpu) {
 TEST(Target, UnknownSpellings) {
   const std::string accepted =
       " | accepted targets: 'auto', 'cuda', 'sm_80', 'sm_86', 'sm_89', 'sm_90', 'sm_90a', 'sm_100', 'sm_100a', "
-      "'cuda -arch=sm_90a', 'cuda:sm_90'";
+      "'cuda -arch=sm_90a', 'cuda:sm_90'; 'cpu' (the tile-level interpreter) is tilec.compile(func, target='cpu') "
+      "in Python";
   for (const char* bad : {"sm_75", "sm_80a", "sm_86a", "sm90", "sm_", "sm_9x", "cuda -arch=", "cuda -O3", "cuda:",
                           "hip", "", "SM_90", "sm_90aa", "sm_1000", "cuda:sm_90 extra"}) {
     EXPECT_EQ(error_of(bad, std::nullopt), std::string("unknown target '") + bad + "'" + accepted) << bad;

@@ -1,0 +1,116 @@
+// The CPU target's interpreter state (private to src/target/cpu): variable bindings, the
+// storage of every live buffer, and the entry points that the per-concern files implement:
+//   eval.cc        expressions (arithmetic with the dtype's rounding, casts, selects, loads)
+//   intrinsics.cc  Call nodes: math, bit operations, scalar atomics; thread-level calls fail
+//   exec.cc        statements: loops, kernel launches, allocations, stores, annotations
+//   tile_ops.cc    T.copy, T.fill, T.gemm, T.reduce_*, T.cumsum, T.atomic_* on regions
+//   memory.cc      storage, index -> offset with bounds checks and their error messages
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "target/cpu/dtype.h"
+#include "tilec/ir/stmt.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/target/cpu/interpreter.h"
+
+namespace tilec::cpu {
+
+using namespace ir;
+
+// A buffer's memory: the caller's bytes for a tensor argument, Values for on-chip buffers.
+struct Storage {
+  Buffer buffer;
+  DataType dtype;
+  std::vector<int64_t> shape, strides;
+  char* bytes = nullptr;     // global tensors (elements of storage_bytes(dtype))
+  std::vector<Value> cells;  // on-chip buffers (values already rounded to dtype)
+  bool global() const { return bytes != nullptr; }
+  Value get(int64_t offset) const;
+  void set(int64_t offset, const Value& v);
+};
+
+// How an access outside a buffer is treated: a global access is guarded (read 0, write
+// nothing) unless strict; an on-chip access is an error.
+enum class Access : uint8_t { kRead, kWrite, kAtomic };
+
+class Machine {
+ public:
+  Machine(const PrimFunc& f, const CpuOptions& options) : func_(f), options_(options) {}
+
+  void run(const std::vector<CpuArg>& args);
+
+  // ---- eval.cc ----
+  Value eval(const Expr& e);
+  int64_t eval_int(const Expr& e);  // an integer (or bool) expression
+  bool eval_bool(const Expr& e) { return eval_int(e) != 0; }
+
+  // ---- intrinsics.cc ----
+  Value call(const CallNode* c);
+
+  // ---- exec.cc ----
+  void exec(const Stmt& s);
+
+  // ---- tile_ops.cc ----
+  void tile_op(const TileOpNode* op);
+
+  // ---- memory.cc ----
+  Storage& storage(const Buffer& b, const SourceLoc& loc);
+  // The element offset of `idx` in `s`; nullopt for a guarded global access outside the
+  // tensor; a UserError for any other out-of-bounds access.
+  std::optional<int64_t> offset(const Storage& s, const std::vector<int64_t>& idx, Access access,
+                                const SourceLoc& loc);
+  Value load(const Buffer& b, const std::vector<int64_t>& idx, const SourceLoc& loc);
+  void store(const Buffer& b, const std::vector<int64_t>& idx, const Value& v, const SourceLoc& loc);
+  void allocate(const Buffer& b, const SourceLoc& loc);
+  void release(const Buffer& b) { storages_.erase(b.get()); }
+  void bind_tensor(const Buffer& b, const HostArray& a);
+
+  // ---- errors ----
+  [[noreturn]] void not_supported(const std::string& what, const SourceLoc& loc, const std::string& hint = "");
+  const std::string& kernel_name() const { return func_->name; }
+
+  // ---- variables ----
+  void bind(const VarNode* v, const Value& x) { vars_[v] = x; }
+  void unbind(const VarNode* v) { vars_.erase(v); }
+
+ private:
+  friend class VarScope;
+  PrimFunc func_;
+  const CpuOptions& options_;
+  std::unordered_map<const VarNode*, Value> vars_;
+  std::unordered_map<const BufferNode*, Storage> storages_;
+  std::unordered_set<const VarNode*> thread_vars_;  // of the running T.Kernel: unsupported
+  friend void exec_kernel(Machine& m, const KernelLaunchNode* k);
+  friend Value eval_var(Machine& m, const VarNode* v);
+};
+
+// Binds a variable for a scope and restores the previous binding after it.
+class VarScope {
+ public:
+  VarScope(Machine& m, const VarNode* v, const Value& x) : m_(m), v_(v) {
+    auto it = m.vars_.find(v);
+    if (it != m.vars_.end()) old_ = it->second;
+    m.vars_[v] = x;
+  }
+  void set(const Value& x) { m_.vars_[v_] = x; }
+  ~VarScope() {
+    if (old_) m_.vars_[v_] = *old_;
+    else m_.vars_.erase(v_);
+  }
+
+ private:
+  Machine& m_;
+  const VarNode* v_;
+  std::optional<Value> old_;
+};
+
+// "(3, 130)"
+std::string index_str(const std::vector<int64_t>& idx);
+
+}  // namespace tilec::cpu

@@ -5,6 +5,8 @@ call; checking happens in C++ (tile-op schemas, type rules, shape checks)."""
 
 from __future__ import annotations
 
+import os
+
 import builtins
 import enum
 import numbers
@@ -687,6 +689,21 @@ def call_intrin(dtype: Any, op: str, *args):
 def evaluate(value: Any):
     ctx = context.require("T.evaluate")
     ctx.builder.evaluate(to_expr(value), ctx.loc)
+
+
+@primitive
+def device_assert(cond: Any, msg: str = ""):
+    """Checks `cond` on the device (every thread that runs it); when it fails the kernel traps
+    after printing the source line, `msg`, and the failing block and thread (the launch then
+    reports an error). On target="cpu" a failing check raises."""
+    ctx = context.require("T.device_assert")
+    if not isinstance(msg, str):
+        raise CompileError(f"T.device_assert: msg must be a string, got {type(msg).__name__}",
+                           hint='T.device_assert(i < n, "i in range")')
+    loc = ctx.loc
+    where = f"{os.path.basename(loc.file) if loc.file else '?'}:{loc.line}"
+    ctx.builder.evaluate(_tilec.call("void", "device_assert", [to_expr(cond), _tilec.string_imm(msg, loc),
+                                                               _tilec.string_imm(where, loc)], loc), loc)
 
 
 @primitive

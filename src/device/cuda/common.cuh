@@ -342,4 +342,14 @@ TL_DEVICE void print(const Ts&... values) {
   printf("\n");
 }
 
+// ---- T.device_assert: a failed check prints where and who, then traps (the launch fails
+// with an illegal-instruction error that the runtime reports).
+TL_DEVICE void device_assert(bool ok, const char* msg, const char* where) {
+  if (ok) return;
+  printf("tilec: device assertion failed at %s: %s (block (%d, %d, %d) thread (%d, %d, %d))\n", where, msg,
+         static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z),
+         static_cast<int>(threadIdx.x), static_cast<int>(threadIdx.y), static_cast<int>(threadIdx.z));
+  __trap();
+}
+
 }  // namespace tl

@@ -102,6 +102,16 @@ Value print(Machine& m, const CallNode* c) {
   return Value{};
 }
 
+// T.device_assert(cond, "msg", "file:line"): raises, as the GPU traps.
+Value device_assert(Machine& m, const CallNode* c) {
+  if (as_double(c->args[0]->dtype, m.eval(c->args[0])) != 0) return Value{};
+  auto text = [&](size_t i) {
+    auto* s = c->args.size() > i ? c->args[i].as<StringImmNode>() : nullptr;
+    return s ? s->value : std::string();
+  };
+  throw_user_error("device assertion failed in kernel " + m.kernel_name() + " at " + text(2) + ": " + text(1), c->loc);
+}
+
 }  // namespace
 
 Value Machine::call(const CallNode* c) {
@@ -120,6 +130,7 @@ Value Machine::call(const CallNode* c) {
   }
   if (op == "infinity") return from_double(c->dtype, HUGE_VAL);
   if (op == "print") return print(*this, c);
+  if (op == "device_assert") return device_assert(*this, c);
   if (op == "tl.reinterpret") return reinterpret(*this, c);
   if (op.rfind("tl.bitwise_", 0) == 0 || op == "tl.shift_left" || op == "tl.shift_right") return bitwise(*this, c);
   if (op == "tl.atomic_add" || op == "tl.atomic_max" || op == "tl.atomic_min") return scalar_atomic(*this, c);

@@ -1,0 +1,55 @@
+"""T.device_assert on the GPU: a passing check changes nothing; a failing one prints the source
+line, message, block and thread, and the launch fails. (A trap poisons the CUDA context, so the
+failing case runs in its own process.)"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import tilec  # noqa: E402
+import tilec.language as T  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+PROGRAM = textwrap.dedent('''
+    import sys, torch, tilec, tilec.language as T
+    N = T.dynamic("n")
+
+    @T.prim_func
+    def checked(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < N:
+                    T.device_assert(A[bx * 128 + i] >= 0, "A must be non-negative")
+                    B[bx * 128 + i] = T.sqrt(A[bx * 128 + i])
+
+    k = tilec.compile(checked, out_idx=[-1], target="auto")
+    a = torch.rand(300, device="cuda")
+    torch.testing.assert_close(k(a), a.sqrt())
+    if sys.argv[1] == "fail":
+        a[257] = -1.0
+        k(a)
+        torch.cuda.synchronize()
+    print("done")
+''')
+
+
+def _run(mode):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_passing_checks_change_nothing():
+    r = _run("pass")
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr
+
+
+def test_failing_check_traps_with_its_line_and_thread():
+    r = _run("fail")
+    assert r.returncode != 0 and "done" not in r.stdout
+    out = r.stdout + r.stderr
+    assert "tilec: device assertion failed at <string>:10: A must be non-negative (block (2, 0, 0) thread (1," in out, out

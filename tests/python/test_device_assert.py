@@ -1,0 +1,44 @@
+"""T.device_assert: compiles to a check that prints the source line and traps (GPU side:
+tests/gpu/test_runtime_gpu.py); on target="cpu" a failing check raises."""
+import numpy as np
+import pytest
+
+import tilec
+import tilec.language as T
+
+N = T.dynamic("n")
+
+
+@T.prim_func
+def checked(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+    with T.Kernel(T.ceildiv(N, 128), threads=128) as bx:
+        for i in T.Parallel(128):
+            if bx * 128 + i < N:
+                T.device_assert(A[bx * 128 + i] >= 0, "A must be non-negative")
+                B[bx * 128 + i] = T.sqrt(A[bx * 128 + i])
+
+
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+def test_compiles_to_a_check_naming_the_source_line():
+    src = tilec.compile(checked, out_idx=[-1], target="sm_90a").get_kernel_source()
+    assert 'tl::device_assert(' in src and '"A must be non-negative"' in src
+    assert '"test_device_assert.py:17"' in src, src
+
+
+def test_cpu_target_raises_on_a_failing_check():
+    k = tilec.compile(checked, out_idx=[-1], target="cpu")
+    a = np.abs(np.random.randn(300).astype(np.float32))
+    np.testing.assert_allclose(k(a), np.sqrt(a), rtol=1e-6)
+    a[257] = -1.0
+    with pytest.raises(tilec.CompileError, match=r"device assertion failed in kernel .* at test_device_assert.py:17: "
+                                                 r"A must be non-negative"):
+        k(a)
+
+
+def test_message_must_be_a_string():
+    with pytest.raises(tilec.CompileError, match="msg must be a string"):
+        @T.prim_func
+        def bad(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                for i in T.Parallel(128):
+                    T.device_assert(A[i] > 0, 42)

@@ -42,3 +42,27 @@ def test_message_must_be_a_string():
             with T.Kernel(1, threads=128) as bx:
                 for i in T.Parallel(128):
                     T.device_assert(A[i] > 0, 42)
+
+
+def test_print_of_a_whole_buffer_prints_every_element_with_its_indices(capfd):
+    @T.prim_func
+    def show(A: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((4, 8), "float32")
+            F = T.alloc_fragment((4, 8), "float32")
+            T.copy(A, S)
+            T.copy(S, F)
+            T.print(S, msg="after load")
+            T.print(F)
+
+    k = tilec.compile(show, target="cpu")
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    k(a)
+    out = capfd.readouterr().out.splitlines()
+    shared = [line for line in out if "after load S[i, j]" in line]
+    frag = [line for line in out if " F[i, j]" in line]
+    assert len(shared) == 32 and len(frag) == 32
+    assert any(line.endswith("after load S[i, j] 2 5 = 21") for line in shared), shared[:3]
+    if tilec._tilec.nvrtc_available()[0]:
+        src = tilec.compile(show, target="sm_80").get_kernel_source()
+        assert src.count("tl::print(") == 2, src

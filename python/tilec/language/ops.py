@@ -691,6 +691,18 @@ def evaluate(value: Any):
     ctx.builder.evaluate(to_expr(value), ctx.loc)
 
 
+def _print_buffer(ctx, buf, msg: str) -> None:
+    loc = ctx.loc
+    if buf.scope == BARRIER_SCOPE:
+        raise CompileError(f"T.print cannot print the barriers '{buf.name}'", hint="print values, not mbarriers")
+    names = [f"{buf.name}_i{d}" for d in range(buf.ndim)]
+    idx = ctx.builder.begin_loop_nest(names, [to_expr(e) for e in buf.shape], "Parallel", loc)
+    label = f"{msg + ' ' if msg else ''}{buf.name}[{', '.join('ijklmn'[:buf.ndim])}]"
+    args = [_tilec.string_imm(label, loc), *idx, _tilec.string_imm("=", loc), _tilec.buffer_load(buf, list(idx), loc)]
+    ctx.builder.evaluate(_tilec.call("void", "print", args, loc), loc)
+    ctx.builder.end_frame()
+
+
 @primitive
 def device_assert(cond: Any, msg: str = ""):
     """Checks `cond` on the device (every thread that runs it); when it fails the kernel traps
@@ -708,8 +720,12 @@ def device_assert(cond: Any, msg: str = ""):
 
 @primitive
 def print(*values, msg: str = ""):  # noqa: A001 - the T name
-    """Prints values from the device (every thread that runs it)."""
+    """Prints values from the device (every thread that runs it). `T.print(buffer)` prints every
+    element of a fragment, shared, local or global buffer with its indices, each element by
+    the thread that holds it (a T.Parallel nest over the buffer's shape)."""
     ctx = context.require("T.print")
+    if len(values) == 1 and isinstance(values[0], Buffer):
+        return _print_buffer(ctx, values[0], msg)
     args = [to_expr(v) for v in values]
     if msg:
         args.append(_tilec.string_imm(msg, ctx.loc))

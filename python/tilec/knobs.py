@@ -27,7 +27,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("TILEC_DUMP_IR", "string", "", "",
          "Print the IR (T-script) to stderr after every pass that changed it. 1 = every "
          "kernel and pass; otherwise comma-separated globs matched against the kernel name "
-         "or the pass name (e.g. gemm, 'lower_*')."),
+         "or the pass name (e.g. gemm, 'lower_*'); with 'diff' among them (TILEC_DUMP_IR=diff or diff,gemm) "
+         "a unified diff against the IR before the pass instead of the whole IR."),
     Knob("TILEC_DUMP_DIR", "path", "", "",
          "Write every compilation stage (IR after each pass as NN_<pass>.py, CUDA source, PTX, "
          "cubin, ptxas log) to <dir>/<kernel>/."),

@@ -24,6 +24,7 @@
 #include "tilec/support/diag.h"
 #include "tilec/support/dump.h"
 #include "tilec/support/knobs.h"
+#include "tilec/support/text_diff.h"
 
 namespace tilec::passes {
 
@@ -268,9 +269,16 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
     TILEC_ICHECK(out.defined()) << "pass '" << pass.name << "' returned no function";
     if (time_passes)
       timings.push_back({pass.name, std::chrono::duration<double, std::milli>(stop - start).count()});
-    if (dump_ir && knobs::dump_ir_matches(kernel, pass.name) && changed_by_pass(f, out))
-      std::cerr << "# ---- tilec: IR of '" << kernel << "' after pass '" << pass.name << "' ----\n"
-                << ir::script(out) << std::flush;
+    if (dump_ir && knobs::dump_ir_matches(kernel, pass.name) && changed_by_pass(f, out)) {
+      if (knobs::dump_ir_diff())
+        std::cerr << "# ---- tilec: IR of '" << kernel << "': what pass '" << pass.name << "' changed ----\n"
+                  << support::unified_diff(ir::script(f), ir::script(out), "before " + pass.name,
+                                           "after " + pass.name)
+                  << std::flush;
+      else
+        std::cerr << "# ---- tilec: IR of '" << kernel << "' after pass '" << pass.name << "' ----\n"
+                  << ir::script(out) << std::flush;
+    }
     if (dump_dir) dump::write_file(kernel, stage_file_name(i + 1, pass.name), ir::script(out));
     f = std::move(out);
   }

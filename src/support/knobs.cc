@@ -23,7 +23,8 @@ const std::vector<KnobSpec> kKnobs = {
     {"TILEC_DUMP_IR", KnobType::kString, "", "",
      "Print the IR (T-script) to stderr after every pass that changed it. 1 = every "
      "kernel and pass; otherwise comma-separated globs matched against the kernel name "
-     "or the pass name (e.g. gemm, 'lower_*')."},
+     "or the pass name (e.g. gemm, 'lower_*'); with 'diff' among them (TILEC_DUMP_IR=diff or diff,gemm) "
+     "a unified diff against the IR before the pass instead of the whole IR."},
     {"TILEC_DUMP_DIR", KnobType::kPath, "", "",
      "Write every compilation stage (IR after each pass as NN_<pass>.py, CUDA source, PTX, "
      "cubin, ptxas log) to <dir>/<kernel>/."},
@@ -181,19 +182,29 @@ std::string dump_ir() {
   return (l == "0" || l == "false" || l == "off" || l == "no") ? "" : v;
 }
 
+bool dump_ir_diff() {
+  std::istringstream is(dump_ir());
+  std::string pattern;
+  while (std::getline(is, pattern, ','))
+    if (lower(pattern) == "diff") return true;
+  return false;
+}
+
 bool dump_ir_matches(const std::string& kernel, const std::string& pass) {
   std::string spec = dump_ir();
   if (spec.empty()) return false;
   std::istringstream is(spec);
   std::string pattern;
+  bool any_pattern = false;
   while (std::getline(is, pattern, ',')) {
-    if (pattern.empty()) continue;
+    if (pattern.empty() || lower(pattern) == "diff") continue;
+    any_pattern = true;
     std::string p = lower(pattern);
     if (p == "1" || p == "all" || p == "true" || p == "*") return true;
     if (fnmatch(pattern.c_str(), kernel.c_str(), 0) == 0) return true;
     if (fnmatch(pattern.c_str(), pass.c_str(), 0) == 0) return true;
   }
-  return false;
+  return !any_pattern;  // "diff" alone: every kernel and pass
 }
 
 std::string dump_dir() { return expand_home(read_string("TILEC_DUMP_DIR")); }

@@ -39,6 +39,9 @@ std::string dump_ir();
 // matches everything; any other pattern is a glob (fnmatch) tested against the kernel
 // name and against the pass name.
 bool dump_ir_matches(const std::string& kernel, const std::string& pass);
+// True when TILEC_DUMP_IR has the pattern "diff": print each pass's change as a unified diff
+// (the other patterns still choose kernels and passes; "diff" alone matches all).
+bool dump_ir_diff();
 // TILEC_DUMP_DIR: "" when off.
 std::string dump_dir();
 bool time_passes();               // TILEC_TIME_PASSES

@@ -2,6 +2,7 @@
 #include "layout/int_eval.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace tilec::layout {
 
@@ -217,6 +218,217 @@ int64_t IntProgram::eval(const int64_t* values) const {
     st[sp - 1] = r;
   }
   return st[0];
+}
+
+// ---------------------------------------------------------------------------------------
+// separability
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+struct SlotUse {
+  uint64_t mask = 0;       // slots read
+  bool separable = true;   // a sum of one-slot terms
+};
+
+class SeparabilityChecker {
+ public:
+  explicit SeparabilityChecker(const std::vector<Var>& slots) : slots_(slots) {}
+
+  SlotUse visit(const Expr& e) {
+    switch (e->kind) {
+      case NodeKind::kIntImm: return {};
+      case NodeKind::kVar: return {slot_bit(e.as<VarNode>()), true};
+      case NodeKind::kCast: return visit(e.as<CastNode>()->value);
+      case NodeKind::kNot: return single(visit(e.as<NotNode>()->a).mask);
+      case NodeKind::kSelect: {
+        auto* s = e.as<SelectNode>();
+        return single(visit(s->cond).mask | visit(s->true_value).mask | visit(s->false_value).mask);
+      }
+      case NodeKind::kCall: {
+        auto* c = e.as<CallNode>();
+        return single(visit(c->args[0]).mask | visit(c->args[1]).mask);
+      }
+      default: break;
+    }
+    auto* b = static_cast<const BinaryNode*>(e.get());
+    SlotUse x = visit(b->a), y = visit(b->b);
+    SlotUse r = single(x.mask | y.mask);
+    if (e->kind == NodeKind::kAdd || e->kind == NodeKind::kSub) r.separable |= x.separable && y.separable;
+    if (e->kind == NodeKind::kMul)
+      r.separable |= (x.mask == 0 && y.separable) || (y.mask == 0 && x.separable);
+    return r;
+  }
+
+ private:
+  static SlotUse single(uint64_t mask) { return {mask, std::popcount(mask) <= 1}; }
+  uint64_t slot_bit(const VarNode* v) const {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].get() == v) return uint64_t{1} << i;
+    TILEC_UNREACHABLE() << "unbound variable " << v->name;
+  }
+  const std::vector<Var>& slots_;
+};
+
+}  // namespace
+
+bool is_separable(const Expr& e, const std::vector<Var>& slots) {
+  if (slots.size() > 64 || !IntProgram::compiles(e, slots)) return false;
+  return SeparabilityChecker(slots).visit(e).separable;
+}
+
+// ---------------------------------------------------------------------------------------
+// whole-box evaluation
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+// The values of one expression node over the box: one constant, or one value per point.
+struct Column {
+  bool scalar = true;
+  int64_t c = 0;
+  std::vector<int64_t> v;
+  int64_t at(size_t i) const { return scalar ? c : v[i]; }
+};
+
+class BoxEvaluator {
+ public:
+  BoxEvaluator(const std::vector<Var>& slots, const std::vector<int64_t>& box) : slots_(slots), box_(box) {
+    for (auto e : box) n_ *= static_cast<size_t>(e);
+  }
+  size_t size() const { return n_; }
+
+  Column eval(const Expr& e) {
+    switch (e->kind) {
+      case NodeKind::kIntImm: return constant(e.as<IntImmNode>()->value);
+      case NodeKind::kVar: return slot(e.as<VarNode>());
+      case NodeKind::kCast: return eval(e.as<CastNode>()->value);
+      case NodeKind::kNot: return map(eval(e.as<NotNode>()->a), [](int64_t a) -> int64_t { return !a; });
+      case NodeKind::kSelect: return select(e.as<SelectNode>());
+      case NodeKind::kCall: {
+        auto* c = e.as<CallNode>();
+        Column a = eval(c->args[0]), b = eval(c->args[1]);
+        if (c->op == "tl.bitwise_xor") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x ^ y; });
+        if (c->op == "tl.bitwise_and") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x & y; });
+        if (c->op == "tl.bitwise_or") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x | y; });
+        if (c->op == "tl.shift_left") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x << y; });
+        return zip(std::move(a), b, [](int64_t x, int64_t y) { return x >> y; });
+      }
+      default: break;
+    }
+    auto* bn = static_cast<const BinaryNode*>(e.get());
+    Column a = eval(bn->a), b = eval(bn->b);
+    switch (e->kind) {
+      case NodeKind::kAdd: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x + y; });
+      case NodeKind::kSub: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x - y; });
+      case NodeKind::kMul: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x * y; });
+      case NodeKind::kDiv: return divide(std::move(a), b, false, false);
+      case NodeKind::kMod: return divide(std::move(a), b, false, true);
+      case NodeKind::kFloorDiv: return divide(std::move(a), b, true, false);
+      case NodeKind::kFloorMod: return divide(std::move(a), b, true, true);
+      case NodeKind::kMin: return zip(std::move(a), b, [](int64_t x, int64_t y) { return std::min(x, y); });
+      case NodeKind::kMax: return zip(std::move(a), b, [](int64_t x, int64_t y) { return std::max(x, y); });
+      case NodeKind::kEQ: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x == y; });
+      case NodeKind::kNE: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x != y; });
+      case NodeKind::kLT: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x < y; });
+      case NodeKind::kLE: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x <= y; });
+      case NodeKind::kGT: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x > y; });
+      case NodeKind::kGE: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x >= y; });
+      case NodeKind::kAnd: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x && y; });
+      case NodeKind::kOr: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x || y; });
+      default: TILEC_UNREACHABLE() << "node kind " << node_kind_name(e->kind);
+    }
+  }
+
+ private:
+  static Column constant(int64_t c) { return Column{true, c, {}}; }
+
+  // Slot i over the row-major box: (point // stride_i) % box_i.
+  Column slot(const VarNode* var) {
+    size_t i = 0;
+    while (i < slots_.size() && slots_[i].get() != var) ++i;
+    TILEC_ICHECK(i < slots_.size()) << "unbound variable " << var->name;
+    const int64_t extent = box_[i];
+    if (extent == 1) return constant(0);
+    size_t stride = 1;
+    for (size_t j = i + 1; j < box_.size(); ++j) stride *= static_cast<size_t>(box_[j]);
+    Column r{false, 0, std::vector<int64_t>(n_)};
+    int64_t* out = r.v.data();
+    for (size_t k = 0; k < n_;)
+      for (int64_t x = 0; x < extent; ++x, k += stride) std::fill(out + k, out + k + stride, x);
+    return r;
+  }
+
+  template <typename F>
+  Column map(Column a, F f) {
+    if (a.scalar) return constant(f(a.c));
+    for (auto& x : a.v) x = f(x);
+    return a;
+  }
+
+  // Elementwise f(a, b); reuses a's storage.
+  template <typename F>
+  Column zip(Column a, const Column& b, F f) {
+    if (a.scalar && b.scalar) return constant(f(a.c, b.c));
+    if (a.scalar) {
+      Column r{false, 0, std::vector<int64_t>(n_)};
+      for (size_t i = 0; i < n_; ++i) r.v[i] = f(a.c, b.v[i]);
+      return r;
+    }
+    int64_t* x = a.v.data();
+    if (b.scalar) {
+      const int64_t y = b.c;
+      for (size_t i = 0; i < n_; ++i) x[i] = f(x[i], y);
+    } else {
+      const int64_t* y = b.v.data();
+      for (size_t i = 0; i < n_; ++i) x[i] = f(x[i], y[i]);
+    }
+    return a;
+  }
+
+  // Division and modulo; a constant power-of-two divisor becomes a shift or a mask (floor
+  // semantics in two's complement), the common case in layouts.
+  Column divide(Column a, const Column& b, bool floor, bool mod) {
+    if (b.scalar) {
+      TILEC_ICHECK(b.c != 0) << "division by zero while evaluating a layout";
+      if (floor && b.c > 0 && std::has_single_bit(static_cast<uint64_t>(b.c))) {
+        const int shift = std::countr_zero(static_cast<uint64_t>(b.c));
+        const int64_t mask = b.c - 1;
+        if (mod) return map(std::move(a), [mask](int64_t x) { return x & mask; });
+        return map(std::move(a), [shift](int64_t x) { return x >> shift; });
+      }
+    } else {
+      for (auto y : b.v) TILEC_ICHECK(y != 0) << "division by zero while evaluating a layout";
+    }
+    if (floor && mod) return zip(std::move(a), b, [](int64_t x, int64_t y) { return floor_mod(x, y); });
+    if (floor) return zip(std::move(a), b, [](int64_t x, int64_t y) { return floor_div(x, y); });
+    if (mod) return zip(std::move(a), b, [](int64_t x, int64_t y) { return x % y; });
+    return zip(std::move(a), b, [](int64_t x, int64_t y) { return x / y; });
+  }
+
+  Column select(const SelectNode* s) {
+    Column c = eval(s->cond), t = eval(s->true_value), f = eval(s->false_value);
+    if (c.scalar) return c.c ? t : f;
+    for (size_t i = 0; i < n_; ++i) c.v[i] = c.v[i] ? t.at(i) : f.at(i);
+    return c;
+  }
+
+  const std::vector<Var>& slots_;
+  const std::vector<int64_t>& box_;
+  size_t n_ = 1;
+};
+
+}  // namespace
+
+std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box) {
+  TILEC_ICHECK(box.size() == slots.size()) << "eval_box: one extent per slot";
+  TILEC_ICHECK(IntProgram::compiles(e, slots)) << "expression is not an integer function of the layout variables";
+  for (auto x : box)
+    if (x <= 0) return {};
+  BoxEvaluator ev(slots, box);
+  Column c = ev.eval(e);
+  if (c.scalar) return std::vector<int64_t>(ev.size(), c.c);
+  return std::move(c.v);
 }
 
 int64_t eval_int(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& values) {

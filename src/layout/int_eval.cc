@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <unordered_map>
 
 namespace tilec::layout {
 
@@ -293,12 +294,68 @@ struct Column {
 
 class BoxEvaluator {
  public:
-  BoxEvaluator(const std::vector<Var>& slots, const std::vector<int64_t>& box) : slots_(slots), box_(box) {
-    for (auto e : box) n_ *= static_cast<size_t>(e);
+  BoxEvaluator(const std::vector<Var>& slots, const std::vector<int64_t>& box, const std::vector<int64_t>& lo)
+      : slots_(slots), box_(box), lo_(lo) {
+    for (auto e : box) total_ *= static_cast<size_t>(e);
   }
-  size_t size() const { return n_; }
+  size_t size() const { return total_; }
+  // The points [begin, begin + len) of the box (row-major) are evaluated next.
+  void set_block(size_t begin, size_t len) {
+    begin_ = begin;
+    n_ = len;
+    for (auto& [node, column] : shared_) recycle(std::move(column));
+    shared_.clear();
+  }
+  // Gives a column's storage back for reuse (no allocation per node and block).
+  void recycle(Column&& c) {
+    if (!c.scalar) pool_.push_back(std::move(c.v));
+  }
+
+  // Nodes that the expression reads more than once (builders share subexpressions, e.g.
+  // a swizzle's linear offset) are evaluated once.
+  void count_uses(const Expr& e) {
+    if (++uses_[e.get()] > 1) return;
+    for_each_child(e, [&](const Expr& c) { count_uses(c); });
+  }
 
   Column eval(const Expr& e) {
+    auto u = uses_.find(e.get());
+    if (u == uses_.end() || u->second < 2) return eval_node(e);
+    auto it = shared_.find(e.get());
+    if (it == shared_.end()) it = shared_.emplace(e.get(), eval_node(e)).first;
+    if (it->second.scalar) return it->second;
+    Column copy{false, 0, fresh()};
+    std::copy(it->second.v.begin(), it->second.v.end(), copy.v.begin());
+    return copy;
+  }
+
+ private:
+  template <typename F>
+  static void for_each_child(const Expr& e, F f) {
+    switch (e->kind) {
+      case NodeKind::kIntImm:
+      case NodeKind::kVar: return;
+      case NodeKind::kCast: f(e.as<CastNode>()->value); return;
+      case NodeKind::kNot: f(e.as<NotNode>()->a); return;
+      case NodeKind::kSelect: {
+        auto* s = e.as<SelectNode>();
+        f(s->cond);
+        f(s->true_value);
+        f(s->false_value);
+        return;
+      }
+      case NodeKind::kCall:
+        for (const auto& a : e.as<CallNode>()->args) f(a);
+        return;
+      default: {
+        auto* b = static_cast<const BinaryNode*>(e.get());
+        f(b->a);
+        f(b->b);
+      }
+    }
+  }
+
+  Column eval_node(const Expr& e) {
     switch (e->kind) {
       case NodeKind::kIntImm: return constant(e.as<IntImmNode>()->value);
       case NodeKind::kVar: return slot(e.as<VarNode>());
@@ -308,17 +365,29 @@ class BoxEvaluator {
       case NodeKind::kCall: {
         auto* c = e.as<CallNode>();
         Column a = eval(c->args[0]), b = eval(c->args[1]);
-        if (c->op == "tl.bitwise_xor") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x ^ y; });
-        if (c->op == "tl.bitwise_and") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x & y; });
-        if (c->op == "tl.bitwise_or") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x | y; });
-        if (c->op == "tl.shift_left") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x << y; });
-        return zip(std::move(a), b, [](int64_t x, int64_t y) { return x >> y; });
+        Column r = bitwise(c->op, std::move(a), b);
+        recycle(std::move(b));
+        return r;
       }
       default: break;
     }
     auto* bn = static_cast<const BinaryNode*>(e.get());
     Column a = eval(bn->a), b = eval(bn->b);
-    switch (e->kind) {
+    Column r = binary(e->kind, std::move(a), b);
+    recycle(std::move(b));
+    return r;
+  }
+
+  Column bitwise(const std::string& op, Column a, const Column& b) {
+    if (op == "tl.bitwise_xor") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x ^ y; });
+    if (op == "tl.bitwise_and") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x & y; });
+    if (op == "tl.bitwise_or") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x | y; });
+    if (op == "tl.shift_left") return zip(std::move(a), b, [](int64_t x, int64_t y) { return x << y; });
+    return zip(std::move(a), b, [](int64_t x, int64_t y) { return x >> y; });
+  }
+
+  Column binary(NodeKind kind, Column a, const Column& b) {
+    switch (kind) {
       case NodeKind::kAdd: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x + y; });
       case NodeKind::kSub: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x - y; });
       case NodeKind::kMul: return zip(std::move(a), b, [](int64_t x, int64_t y) { return x * y; });
@@ -336,26 +405,39 @@ class BoxEvaluator {
       case NodeKind::kGE: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x >= y; });
       case NodeKind::kAnd: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x && y; });
       case NodeKind::kOr: return zip(std::move(a), b, [](int64_t x, int64_t y) -> int64_t { return x || y; });
-      default: TILEC_UNREACHABLE() << "node kind " << node_kind_name(e->kind);
+      default: TILEC_UNREACHABLE() << "node kind " << node_kind_name(kind);
     }
   }
 
- private:
+  std::vector<int64_t> fresh() {
+    if (pool_.empty()) return std::vector<int64_t>(n_);
+    std::vector<int64_t> v = std::move(pool_.back());
+    pool_.pop_back();
+    v.resize(n_);
+    return v;
+  }
+
   static Column constant(int64_t c) { return Column{true, c, {}}; }
 
-  // Slot i over the row-major box: (point // stride_i) % box_i.
+  // Slot i over the block: (point // stride_i) % box_i, counted up from the block's start.
   Column slot(const VarNode* var) {
     size_t i = 0;
     while (i < slots_.size() && slots_[i].get() != var) ++i;
     TILEC_ICHECK(i < slots_.size()) << "unbound variable " << var->name;
     const int64_t extent = box_[i];
-    if (extent == 1) return constant(0);
+    if (extent == 1) return constant(lo_[i]);
     size_t stride = 1;
     for (size_t j = i + 1; j < box_.size(); ++j) stride *= static_cast<size_t>(box_[j]);
-    Column r{false, 0, std::vector<int64_t>(n_)};
-    int64_t* out = r.v.data();
-    for (size_t k = 0; k < n_;)
-      for (int64_t x = 0; x < extent; ++x, k += stride) std::fill(out + k, out + k + stride, x);
+    Column r{false, 0, fresh()};
+    int64_t x = static_cast<int64_t>((begin_ / stride) % static_cast<size_t>(extent));
+    size_t run = begin_ % stride;
+    for (size_t k = 0; k < n_; ++k) {
+      r.v[k] = lo_[i] + x;
+      if (++run == stride) {
+        run = 0;
+        if (++x == extent) x = 0;
+      }
+    }
     return r;
   }
 
@@ -371,7 +453,7 @@ class BoxEvaluator {
   Column zip(Column a, const Column& b, F f) {
     if (a.scalar && b.scalar) return constant(f(a.c, b.c));
     if (a.scalar) {
-      Column r{false, 0, std::vector<int64_t>(n_)};
+      Column r{false, 0, fresh()};
       for (size_t i = 0; i < n_; ++i) r.v[i] = f(a.c, b.v[i]);
       return r;
     }
@@ -408,27 +490,53 @@ class BoxEvaluator {
 
   Column select(const SelectNode* s) {
     Column c = eval(s->cond), t = eval(s->true_value), f = eval(s->false_value);
-    if (c.scalar) return c.c ? t : f;
+    if (c.scalar) {
+      recycle(std::move(c.c ? f : t));
+      return c.c ? std::move(t) : std::move(f);
+    }
     for (size_t i = 0; i < n_; ++i) c.v[i] = c.v[i] ? t.at(i) : f.at(i);
+    recycle(std::move(t));
+    recycle(std::move(f));
     return c;
   }
 
   const std::vector<Var>& slots_;
   const std::vector<int64_t>& box_;
-  size_t n_ = 1;
+  const std::vector<int64_t>& lo_;
+  size_t total_ = 1;  // points in the box
+  size_t begin_ = 0;  // the block being evaluated
+  size_t n_ = 0;
+  std::unordered_map<const ExprNode*, int> uses_;
+  std::unordered_map<const ExprNode*, Column> shared_;
+  std::vector<std::vector<int64_t>> pool_;
 };
 
 }  // namespace
 
 std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box) {
-  TILEC_ICHECK(box.size() == slots.size()) << "eval_box: one extent per slot";
+  return eval_box(e, slots, box, std::vector<int64_t>(box.size(), 0));
+}
+
+std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box,
+                              const std::vector<int64_t>& lo) {
+  TILEC_ICHECK(box.size() == slots.size() && lo.size() == slots.size()) << "eval_box: one extent per slot";
   TILEC_ICHECK(IntProgram::compiles(e, slots)) << "expression is not an integer function of the layout variables";
   for (auto x : box)
     if (x <= 0) return {};
-  BoxEvaluator ev(slots, box);
-  Column c = ev.eval(e);
-  if (c.scalar) return std::vector<int64_t>(ev.size(), c.c);
-  return std::move(c.v);
+  BoxEvaluator ev(slots, box, lo);
+  ev.count_uses(e);
+  // Blocks of points small enough that every column of the expression stays in cache.
+  constexpr size_t kBlock = 1024;
+  std::vector<int64_t> out(ev.size());
+  for (size_t begin = 0; begin < out.size(); begin += kBlock) {
+    const size_t len = std::min(kBlock, out.size() - begin);
+    ev.set_block(begin, len);
+    Column c = ev.eval(e);
+    if (c.scalar) std::fill(out.begin() + begin, out.begin() + begin + len, c.c);
+    else std::copy(c.v.begin(), c.v.end(), out.begin() + begin);
+    ev.recycle(std::move(c));
+  }
+  return out;
 }
 
 int64_t eval_int(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& values) {

@@ -47,6 +47,9 @@ bool is_separable(const ir::Expr& e, const std::vector<ir::Var>& slots);
 // The value of `e` at every point of the box 0 <= slot_i < box[i], row-major (the last slot
 // fastest); a slot of extent 1 stays 0. Same semantics and errors as IntProgram.
 std::vector<int64_t> eval_box(const ir::Expr& e, const std::vector<ir::Var>& slots, const std::vector<int64_t>& box);
+// The same over the box shifted to start at `lo`: slot_i in lo[i] + [0, box[i]).
+std::vector<int64_t> eval_box(const ir::Expr& e, const std::vector<ir::Var>& slots, const std::vector<int64_t>& box,
+                              const std::vector<int64_t>& lo);
 
 // One-off evaluation (compiles each time): for tests and small queries.
 int64_t eval_int(const ir::Expr& e, const std::vector<ir::Var>& vars, const std::vector<int64_t>& values);

@@ -145,8 +145,22 @@ bool injective_by_digits(const Layout& frag) {
   return digits_disjoint(thread) && digits_disjoint(local);
 }
 
-// Whether the keys are pairwise distinct (sorts them).
+// Whether the keys are pairwise distinct: a bitmap over their range when that is small
+// (slots of a tile, the usual case), else sorting (reorders the keys).
 bool all_distinct(std::vector<int64_t>& keys) {
+  if (keys.empty()) return true;
+  auto [lo, hi] = std::minmax_element(keys.begin(), keys.end());
+  const uint64_t range = static_cast<uint64_t>(*hi) - static_cast<uint64_t>(*lo);
+  if (range < 8 * keys.size() + 64) {
+    std::vector<bool> seen(range + 1, false);
+    const int64_t base = *lo;
+    for (int64_t k : keys) {
+      auto slot = seen[static_cast<uint64_t>(k - base)];
+      if (slot) return false;
+      slot = true;
+    }
+    return true;
+  }
   std::sort(keys.begin(), keys.end());
   return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
 }

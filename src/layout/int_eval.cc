@@ -517,12 +517,11 @@ std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, cons
   return eval_box(e, slots, box, std::vector<int64_t>(box.size(), 0));
 }
 
-std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box,
-                              const std::vector<int64_t>& lo) {
-  TILEC_ICHECK(box.size() == slots.size() && lo.size() == slots.size()) << "eval_box: one extent per slot";
-  TILEC_ICHECK(IntProgram::compiles(e, slots)) << "expression is not an integer function of the layout variables";
-  for (auto x : box)
-    if (x <= 0) return {};
+namespace {
+
+// Every point of the box, one expression node at a time over blocks of points.
+std::vector<int64_t> eval_box_direct(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box,
+                                     const std::vector<int64_t>& lo) {
   BoxEvaluator ev(slots, box, lo);
   ev.count_uses(e);
   // Blocks of points small enough that every column of the expression stays in cache.
@@ -537,6 +536,121 @@ std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, cons
     ev.recycle(std::move(c));
   }
   return out;
+}
+
+// e = sum of sign * term over its top-level additions and subtractions (casts are transparent).
+void additive_terms(const Expr& e, int64_t sign, std::vector<std::pair<int64_t, Expr>>& out) {
+  if (e->kind == NodeKind::kCast) return additive_terms(e.as<CastNode>()->value, sign, out);
+  if (e->kind == NodeKind::kAdd || e->kind == NodeKind::kSub) {
+    auto* b = static_cast<const BinaryNode*>(e.get());
+    additive_terms(b->a, sign, out);
+    additive_terms(b->b, e->kind == NodeKind::kAdd ? sign : -sign, out);
+    return;
+  }
+  out.push_back({sign, e});
+}
+
+// Terms that read disjoint sets of slots, merged into groups (an expression like
+// `stage * 8192 + swizzle(row, col)` has two).
+struct TermGroup {
+  uint64_t mask = 0;
+  std::vector<std::pair<int64_t, Expr>> terms;
+};
+
+std::vector<TermGroup> independent_groups(const Expr& e, const std::vector<Var>& slots) {
+  std::vector<std::pair<int64_t, Expr>> terms;
+  additive_terms(e, 1, terms);
+  std::vector<TermGroup> groups;
+  SeparabilityChecker checker(slots);
+  for (auto& t : terms) {
+    TermGroup g{checker.visit(t.second).mask, {t}};
+    // Merge every group this term shares a slot with (constants join the first group).
+    for (size_t i = groups.size(); i-- > 0;) {
+      if (g.mask != 0 && (groups[i].mask & g.mask) == 0) continue;
+      g.mask |= groups[i].mask;
+      g.terms.insert(g.terms.begin(), groups[i].terms.begin(), groups[i].terms.end());
+      groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(i));
+      if (g.mask == 0) break;
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// The sum of independent groups: each group over its own slots' box only, then added up
+// over the whole box (an odometer keeps each group's index): for `stage * 8192 +
+// swizzle(row, col)` the swizzle is evaluated once per (row, col), not once per stage.
+std::vector<int64_t> eval_box_by_groups(const std::vector<TermGroup>& groups, const std::vector<Var>& slots,
+                                        const std::vector<int64_t>& box, const std::vector<int64_t>& lo) {
+  const size_t nd = box.size();
+  size_t total = 1;
+  for (auto x : box) total *= static_cast<size_t>(x);
+  std::vector<std::vector<int64_t>> values(groups.size());
+  std::vector<std::vector<int64_t>> steps(groups.size(), std::vector<int64_t>(nd, 0));  // index step per slot
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<int64_t> sub(nd, 1);
+    int64_t stride = 1;
+    for (size_t d = nd; d-- > 0;) {
+      if (!(groups[g].mask >> d & 1)) continue;
+      sub[d] = box[d];
+      steps[g][d] = stride;
+      stride *= box[d];
+    }
+    values[g].assign(static_cast<size_t>(stride), 0);
+    for (const auto& [sign, term] : groups[g].terms) {
+      std::vector<int64_t> v = eval_box_direct(term, slots, sub, lo);
+      for (size_t i = 0; i < v.size(); ++i) values[g][i] += sign * v[i];
+    }
+  }
+  // Row by row (the last slot fastest): a group that reads the last slot adds a contiguous
+  // run of its values, another group one value to the whole row.
+  const size_t row = static_cast<size_t>(box[nd - 1]);
+  std::vector<int64_t> out(total, 0);
+  std::vector<int64_t> coord(nd, 0), index(groups.size(), 0);
+  for (size_t begin = 0; begin < total; begin += row) {
+    int64_t* o = out.data() + begin;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int64_t* v = values[g].data() + index[g];
+      if (steps[g][nd - 1] != 0) {
+        for (size_t i = 0; i < row; ++i) o[i] += v[i];
+      } else {
+        for (size_t i = 0; i < row; ++i) o[i] += v[0];
+      }
+    }
+    for (size_t d = nd - 1; d-- > 0;) {
+      if (++coord[d] < box[d]) {
+        for (size_t g = 0; g < groups.size(); ++g) index[g] += steps[g][d];
+        break;
+      }
+      coord[d] = 0;
+      for (size_t g = 0; g < groups.size(); ++g) index[g] -= steps[g][d] * (box[d] - 1);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box,
+                              const std::vector<int64_t>& lo) {
+  TILEC_ICHECK(box.size() == slots.size() && lo.size() == slots.size()) << "eval_box: one extent per slot";
+  TILEC_ICHECK(IntProgram::compiles(e, slots)) << "expression is not an integer function of the layout variables";
+  for (auto x : box)
+    if (x <= 0) return {};
+  if (slots.size() <= 64) {
+    // Worth it when no group spans (almost) the whole box.
+    std::vector<TermGroup> groups = independent_groups(e, slots);
+    size_t total = 1, largest = 1;
+    for (auto x : box) total *= static_cast<size_t>(x);
+    for (const auto& g : groups) {
+      size_t size = 1;
+      for (size_t d = 0; d < box.size(); ++d)
+        if (g.mask >> d & 1) size *= static_cast<size_t>(box[d]);
+      largest = std::max(largest, size);
+    }
+    if (groups.size() > 1 && 2 * largest <= total) return eval_box_by_groups(groups, slots, box, lo);
+  }
+  return eval_box_direct(e, slots, box, lo);
 }
 
 int64_t eval_int(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& values) {

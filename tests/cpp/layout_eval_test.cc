@@ -142,6 +142,31 @@ TEST(LayoutEval, EvalBoxMatchesPointwiseEvaluation) {
   EXPECT_TRUE(eval_box(i + j + r, s, {4, 0, 2}).empty());
 }
 
+TEST(LayoutEval, EvalBoxOfIndependentTermsAndShiftedBoxes) {
+  // A versioned swizzle: the stage term is independent of the (row, column) term, which is
+  // evaluated once per (row, column); boxes may start away from 0.
+  Var i = make_var("i"), j = make_var("j"), k = make_var("k");
+  std::vector<Var> s = {i, j, k};
+  Expr x = j * 64 + floormod(k, 64);
+  Expr swizzle = floordiv(k, 64) * 4096 + floordiv(x, 64) * 64 + xor_(floormod(floordiv(x, 8), 8), floormod(floordiv(x, 64), 8)) * 8 +
+                 floormod(x, 8);
+  const std::vector<Expr> exprs = {i * 16384 + swizzle, swizzle - i * 7 + 3, cast(DataType::Int(64), i) * 5 - floormod(k, 3),
+                                   int_imm(4) + i - j + k};
+  for (const auto& e : exprs) {
+    IntProgram p(e, s);
+    for (const auto& [box, lo] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+             {{3, 16, 128}, {0, 0, 0}}, {{1, 16, 128}, {2, 0, 0}}, {{2, 5, 24}, {1, 3, 40}}}) {
+      auto all = eval_box(e, s, box, lo);
+      size_t n = 0;
+      for_each_index(box, [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> at = {lo[0] + c[0], lo[1] + c[1], lo[2] + c[2]};
+        EXPECT_EQ(all[n++], p.eval(at.data()));
+      });
+      EXPECT_EQ(n, all.size());
+    }
+  }
+}
+
 TEST(LayoutEval, QueriesMatchBruteForce) {
   expect_queries_match_brute_force(mma_accumulator(128, 256, 2, 4));
   expect_queries_match_brute_force(mma_accumulator(64, 64, 4, 1));

@@ -653,6 +653,24 @@ std::vector<int64_t> eval_box(const Expr& e, const std::vector<Var>& slots, cons
   return eval_box_direct(e, slots, box, lo);
 }
 
+bool agree_on_box(const Expr& ea, const std::vector<Var>& slots_a, const Expr& eb, const std::vector<Var>& slots_b,
+                  const std::vector<int64_t>& box) {
+  for (auto x : box)
+    if (x <= 0) return true;
+  if (is_separable(ea, slots_a) && is_separable(eb, slots_b)) {
+    IntProgram pa(ea, slots_a), pb(eb, slots_b);
+    std::vector<int64_t> x(box.size(), 0);
+    if (pa.eval(x.data()) != pb.eval(x.data())) return false;
+    for (size_t d = 0; d < box.size(); ++d) {
+      for (x[d] = 1; x[d] < box[d]; ++x[d])
+        if (pa.eval(x.data()) != pb.eval(x.data())) return false;
+      x[d] = 0;
+    }
+    return true;
+  }
+  return eval_box(ea, slots_a, box) == eval_box(eb, slots_b, box);
+}
+
 int64_t eval_int(const Expr& e, const std::vector<Var>& vars, const std::vector<int64_t>& values) {
   IntProgram p(e, vars);
   return p.eval(values.data());

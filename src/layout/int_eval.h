@@ -44,6 +44,12 @@ class IntProgram {
 // such sums, and any subexpression that reads one slot or none. False when `e` does not compile.
 bool is_separable(const ir::Expr& e, const std::vector<ir::Var>& slots);
 
+// Whether ea (over slots_a) and eb (over slots_b, positionally the same slots) are equal at
+// every point of the box 0 <= slot_i < box[i]: along the axes when both are separable (two
+// separable functions that agree at 0 and on every axis agree everywhere), else by eval_box.
+bool agree_on_box(const ir::Expr& ea, const std::vector<ir::Var>& slots_a, const ir::Expr& eb,
+                  const std::vector<ir::Var>& slots_b, const std::vector<int64_t>& box);
+
 // The value of `e` at every point of the box 0 <= slot_i < box[i], row-major (the last slot
 // fastest); a slot of extent 1 stays 0. Same semantics and errors as IntProgram.
 std::vector<int64_t> eval_box(const ir::Expr& e, const std::vector<ir::Var>& slots, const std::vector<int64_t>& box);

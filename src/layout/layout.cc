@@ -90,26 +90,6 @@ int64_t max_over(const Expr& e, const std::vector<Var>& slots, const std::vector
   return std::max<int64_t>(0, *std::max_element(v.begin(), v.end()));
 }
 
-// Whether ea (over slots_a) and eb (over slots_b, positionally the same slots) agree on the
-// whole box. Two separable functions agree everywhere when they agree at 0 and along each axis.
-bool same_function(const Expr& ea, const std::vector<Var>& slots_a, const Expr& eb, const std::vector<Var>& slots_b,
-                   const std::vector<int64_t>& box) {
-  for (auto x : box)
-    if (x <= 0) return true;
-  if (is_separable(ea, slots_a) && is_separable(eb, slots_b)) {
-    IntProgram pa(ea, slots_a), pb(eb, slots_b);
-    std::vector<int64_t> x(box.size(), 0);
-    if (pa.eval(x.data()) != pb.eval(x.data())) return false;
-    for (size_t d = 0; d < box.size(); ++d) {
-      for (x[d] = 1; x[d] < box[d]; ++x[d])
-        if (pa.eval(x.data()) != pb.eval(x.data())) return false;
-      x[d] = 0;
-    }
-    return true;
-  }
-  return eval_box(ea, slots_a, box) == eval_box(eb, slots_b, box);
-}
-
 // Whether the maps of `a` and `b` are the same expressions up to the names of the layout
 // variables (the common case: one builder asked twice).
 bool same_expressions(const Layout& a, const Layout& b) {
@@ -305,11 +285,11 @@ bool layout_equal(const Layout& a, const Layout& b) {
   if (same_expressions(a, b)) return true;
   auto sa = slots_of(a), sb = slots_of(b);
   for (size_t i = 0; i < a->forward_index.size(); ++i)
-    if (!same_function(a->forward_index[i], sa, b->forward_index[i], sb, slot_box(a, 1))) return false;
+    if (!agree_on_box(a->forward_index[i], sa, b->forward_index[i], sb, slot_box(a, 1))) return false;
   if (!a->is_fragment()) return true;
   // Fragments: each element must be held by the same set of threads.
   int64_t ra = replicate_factor(a), rb = replicate_factor(b);
-  if (ra == rb && same_function(a->forward_thread, sa, b->forward_thread, sb, slot_box(a, ra))) return true;
+  if (ra == rb && agree_on_box(a->forward_thread, sa, b->forward_thread, sb, slot_box(a, ra))) return true;
   auto ta = eval_box(a->forward_thread, sa, slot_box(a, ra));
   auto tb = eval_box(b->forward_thread, sb, slot_box(b, rb));
   const int64_t n = num_elements(a);

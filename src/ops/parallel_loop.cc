@@ -322,9 +322,36 @@ Layout coalesced_nest_layout(const ParallelNest& nest, const std::vector<NestAcc
 // ownership
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// Ownership without walking the iterations, in the common case: every fragment index is a
+// nest variable within the fragment's extent, and the loop's thread map equals the
+// fragment's at the element each iteration touches, replica for replica. Then the threads
+// that run an iteration are exactly those that hold its element. False: undecided.
+bool same_thread_maps(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag,
+                      const std::vector<int64_t>& fshape) {
+  const int64_t lr = layout::replicate_factor(loop);
+  if (lr != layout::replicate_factor(frag)) return false;
+  VarMap to_loop;
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    const int q = a.loop_dim[d];
+    if (q < 0 || nest.extents[q] > fshape[d]) return false;
+    to_loop[frag->vars[d].get()] = loop->vars[q];
+  }
+  to_loop[frag->rep_var.get()] = loop->rep_var;
+  std::vector<Var> slots = loop->vars;
+  slots.push_back(loop->rep_var);
+  std::vector<int64_t> box = nest.extents;
+  box.push_back(lr);
+  return layout::agree_on_box(loop->forward_thread, slots, substitute(frag->forward_thread, to_loop), slots, box);
+}
+
+}  // namespace
+
 std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag) {
   auto fshape = buffer_shape(a.buffer);
   if (layout::const_shape(frag) != fshape) return "its layout has a different shape than the buffer";
+  if (same_thread_maps(nest, a, loop, frag, fshape)) return "";
   // Every map below is evaluated over its whole box at once (layout::eval_box), row-major:
   // the walk over the iterations then only reads arrays.
   // Complex indices must be functions of the nest variables alone.

@@ -1,8 +1,8 @@
 """Saves or checks the generated CUDA source of every example and peer program, byte for byte.
 
-    python tools/snapshot_sources.py save  DIR     # write DIR/<program>.<target>.cu
-    python tools/snapshot_sources.py check DIR     # compile again, compare with DIR, exit 1 on a difference
-    python tools/snapshot_sources.py check DIR --only gemm   # programs whose name contains 'gemm'
+    python bench/snapshot_sources.py save  DIR     # write DIR/<program>.<target>.cu
+    python bench/snapshot_sources.py check DIR     # compile again, compare with DIR, exit 1 on a difference
+    python bench/snapshot_sources.py check DIR --only gemm   # programs whose name contains 'gemm'
 
 For compiler work that must not change the generated code (speed-ups of the passes, refactors):
 save before the change, check after every step. The programs are the compile-only paths of
@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ["TILEC_DISABLE_CACHE"] = "1"
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))

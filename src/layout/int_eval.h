@@ -7,6 +7,7 @@
 //     over a box costs the sum of its extents instead of their product;
 //   * eval_box: every point of a box at once, one vector loop per expression node;
 //   * IntProgram: one point at a time, compiled once into postfix form over numbered slots.
+// IntProgram lives in int_eval.cc, the whole-box tools in box_eval.cc.
 #pragma once
 
 #include <cstdint>

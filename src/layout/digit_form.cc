@@ -139,6 +139,34 @@ struct Prober {
 };
 
 
+// Whether the fragment's maps equal those of `f` at every element and replica. Digit forms
+// are sums of one-dimension terms; when the fragment's expressions are too (the usual case),
+// agreeing at the origin and along each axis is enough: the sum of the extents in
+// evaluations instead of their product.
+bool verify_form(const DigitForm& f, const Layout& frag, const std::vector<Var>& slots, Prober& p) {
+  std::vector<int64_t> zero(f.shape.size(), 0);
+  auto agrees = [&](const std::vector<int64_t>& idx, int64_t r) {
+    auto got = p.at(idx, r);
+    return got.first == f.thread_of(idx.data(), r) && got.second == f.local_of(idx.data());
+  };
+  if (is_separable(frag->forward_thread, slots) && is_separable(frag->forward_index[0], slots)) {
+    if (!agrees(zero, 0)) return false;
+    for (int dim = kRepDim; dim < f.ndim(); ++dim) {
+      std::vector<int64_t> idx = zero;
+      for (int64_t v = 1; v < f.dim_extent(dim); ++v) {
+        if (dim != kRepDim) idx[dim] = v;
+        if (!agrees(idx, dim == kRepDim ? v : 0)) return false;
+      }
+    }
+    return true;
+  }
+  return for_each_index(f.shape, [&](const std::vector<int64_t>& idx) {
+    for (int64_t r = 0; r < f.replicate; ++r)
+      if (!agrees(idx, r)) return false;
+    return true;
+  });
+}
+
 }  // namespace
 
 std::optional<DigitForm> fit_digit_form(const Layout& frag) {
@@ -186,15 +214,7 @@ std::optional<DigitForm> fit_digit_form(const Layout& frag) {
     }
   }
   if (!f.well_formed()) return std::nullopt;
-  // Verify every element and replica.
-  bool ok = for_each_index(f.shape, [&](const std::vector<int64_t>& idx) {
-    for (int64_t r = 0; r < f.replicate; ++r) {
-      auto got = p.at(idx, r);
-      if (got.first != f.thread_of(idx.data(), r) || got.second != f.local_of(idx.data())) return false;
-    }
-    return true;
-  });
-  if (!ok) return std::nullopt;
+  if (!verify_form(f, frag, slots, p)) return std::nullopt;
   return f;
 }
 

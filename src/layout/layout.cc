@@ -13,6 +13,7 @@
 #include "layout/int_eval.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/printer.h"
+#include "tilec/ir/structural.h"
 
 namespace tilec::layout {
 
@@ -58,6 +59,91 @@ struct Compiled {
   int64_t idx(size_t i) const { return index[i].eval(buf.data()); }
   int64_t thr() const { return thread->eval(buf.data()); }
 };
+
+// The box the forward maps of `l` range over (slots_of order): its shape, then the replica
+// index with `replicas` values (1: replica 0 only) when a fragment.
+std::vector<int64_t> slot_box(const Layout& l, int64_t replicas) {
+  std::vector<int64_t> box = const_shape(l);
+  if (l->is_fragment()) box.push_back(replicas);
+  return box;
+}
+
+// max(0, max of e over the box). A separable e is maximal where each of its one-slot
+// terms is, so the axes suffice (sum of extents evaluations instead of their product).
+int64_t max_over(const Expr& e, const std::vector<Var>& slots, const std::vector<int64_t>& box) {
+  for (auto x : box)
+    if (x <= 0) return 0;
+  if (is_separable(e, slots)) {
+    IntProgram p(e, slots);
+    std::vector<int64_t> x(box.size(), 0);
+    const int64_t base = p.eval(x.data());
+    int64_t m = base;
+    for (size_t d = 0; d < box.size(); ++d) {
+      int64_t best = 0;
+      for (x[d] = 1; x[d] < box[d]; ++x[d]) best = std::max(best, p.eval(x.data()) - base);
+      x[d] = 0;
+      m += best;
+    }
+    return std::max<int64_t>(0, m);
+  }
+  auto v = eval_box(e, slots, box);
+  return std::max<int64_t>(0, *std::max_element(v.begin(), v.end()));
+}
+
+// Whether the maps of `a` and `b` are the same expressions up to the names of the layout
+// variables (the common case: one builder asked twice).
+bool same_expressions(const Layout& a, const Layout& b) {
+  if (a->is_fragment() && !ir::structural_equal(a->replicate, b->replicate)) return false;
+  auto sa = slots_of(a), sb = slots_of(b);
+  VarMap m;
+  for (size_t i = 0; i < sb.size(); ++i) m[sb[i].get()] = sa[i];
+  for (size_t i = 0; i < a->forward_index.size(); ++i)
+    if (!ir::structural_equal(a->forward_index[i], substitute(b->forward_index[i], m))) return false;
+  return !a->is_fragment() || ir::structural_equal(a->forward_thread, substitute(b->forward_thread, m));
+}
+
+// Whether sum_g v_g * stride_g, v_g in [0, extent_g), takes distinct values for distinct
+// digit tuples: sorted by stride, each stride exceeds the largest sum of the smaller ones.
+bool digits_disjoint(std::vector<std::pair<int64_t, int64_t>> stride_extent) {
+  std::sort(stride_extent.begin(), stride_extent.end());
+  int64_t reach = 0;  // max of the sum over the digits so far
+  for (const auto& [stride, extent] : stride_extent) {
+    if (stride <= reach) return false;
+    reach += (extent - 1) * stride;
+  }
+  return true;
+}
+
+// A sufficient condition for is_injective of a fragment: its digit form sends distinct
+// (element, replica) to distinct digit tuples, and both the thread digits and the register
+// digits are disjoint.
+bool injective_by_digits(const Layout& frag) {
+  auto f = fit_digit_form(frag);
+  if (!f) return false;
+  std::vector<std::pair<int64_t, int64_t>> thread, local;
+  for (const auto& g : f->digits) (g.on_thread ? thread : local).push_back({g.out_stride, g.extent});
+  return digits_disjoint(thread) && digits_disjoint(local);
+}
+
+// Whether the keys are pairwise distinct: a bitmap over their range when that is small
+// (slots of a tile, the usual case), else sorting (reorders the keys).
+bool all_distinct(std::vector<int64_t>& keys) {
+  if (keys.empty()) return true;
+  auto [lo, hi] = std::minmax_element(keys.begin(), keys.end());
+  const uint64_t range = static_cast<uint64_t>(*hi) - static_cast<uint64_t>(*lo);
+  if (range < 8 * keys.size() + 64) {
+    std::vector<bool> seen(range + 1, false);
+    const int64_t base = *lo;
+    for (int64_t k : keys) {
+      auto slot = seen[static_cast<uint64_t>(k - base)];
+      if (slot) return false;
+      slot = true;
+    }
+    return true;
+  }
+  std::sort(keys.begin(), keys.end());
+  return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+}
 
 }  // namespace
 
@@ -122,37 +208,17 @@ int64_t replicate_factor(const Layout& frag) {
 
 int64_t fragment_local_size(const Layout& frag) {
   TILEC_ICHECK(frag->is_fragment() && frag->forward_index.size() == 1) << "not a fragment";
-  Compiled c(frag);
-  int64_t m = 0;
-  for_each_index(const_shape(frag), [&](const std::vector<int64_t>& idx) {
-    c.set(idx, 0);
-    m = std::max(m, c.idx(0));
-  });
-  return m + 1;
+  return max_over(frag->forward_index[0], slots_of(frag), slot_box(frag, 1)) + 1;
 }
 
 int64_t thread_extent(const Layout& frag) {
   TILEC_ICHECK(frag->is_fragment()) << "not a fragment";
-  Compiled c(frag);
-  int64_t m = 0, r = replicate_factor(frag);
-  for_each_index(const_shape(frag), [&](const std::vector<int64_t>& idx) {
-    for (int64_t k = 0; k < r; ++k) {
-      c.set(idx, k);
-      m = std::max(m, c.thr());
-    }
-  });
-  return m + 1;
+  return max_over(frag->forward_thread, slots_of(frag), slot_box(frag, replicate_factor(frag))) + 1;
 }
 
 int64_t physical_size(const Layout& plain) {
   TILEC_ICHECK(plain->forward_index.size() == 1) << "physical_size of a multi-output layout";
-  Compiled c(plain);
-  int64_t m = 0;
-  for_each_index(const_shape(plain), [&](const std::vector<int64_t>& idx) {
-    c.set(idx, 0);
-    m = std::max(m, c.idx(0));
-  });
-  return m + 1;
+  return max_over(plain->forward_index[0], slots_of(plain), slot_box(plain, 1)) + 1;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -216,57 +282,46 @@ bool layout_equal(const Layout& a, const Layout& b) {
   if (!has_const_shape(a) || !has_const_shape(b)) return false;
   if (const_shape(a) != const_shape(b)) return false;
   if (a->forward_index.size() != b->forward_index.size()) return false;
-  Compiled ca(a), cb(b);
+  if (same_expressions(a, b)) return true;
+  auto sa = slots_of(a), sb = slots_of(b);
+  for (size_t i = 0; i < a->forward_index.size(); ++i)
+    if (!agree_on_box(a->forward_index[i], sa, b->forward_index[i], sb, slot_box(a, 1))) return false;
+  if (!a->is_fragment()) return true;
+  // Fragments: each element must be held by the same set of threads.
   int64_t ra = replicate_factor(a), rb = replicate_factor(b);
-  bool equal = true;
-  std::vector<int64_t> ta, tb;
-  for_each_index(const_shape(a), [&](const std::vector<int64_t>& idx) {
-    if (!equal) return;
-    ca.set(idx, 0);
-    cb.set(idx, 0);
-    for (size_t i = 0; i < ca.index.size(); ++i)
-      if (ca.idx(i) != cb.idx(i)) {
-        equal = false;
-        return;
-      }
-    if (!a->is_fragment()) return;
-    ta.clear();
-    tb.clear();
-    for (int64_t r = 0; r < ra; ++r) {
-      ca.set(idx, r);
-      ta.push_back(ca.thr());
-    }
-    for (int64_t r = 0; r < rb; ++r) {
-      cb.set(idx, r);
-      tb.push_back(cb.thr());
-    }
-    std::sort(ta.begin(), ta.end());
-    std::sort(tb.begin(), tb.end());
-    ta.erase(std::unique(ta.begin(), ta.end()), ta.end());
-    tb.erase(std::unique(tb.begin(), tb.end()), tb.end());
-    if (ta != tb) equal = false;
-  });
-  return equal;
+  if (ra == rb && agree_on_box(a->forward_thread, sa, b->forward_thread, sb, slot_box(a, ra))) return true;
+  auto ta = eval_box(a->forward_thread, sa, slot_box(a, ra));
+  auto tb = eval_box(b->forward_thread, sb, slot_box(b, rb));
+  const int64_t n = num_elements(a);
+  std::vector<int64_t> xa, xb;
+  for (int64_t e = 0; e < n; ++e) {
+    xa.assign(ta.begin() + e * ra, ta.begin() + (e + 1) * ra);
+    xb.assign(tb.begin() + e * rb, tb.begin() + (e + 1) * rb);
+    std::sort(xa.begin(), xa.end());
+    std::sort(xb.begin(), xb.end());
+    xa.erase(std::unique(xa.begin(), xa.end()), xa.end());
+    xb.erase(std::unique(xb.begin(), xb.end()), xb.end());
+    if (xa != xb) return false;
+  }
+  return true;
 }
 
 bool is_injective(const Layout& l) {
-  Compiled c(l);
-  int64_t r = replicate_factor(l);
-  bool ok = true;
+  if (l->is_fragment() && injective_by_digits(l)) return true;
+  const int64_t r = replicate_factor(l);
+  auto slots = slots_of(l);
+  auto box = slot_box(l, r);
   // One output (plus the thread for fragments): pack the slot into one integer.
-  if (c.index.size() == 1) {
-    std::unordered_set<int64_t> seen;
-    for_each_index(const_shape(l), [&](const std::vector<int64_t>& idx) {
-      if (!ok) return;
-      for (int64_t k = 0; k < r; ++k) {
-        c.set(idx, k);
-        int64_t key = c.idx(0);
-        if (l->is_fragment()) key = key * (int64_t{1} << 32) + c.thr();
-        if (!seen.insert(key).second) ok = false;
-      }
-    });
-    return ok;
+  if (l->forward_index.size() == 1) {
+    std::vector<int64_t> keys = eval_box(l->forward_index[0], slots, box);
+    if (l->is_fragment()) {
+      auto thr = eval_box(l->forward_thread, slots, box);
+      for (size_t i = 0; i < keys.size(); ++i) keys[i] = keys[i] * (int64_t{1} << 32) + thr[i];
+    }
+    return all_distinct(keys);
   }
+  Compiled c(l);
+  bool ok = true;
   std::set<std::vector<int64_t>> seen;
   for_each_index(const_shape(l), [&](const std::vector<int64_t>& idx) {
     if (!ok) return;

@@ -70,6 +70,19 @@ bool dst_chunks_contiguous(const BufferRegion& dst, const Layout& layout, int64_
   int64_t total = 1;
   for (auto& x : values) total *= static_cast<int64_t>(x.size());
   if (total > (int64_t{1} << 22)) return false;
+  // Inside the buffer (the usual case), every offset comes from one evaluation over the
+  // region's box: lo[d] + [0, box[d]).
+  bool inside = nd > 0 && layout->vars.size() == static_cast<size_t>(nd);
+  std::vector<int64_t> lo(nd), box(nd), strides(nd, 1), offsets;
+  for (int d = 0; d < nd && inside; ++d) {
+    lo[d] = values[d].front();
+    box[d] = values[d].back() + (d == nd - 1 ? v : 1) - lo[d];
+    inside = lo[d] >= 0 && lo[d] + box[d] <= shape[d];
+  }
+  if (inside) {
+    offsets = layout::eval_box(layout->forward_index[0], layout->vars, box, lo);
+    for (int d = nd - 1; d > 0; --d) strides[d - 1] = strides[d] * box[d];
+  }
   std::vector<int64_t> idx(nd);
   for (int64_t k = 0; k < total; ++k) {
     int64_t rem = k;
@@ -77,9 +90,17 @@ bool dst_chunks_contiguous(const BufferRegion& dst, const Layout& layout, int64_
       idx[d] = values[d][rem % values[d].size()];
       rem /= static_cast<int64_t>(values[d].size());
     }
-    const int64_t first = prog.eval(idx.data());
-    idx[nd - 1] += v - 1;
-    const int64_t last = prog.eval(idx.data());
+    int64_t first = 0, last = 0;
+    if (inside) {
+      int64_t flat = 0;
+      for (int d = 0; d < nd; ++d) flat += (idx[d] - lo[d]) * strides[d];
+      first = offsets[flat];
+      last = offsets[flat + v - 1];
+    } else {
+      first = prog.eval(idx.data());
+      idx[nd - 1] += v - 1;
+      last = prog.eval(idx.data());
+    }
     if (first % v != 0 || last != first + v - 1) return false;
   }
   return true;

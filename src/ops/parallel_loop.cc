@@ -322,68 +322,90 @@ Layout coalesced_nest_layout(const ParallelNest& nest, const std::vector<NestAcc
 // ownership
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// Ownership without walking the iterations, in the common case: every fragment index is a
+// nest variable within the fragment's extent, and the loop's thread map equals the
+// fragment's at the element each iteration touches, replica for replica. Then the threads
+// that run an iteration are exactly those that hold its element. False: undecided.
+bool same_thread_maps(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag,
+                      const std::vector<int64_t>& fshape) {
+  const int64_t lr = layout::replicate_factor(loop);
+  if (lr != layout::replicate_factor(frag)) return false;
+  VarMap to_loop;
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    const int q = a.loop_dim[d];
+    if (q < 0 || nest.extents[q] > fshape[d]) return false;
+    to_loop[frag->vars[d].get()] = loop->vars[q];
+  }
+  to_loop[frag->rep_var.get()] = loop->rep_var;
+  std::vector<Var> slots = loop->vars;
+  slots.push_back(loop->rep_var);
+  std::vector<int64_t> box = nest.extents;
+  box.push_back(lr);
+  return layout::agree_on_box(loop->forward_thread, slots, substitute(frag->forward_thread, to_loop), slots, box);
+}
+
+}  // namespace
+
 std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag) {
   auto fshape = buffer_shape(a.buffer);
   if (layout::const_shape(frag) != fshape) return "its layout has a different shape than the buffer";
+  if (same_thread_maps(nest, a, loop, frag, fshape)) return "";
+  // Every map below is evaluated over its whole box at once (layout::eval_box), row-major:
+  // the walk over the iterations then only reads arrays.
   // Complex indices must be functions of the nest variables alone.
-  std::vector<std::optional<layout::IntProgram>> complex(a.indices.size());
+  std::vector<std::vector<int64_t>> complex(a.indices.size());
   for (size_t d = 0; d < a.indices.size(); ++d) {
     if (a.loop_dim[d] != kComplexDim) continue;
     if (!layout::IntProgram::compiles(a.indices[d], nest.vars))
       return "index " + std::to_string(d) +
              " mixes the loop variables with other values; fragments need indices that are loop variables, "
              "constants, or functions of the loop variables only";
-    complex[d].emplace(a.indices[d], nest.vars);
+    complex[d] = layout::eval_box(a.indices[d], nest.vars, nest.extents);
   }
-  // Owners of every fragment element.
-  int64_t fr = layout::replicate_factor(frag);
+  // Owners of every fragment element: owners[flat * fr + r], sorted per element.
+  const int64_t fr = layout::replicate_factor(frag);
   std::vector<int64_t> fstrides(fshape.size(), 1);
   for (size_t d = fshape.size(); d-- > 1;) fstrides[d - 1] = fstrides[d] * fshape[d];
-  int64_t fnum = fshape.empty() ? 1 : fstrides[0] * fshape[0];
-  std::vector<std::vector<int64_t>> owners(static_cast<size_t>(fnum));
-  {
-    std::vector<Var> slots = frag->vars;
-    slots.push_back(frag->rep_var);
-    layout::IntProgram thr(frag->forward_thread, slots);
-    std::vector<int64_t> buf(slots.size());
-    int64_t flat = 0;
-    for_each_index(fshape, [&](const std::vector<int64_t>& idx) {
-      std::copy(idx.begin(), idx.end(), buf.begin());
-      for (int64_t r = 0; r < fr; ++r) {
-        buf.back() = r;
-        owners[flat].push_back(thr.eval(buf.data()));
-      }
-      std::sort(owners[flat].begin(), owners[flat].end());
-      ++flat;
-      return true;
-    });
-  }
+  std::vector<Var> fslots = frag->vars;
+  fslots.push_back(frag->rep_var);
+  std::vector<int64_t> fbox = fshape;
+  fbox.push_back(fr);
+  std::vector<int64_t> owners = layout::eval_box(frag->forward_thread, fslots, fbox);
+  if (fr > 1)
+    for (size_t e = 0; e < owners.size(); e += static_cast<size_t>(fr))
+      std::sort(owners.begin() + static_cast<std::ptrdiff_t>(e), owners.begin() + static_cast<std::ptrdiff_t>(e + fr));
+  // Threads that run every iteration: runners[iter * lr + r].
+  const int64_t lr = layout::replicate_factor(loop);
   std::vector<Var> lslots = loop->vars;
   lslots.push_back(loop->rep_var);
-  layout::IntProgram lthr(loop->forward_thread, lslots);
-  int64_t lr = layout::replicate_factor(loop);
-  std::vector<int64_t> inv_shape;  // invariant dimensions are checked for every value
+  std::vector<int64_t> lbox = nest.extents;
+  lbox.push_back(lr);
+  const std::vector<int64_t> runners = layout::eval_box(loop->forward_thread, lslots, lbox);
+  // Invariant dimensions are checked for every value.
+  std::vector<int64_t> inv_shape;
   for (size_t d = 0; d < a.loop_dim.size(); ++d)
     if (a.loop_dim[d] == kInvariantDim) inv_shape.push_back(fshape[d]);
+  std::vector<std::vector<int64_t>> inv_points;
+  for_each_index(inv_shape, [&](const std::vector<int64_t>& inv) { inv_points.push_back(inv); });
   std::string err;
-  std::vector<int64_t> lbuf(lslots.size()), exec;
+  std::vector<int64_t> exec, idx(fshape.size());
+  size_t iter = 0;
   for_each_index(nest.extents, [&](const std::vector<int64_t>& x) {
-    std::copy(x.begin(), x.end(), lbuf.begin());
-    exec.clear();
-    for (int64_t r = 0; r < lr; ++r) {
-      lbuf.back() = r;
-      exec.push_back(lthr.eval(lbuf.data()));
+    exec.assign(runners.begin() + static_cast<std::ptrdiff_t>(iter * lr),
+                runners.begin() + static_cast<std::ptrdiff_t>((iter + 1) * lr));
+    if (lr > 1) {
+      std::sort(exec.begin(), exec.end());
+      exec.erase(std::unique(exec.begin(), exec.end()), exec.end());
     }
-    std::sort(exec.begin(), exec.end());
-    exec.erase(std::unique(exec.begin(), exec.end()), exec.end());
-    for_each_index(inv_shape, [&](const std::vector<int64_t>& inv) {
-      std::vector<int64_t> idx(fshape.size());
+    for (const auto& inv : inv_points) {
       size_t k = 0;
       for (size_t d = 0; d < idx.size(); ++d) {
         int q = a.loop_dim[d];
         if (q >= 0) idx[d] = x[q];
         else if (q == kInvariantDim) idx[d] = inv[k++];
-        else idx[d] = complex[d]->eval(x.data());
+        else idx[d] = complex[d][iter];
         if (idx[d] < 0 || idx[d] >= fshape[d]) {
           err = "iteration " + index_str(x) + " accesses element " + index_str(idx) + ", outside the fragment";
           return false;
@@ -391,25 +413,26 @@ std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const
       }
       int64_t flat = 0;
       for (size_t d = 0; d < idx.size(); ++d) flat += idx[d] * fstrides[d];
-      const auto& own = owners[flat];
+      const auto own_begin = owners.begin() + static_cast<std::ptrdiff_t>(flat * fr);
+      const auto own_end = own_begin + static_cast<std::ptrdiff_t>(fr);
       for (int64_t t : exec) {
-        if (!std::binary_search(own.begin(), own.end(), t)) {
+        if (!std::binary_search(own_begin, own_end, t)) {
           err = "thread " + std::to_string(t) + " runs iteration " + index_str(x) + " but does not hold element " +
                 index_str(idx);
           return false;
         }
       }
       if (a.is_write) {
-        for (int64_t t : own)
-          if (!std::binary_search(exec.begin(), exec.end(), t)) {
-            err = "thread " + std::to_string(t) + " holds a copy of element " + index_str(idx) +
+        for (auto it = own_begin; it != own_end; ++it)
+          if (!std::binary_search(exec.begin(), exec.end(), *it)) {
+            err = "thread " + std::to_string(*it) + " holds a copy of element " + index_str(idx) +
                   " but does not run the iteration " + index_str(x) + " that writes it (the copy would go stale)";
             return false;
           }
       }
-      return true;
-    });
-    return err.empty();
+    }
+    ++iter;
+    return true;
   });
   return err;
 }
@@ -477,24 +500,13 @@ class NestRewriter : public IRMutator {
     if (l && !l->is_fragment() && l->forward_index.size() == 1 && layout::has_const_shape(l)) {
       auto shape = layout::const_shape(l);
       ok = !shape.empty() && shape.back() % lanes_ == 0;
-      layout::IntProgram p(l->forward_index[0], l->vars);
-      std::vector<int64_t> idx(shape.size(), 0);
-      // Enumerate every group start (last index a multiple of lanes_).
-      while (ok) {
-        int64_t base = p.eval(idx.data());
-        ok = base % lanes_ == 0;
-        for (int64_t u = 1; u < lanes_ && ok; ++u) {
-          idx.back() += u;
-          ok = p.eval(idx.data()) == base + u;
-          idx.back() -= u;
-        }
-        int d = static_cast<int>(shape.size()) - 1;
-        idx[d] += lanes_;
-        while (d > 0 && idx[d] >= shape[d]) {
-          idx[d] = 0;
-          ++idx[--d];
-        }
-        if (idx[0] >= shape[0]) break;
+      // Every group start (last index a multiple of lanes_, so a flat offset that is one)
+      // must be aligned, and the group's elements consecutive.
+      const std::vector<int64_t> offsets = ok ? layout::eval_box(l->forward_index[0], l->vars, shape)
+                                              : std::vector<int64_t>{};
+      for (size_t k = 0; ok && k < offsets.size(); k += static_cast<size_t>(lanes_)) {
+        ok = offsets[k] % lanes_ == 0;
+        for (int64_t u = 1; u < lanes_ && ok; ++u) ok = offsets[k + u] == offsets[k] + u;
       }
     }
     contiguous_.emplace(b.get(), ok);

@@ -2,7 +2,11 @@
 //
 // A plain layout maps a logical index to a physical position (shared memory); a fragment
 // maps it to (thread, register) and may be replicated. Tiles have constant shapes, so
-// most queries enumerate every element; that is exact and fast at tile sizes.
+// queries are exact over every element, answered cheaply (src/layout/int_eval.h): maps that
+// are sums of one-variable terms (mma and coalesced fragments) along the axes only, others
+// (swizzles) by evaluating the whole tile at once. Passes call these queries many times per
+// kernel, so none of them may go back to a per-element interpreter loop
+// (tests/cpp/compile_speed_test.cc guards the pass time).
 //
 // Fragments built by tilec (and the mma layouts the gemm lowering builds) have a
 // mixed-radix ("digit") structure: every input coordinate is split into digits

@@ -27,6 +27,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 from . import _tilec
+from .errors import emit_diagnostics
 
 Kernel = _tilec.Kernel
 KernelArgumentError = _tilec.KernelArgumentError
@@ -91,6 +92,7 @@ def compile_prim_func(func: Any, out_idx: Optional[Sequence[int]] = None, target
     or TILEC_COMPILER) or "nvcc"."""
     kernel = _tilec.compile(func, target=target, out_idx=out_idx, pass_configs=pass_configs,
                             compiler=compiler, compile_flags=compile_flags)
+    emit_diagnostics(kernel._diagnostics, stacklevel=3)
     _warn_on_spills(kernel)
     return kernel
 

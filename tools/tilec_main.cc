@@ -3,7 +3,6 @@
 // usage, 3: a tilec bug).
 #include <unistd.h>
 
-#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -98,23 +97,28 @@ int example_gemm(const Args& args) {
 }
 
 // compile FILE.py::NAME ...: the kernel is Python, so the Python front end does the work
-// (python/tilec/tools/compile_cli.py); this runs it in place of the CLI, with the source
-// tree's python/ folder on PYTHONPATH when tilec is used from a build tree.
+// (python/tilec/tools/compile_cli.py); this runs it in place of the CLI (TILEC_PYTHON,
+// default python3), with the source tree's python/ folder first on its path.
 int compile_python(const Args& args) {
   if (args.empty()) return usage_error("usage: tilec compile FILE.py::NAME [--target T] [--args ARGS] [-o DIR]");
-  std::string python = std::getenv("PYTHON") ? std::getenv("PYTHON") : "python3";
+  std::string python = tilec::knobs::python();
 #ifdef TILEC_PYTHON_DIR
-  const char* old = std::getenv("PYTHONPATH");
-  std::string path = std::string(TILEC_PYTHON_DIR) + (old && *old ? std::string(":") + old : "");
-  ::setenv("PYTHONPATH", path.c_str(), 1);
+  const std::string dir = TILEC_PYTHON_DIR;
+#else
+  const std::string dir;
 #endif
-  std::vector<std::string> argv_s = {python, "-m", "tilec.tools.compile_cli"};
+  std::vector<std::string> argv_s = {
+      python, "-c",
+      "import sys\nif sys.argv[1]: sys.path.insert(0, sys.argv[1])\ndel sys.argv[1]\n"
+      "from tilec.tools.compile_cli import main\nsys.exit(main())",
+      dir};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
-  std::cerr << "tilec compile: cannot run " << python << " (set PYTHON to a Python 3 with tilec)\n";
+  std::cerr << "tilec compile: cannot run '" << python << "' (set TILEC_PYTHON to a Python 3 that has tilec's "
+            << "dependencies)\n";
   return 2;
 }
 

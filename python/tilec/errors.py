@@ -93,27 +93,33 @@ class TilecNote(TilecWarning):
     """One line about what tilec did on its own (e.g. built a kernel a second time)."""
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _registry: dict = {}  # warnings' "once per location" memory for the diagnostics below
 
 
-def warn_at(message: str, file: str = "", line: int = 0, hint: str = "", category: type = TilecWarning,
-            stacklevel: int = 2) -> None:
+def user_stacklevel() -> int:
+    """The `stacklevel` for warnings.warn, called from tilec code, that names the innermost
+    frame outside the tilec package (the user's call), not a tilec file."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE_DIR):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def warn_at(message: str, file: str = "", line: int = 0, hint: str = "", category: type = TilecWarning) -> None:
     """Reports a TilecWarning at the kernel's file:line (where Python's warning display shows
-    the source line), or at the caller's frame when the location is unknown."""
+    the source line), or at the user's call into tilec when the location is unknown."""
     text = f"{message} (hint: {hint})" if hint else message
     if line > 0 and file:
         warnings.warn_explicit(text, category, file, line, module=file, registry=_registry)
     else:
-        warnings.warn(text, category, stacklevel=stacklevel + 1)
+        warnings.warn(text, category, stacklevel=user_stacklevel())
 
 
-def emit_diagnostics(diagnostics, stacklevel: int = 2) -> None:
+def emit_diagnostics(diagnostics) -> None:
     """The (kind, message, file, line, col, hint) tuples the C++ compiler collected."""
     for kind, message, file, line, _col, hint in diagnostics:
-        warn_at(message, file, line, hint, TilecNote if kind == "note" else TilecWarning, stacklevel + 1)
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        warn_at(message, file, line, hint, TilecNote if kind == "note" else TilecWarning)
 
 
 def user_frames(tb):

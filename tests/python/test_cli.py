@@ -82,8 +82,8 @@ def test_pipeline_for_sm100_is_refused():
 
 
 def run_compile(*args):
-    # The CLI runs $PYTHON (default python3) -m tilec.tools.compile_cli: this interpreter.
-    return run("compile", *args, env=dict(os.environ, PYTHON=sys.executable))
+    # The CLI runs tilec.tools.compile_cli with $TILEC_PYTHON (default python3): this interpreter.
+    return run("compile", *args, env=dict(os.environ, TILEC_PYTHON=sys.executable))
 
 
 needs_nvrtc_cli = pytest.mark.skipif(

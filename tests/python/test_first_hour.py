@@ -76,6 +76,11 @@ def test_a_kernel_built_twice_says_so_once(fresh_cache):
     assert len(notes) == 1, [str(w.message) for w in caught]
     text = str(notes[0].message)
     assert "kernel 'gemm' (sm_80) built twice" in text and "tl.disable_gemm_overlap" in text
+    # The spill warning that comes with it names the user's call, not a tilec file.
+    from tilec.kernel import PerformanceWarning
+
+    spills = [w for w in caught if issubclass(w.category, PerformanceWarning)]
+    assert spills and spills[0].filename == __file__, [(w.filename, w.lineno) for w in spills]
     # Asking for the plain loop builds once, with no note.
     tilec._tilec.clear_memory_cache()
     with warnings.catch_warnings(record=True) as caught:

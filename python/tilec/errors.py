@@ -20,7 +20,8 @@ it is reported at the kernel's file and line, once per process. ``TilecNote``: o
 about what tilec did (a kernel built a second time, and why).
 
 An uncaught ``CompileError`` prints a traceback of the user's frames only: tilec's own
-frames (the parser, the decorator) are left out by ``sys.excepthook``.
+frames (the parser, the decorator) are left out by ``sys.excepthook``; the frames that
+re-raise it set ``__tracebackhide__``, which pytest and IPython honour.
 """
 
 from __future__ import annotations

@@ -230,3 +230,23 @@ def test_uncaught_compile_error_prints_no_tilec_frame(tmp_path):
 def test_sm100_is_refused():
     with pytest.raises(tilec.CompileError, match=r"tilec does not support sm_100 \(Blackwell\) yet"):
         tilec.compile(_mixed_dtype_gemm(), target="sm_100a")
+
+
+def test_pytest_failure_report_shows_no_tilec_frame(tmp_path):
+    # The frames that re-raise a CompileError set __tracebackhide__ (pytest and IPython).
+    test = tmp_path / "test_user.py"
+    test.write_text(textwrap.dedent("""\
+        import tilec.language as T
+
+        def test_kernel():
+            @T.prim_func
+            def main(A: T.Tensor((128,), "float32")):
+                with T.Kernel(1, threads=128) as bx:
+                    A[0] = undefined_thing
+    """))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 1
+    assert "name 'undefined_thing' is not defined" in out.stdout
+    assert "with_traceback" not in out.stdout and "function.py" not in out.stdout, out.stdout

@@ -145,10 +145,19 @@ def _excepthook(exc_type, exc, tb):
     (_previous_hook or sys.__excepthook__)(exc_type, exc, tb)
 
 
+def _ipython_handler(shell, etype, value, tb, tb_offset=None):
+    shell.showtraceback((etype, value, user_frames(tb)), tb_offset=tb_offset)
+
+
 def install_excepthook() -> None:
     """Uncaught CompileErrors print without tilec's frames. Chains to the hook installed
-    before, so other libraries' hooks keep working."""
+    before, so other libraries' hooks keep working. In IPython (which does not call
+    sys.excepthook), a custom exception handler does the same, unless one is already set."""
     global _previous_hook
     if sys.excepthook is not _excepthook:
         _previous_hook = sys.excepthook
         sys.excepthook = _excepthook
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is not None and not getattr(shell, "custom_exceptions", ()):
+        shell.set_custom_exc((CompileError,), _ipython_handler)

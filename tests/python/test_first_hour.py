@@ -250,3 +250,21 @@ def test_pytest_failure_report_shows_no_tilec_frame(tmp_path):
     assert out.returncode == 1
     assert "name 'undefined_thing' is not defined" in out.stdout
     assert "with_traceback" not in out.stdout and "function.py" not in out.stdout, out.stdout
+
+
+def test_ipython_traceback_shows_no_tilec_frame(tmp_path):
+    pytest.importorskip("IPython")
+    (tmp_path / "user_kernel.py").write_text(textwrap.dedent("""\
+        import tilec.language as T
+
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                A[0] = undefined_thing
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO, "python"), str(tmp_path)]))
+    out = subprocess.run([sys.executable, "-m", "IPython", "--colors=NoColor", "-c", "import user_kernel"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    text = out.stdout + out.stderr
+    assert "name 'undefined_thing' is not defined" in text
+    assert "function.py" not in text and "with_traceback" not in text, text

@@ -268,3 +268,19 @@ def test_ipython_traceback_shows_no_tilec_frame(tmp_path):
     text = out.stdout + out.stderr
     assert "name 'undefined_thing' is not defined" in text
     assert "function.py" not in text and "with_traceback" not in text, text
+
+
+@needs_nvrtc
+def test_reduce_across_warps_prints_no_if_true(fresh_cache):
+    # The scratch writer guard folds to true when every thread writes: no `if (true)`.
+    @T.prim_func
+    def colsum(A: T.Tensor((1024, 128), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tile = T.alloc_fragment((32, 128), "float32")
+            part = T.alloc_fragment((128,), "float32")
+            T.copy(A[0, 0], tile)
+            T.reduce_sum(tile, part, dim=0)
+            T.copy(part, B)
+
+    src = tilec.compile(colsum, target="sm_80").get_kernel_source()
+    assert "_red_shared" in src and "if (true)" not in src

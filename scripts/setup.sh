@@ -13,7 +13,8 @@
 #      only nanobind (needed by the build) is fatal when it cannot be installed;
 #   3. one CMake/Ninja build in build/: libtilec, the tilec CLI, the C++ tests and the
 #      _tilec extension (--main-only: only the _tilec extension, what the main job runs;
-#      the C++ test binary is ~60% of a full build's compile time). Ninja's progress
+#      on a fresh clone on 2 cores that makes scripts/run_main.sh take 252 s instead of
+#      624 s, the C++ tests being most of the difference). Ninja's progress
 #      ([done/total, seconds]) and the compiler's warnings are shown; the full output is
 #      also kept in build/setup-build.log. Each step prints its time;
 #   4. the Python package is used in place: python/tilec/_tilec*.so links to the built

@@ -3,7 +3,7 @@
 # what is already there is detected and left alone, so this also works on a machine
 # without network (the GPU machine) as long as the dependencies are present.
 #
-#   scripts/setup.sh [--debug] [--cpp-only]
+#   scripts/setup.sh [--debug] [--cpp-only] [--main-only]
 #
 # Steps:
 #   1. system tools (g++, cmake, ninja) and GoogleTest (Debian libgtest-dev), via apt only
@@ -12,7 +12,11 @@
 #      missing or too old; pip never builds in isolation (no downloads of build deps), and
 #      only nanobind (needed by the build) is fatal when it cannot be installed;
 #   3. one CMake/Ninja build in build/: libtilec, the tilec CLI, the C++ tests and the
-#      _tilec extension;
+#      _tilec extension (--main-only: only the _tilec extension, what the main job runs;
+#      on a fresh clone on 2 cores that makes scripts/run_main.sh take 252 s instead of
+#      624 s, the C++ tests being most of the difference). Ninja's progress
+#      ([done/total, seconds]) and the compiler's warnings are shown; the full output is
+#      also kept in build/setup-build.log. Each step prints its time;
 #   4. the Python package is used in place: python/tilec/_tilec*.so links to the built
 #      extension, and the scripts put python/ on PYTHONPATH.
 #
@@ -30,17 +34,22 @@ BUILD_DIR="$ROOT/build"
 PYTHON="${PYTHON:-python3}"
 BUILD_TYPE=Release
 WITH_PYTHON=1
+MAIN_ONLY=0
 for arg in "$@"; do
   case "$arg" in
     --debug) BUILD_TYPE=Debug ;;
     --cpp-only) WITH_PYTHON=0 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --main-only) MAIN_ONLY=1 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
 
 say() { echo "[setup] $*"; }
 die() { echo "[setup] error: $*" >&2; exit 1; }
+[ "$MAIN_ONLY" = 1 ] && [ "$WITH_PYTHON" = 0 ] && die "--main-only builds the Python extension; it cannot go with --cpp-only"
+STEP_START=$SECONDS
+step_done() { say "$1 ($((SECONDS - STEP_START)) s)"; STEP_START=$SECONDS; }
 
 # ---------------------------------------------------------------- 1. system packages
 SUDO=""
@@ -78,6 +87,8 @@ if ! have_gtest; then
     WITH_TESTS=OFF
   fi
 fi
+
+step_done "1/4 system packages ok"
 
 # ---------------------------------------------------------------- 2. Python packages
 # dist name, minimum accepted version, version installed when missing, what needs it.
@@ -125,6 +136,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+step_done "2/4 Python packages ok"
+
 # ---------------------------------------------------------------- 3. build
 if [ "$WITH_PYTHON" = 1 ]; then
   "$PYTHON" -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
@@ -136,13 +149,21 @@ fi
 JOBS="$(nproc 2>/dev/null || echo 2)"
 LOG="$BUILD_DIR/setup-build.log"
 mkdir -p "$BUILD_DIR"
-say "building tilec ($BUILD_TYPE, tests $WITH_TESTS, python $WITH_PYTHON) in build/ with $JOBS jobs"
+TARGETS=()
+WHAT="everything"
+if [ "$MAIN_ONLY" = 1 ]; then TARGETS=(--target _tilec); WHAT="the Python extension only"; fi
+say "3/4 building $WHAT ($BUILD_TYPE, tests $WITH_TESTS, python $WITH_PYTHON) in build/ with $JOBS jobs"
+# Ninja prints one line per step when its output is not a terminal; the status prefix
+# shows progress and elapsed time, and the compiler's warnings come through as they happen.
+export NINJA_STATUS="[setup]   [%f/%t %es] "
 if ! { cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
-         -DTILEC_BUILD_TESTS="$WITH_TESTS" -DTILEC_BUILD_TOOLS=ON "${PY_FLAGS[@]}" &&
-       cmake --build "$BUILD_DIR" -j "$JOBS"; } >"$LOG" 2>&1; then
+         -DTILEC_BUILD_TESTS="$WITH_TESTS" -DTILEC_BUILD_TOOLS=ON "${PY_FLAGS[@]}" >"$LOG" 2>&1 &&
+       cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}" 2>&1 | tee -a "$LOG" | \
+         sed -u -e 's|^\(\[setup\]   \[[0-9]*/[0-9]* [0-9.]*s\] \)[A-Za-z ]*CXX object [^ ]*/\([^/ ]*\)\.o$|\1\2|'; }; then
   tail -n 60 "$LOG" >&2
   die "build failed (full log: $LOG)"
 fi
+step_done "3/4 build done"
 
 # ---------------------------------------------------------------- 4. Python package in place
 if [ "$WITH_PYTHON" = 1 ]; then
@@ -151,5 +172,10 @@ if [ "$WITH_PYTHON" = 1 ]; then
   mkdir -p "$ROOT/python/tilec"
   find "$ROOT/python/tilec" -maxdepth 1 -name '_tilec*.so' ! -name "$(basename "$ext")" -delete
   ln -sf "$ext" "$ROOT/python/tilec/$(basename "$ext")"
+fi
+step_done "4/4 Python package linked in place"
+if [ "$MAIN_ONLY" = 1 ]; then
+  say "done: python/tilec/_tilec (use PYTHONPATH=$ROOT/python); scripts/setup.sh builds the CLI and C++ tests too"
+  exit 0
 fi
 say "done: build/tilec$([ "$WITH_TESTS" = ON ] && echo ", build/tilec_tests")$([ "$WITH_PYTHON" = 1 ] && echo ", python/tilec/_tilec (use PYTHONPATH=$ROOT/python)")"

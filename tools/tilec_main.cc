@@ -1,6 +1,8 @@
 // tilec: the command-line tool. Each subcommand is one function in the table below;
 // main() only dispatches and turns errors into exit codes (1: the user's error, 2: bad
 // usage, 3: a tilec bug).
+#include <unistd.h>
+
 #include <functional>
 #include <iostream>
 #include <string>
@@ -94,11 +96,41 @@ int example_gemm(const Args& args) {
   return 0;
 }
 
+// compile FILE.py::NAME ...: the kernel is Python, so the Python front end does the work
+// (python/tilec/tools/compile_cli.py); this runs it in place of the CLI (TILEC_PYTHON,
+// default python3), with the source tree's python/ folder first on its path.
+int compile_python(const Args& args) {
+  if (args.empty()) return usage_error("usage: tilec compile FILE.py::NAME [--target T] [--args ARGS] [-o DIR]");
+  std::string python = tilec::knobs::python();
+#ifdef TILEC_PYTHON_DIR
+  const std::string dir = TILEC_PYTHON_DIR;
+#else
+  const std::string dir;
+#endif
+  std::vector<std::string> argv_s = {
+      python, "-c",
+      "import sys\nif sys.argv[1]: sys.path.insert(0, sys.argv[1])\ndel sys.argv[1]\n"
+      "from tilec.tools.compile_cli import main\nsys.exit(main())",
+      dir};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  std::cerr << "tilec compile: cannot run '" << python << "' (set TILEC_PYTHON to a Python 3 that has tilec's "
+            << "dependencies)\n";
+  return 2;
+}
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"example-gemm", "example-gemm [--pipeline TARGET]",
        "Print the GEMM built with the C++ builder as T-script (after the CUDA pipeline for TARGET).",
        example_gemm},
+      {"compile", "compile FILE.py::NAME [--target TARGET] [--args ARGS] [-o DIR]",
+       "Compile a kernel of a Python file: NAME is a T.prim_func or a factory that returns one (ARGS: its\n"
+       "      arguments, as in a Python call). Prints the CUDA C, or writes DIR/<kernel>.cu/.ptx/.cubin.",
+       compile_python},
       {"pipeline", "pipeline [TARGET]", "List the passes of the CUDA pipeline (default sm_90a).",
        print_pipeline},
       {"--list-knobs", "--list-knobs [--json]", "List the environment variables tilec reads.",

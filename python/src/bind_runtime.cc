@@ -30,6 +30,7 @@
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/support/diag.h"
+#include "tilec/support/warnings.h"
 
 namespace nb = nanobind;
 
@@ -243,6 +244,9 @@ struct PyKernel {
   std::shared_ptr<Kernel> without_tma;
   // For a kernel compiled from a program: what the back end chose and why (kernel.explain()).
   std::function<std::string()> explain;
+  // Warnings and notes of the compile that made this kernel (none on a cache hit);
+  // tilec/kernel.py turns them into Python warnings.
+  std::vector<Diagnostic> diagnostics;
 };
 
 PyObject* torch_dtype_for(ir::DataType t) {
@@ -485,7 +489,26 @@ void bind_runtime(nb::module_& m) {
       .def("_dry_run", &kernel_dry_run, "A call without the launch: validation, outputs and stream only.")
       .def("get_kernel_source", [](const PyKernel& k) { return k.kernel->artifact().cuda_source; })
       .def("get_ptx", [](const PyKernel& k) { return k.kernel->artifact().ptx; })
-      .def_prop_ro("ptxas_info", [](const PyKernel& k) { return ptxas_dict(k.kernel->artifact().ptxas); })
+      .def("get_cubin",
+           [](const PyKernel& k) {
+             const auto& c = k.kernel->artifact().cubin;
+             return nb::bytes(reinterpret_cast<const char*>(c.data()), c.size());
+           })
+      .def_prop_ro("ptxas_info",
+                   [](const PyKernel& k) {
+                     nb::dict d = ptxas_dict(k.kernel->artifact().ptxas);
+                     // ptxas sees only static shared memory; tilec's arena is dynamic.
+                     d["dynamic_shared_bytes"] = k.kernel->plan().dynamic_shared_bytes;
+                     return d;
+                   })
+      .def_prop_ro("_diagnostics",
+                   [](const PyKernel& k) {
+                     nb::list out;
+                     for (const auto& d : k.diagnostics)
+                       out.append(nb::make_tuple(d.kind == Diagnostic::Kind::kNote ? "note" : "warning", d.message,
+                                                 d.loc.file, d.loc.line, d.loc.col, d.hint));
+                     return out;
+                   })
       .def_prop_ro("signature", [](const PyKernel& k) { return k.kernel->signature(); })
       .def("launch_plan_summary", [](const PyKernel& k) { return k.kernel->summary(); })
       .def_prop_ro("launch_plan_text", [](const PyKernel& k) { return launch_plan_to_text(k.kernel->plan()); })
@@ -518,13 +541,17 @@ void bind_runtime(nb::module_& m) {
          nb::handle compiler, nb::handle compile_flags, bool use_cache, nb::handle cache_dir) {
         CompileOptions o = make_options(target, out_idx, pass_configs, compiler, compile_flags, use_cache, cache_dir);
         CompiledArtifact a;
+        std::vector<Diagnostic> diagnostics;
         {
           nb::gil_scoped_release release;
+          DiagnosticCollector collect;
           a = compile(f, o);
+          diagnostics = collect.diagnostics();
         }
         const bool uses_tma = !a.plan.tma_descs.empty();
         PyKernel k = make_kernel(std::move(a));
         k.explain = [f, o] { return explain_program(f, o); };
+        k.diagnostics = std::move(diagnostics);
         if (uses_tma) {
           CompileOptions plain = o;
           plain.pass_configs["tl.disable_tma_lower"] = true;

@@ -7,7 +7,7 @@
     def matmul(M, N, K, block_M=128, block_N=128, block_K=32): ...
 """
 
-from .errors import CompileError, InternalError
+from .errors import CompileError, InternalError, TilecNote, TilecWarning, install_excepthook
 
 try:
     from . import _tilec
@@ -18,6 +18,7 @@ except ImportError as _e:  # pragma: no cover - a broken install
     ) from None
 
 _tilec._set_error_types(CompileError, InternalError)
+install_excepthook()
 
 from . import language  # noqa: E402
 from .jit import JITImpl, compile, jit, normalize_target, par_compile  # noqa: E402
@@ -35,5 +36,5 @@ from .compat_env import disable_cache, enable_cache, env, is_cache_enabled, set_
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "InternalError", "JITImpl", "JITKernel", "PassConfigKey", "TensorSupplyType",
+__all__ = ["CompileError", "InternalError", "TilecNote", "TilecWarning", "JITImpl", "JITKernel", "PassConfigKey", "TensorSupplyType",
            "autotune", "cdiv", "compile", "from_script", "jit", "language", "next_power_of_2", "par_compile"]

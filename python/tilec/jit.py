@@ -84,6 +84,7 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
             target_host: Any = None, execution_backend: Optional[str] = None, verbose: Optional[bool] = None,
             pass_configs: Optional[dict] = None, compile_flags: Any = None):
     """Compiles a PrimFunc to a kernel (calling it launches the kernel on torch tensors)."""
+    __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
     if isinstance(func, JITImpl):
         return func.compile()
     if not isinstance(func, PrimFunc):
@@ -180,6 +181,7 @@ class JITImpl:
 
     def get_tir(self, *args: Any, **kwargs: Any) -> PrimFunc:
         """The PrimFunc for these factory arguments, without compiling."""
+        __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
         if self.is_prim_func:
             if args or kwargs:
                 raise TypeError("a jit-decorated T.prim_func takes no factory arguments in get_tir()")
@@ -243,6 +245,7 @@ class JITImpl:
 
     def _eager_kernel(self, args: tuple, kwargs: dict):
         """(kernel, runtime arguments) of an eager call; compiles once per specialisation."""
+        __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
         try:
             key, runtime, compile_args, consts = self._eager.cache_key(args, kwargs)
             kernel = self._kernel_cache.get(key)

@@ -27,6 +27,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 from . import _tilec
+from .errors import emit_diagnostics, user_stacklevel
 
 Kernel = _tilec.Kernel
 KernelArgumentError = _tilec.KernelArgumentError
@@ -91,6 +92,7 @@ def compile_prim_func(func: Any, out_idx: Optional[Sequence[int]] = None, target
     or TILEC_COMPILER) or "nvcc"."""
     kernel = _tilec.compile(func, target=target, out_idx=out_idx, pass_configs=pass_configs,
                             compiler=compiler, compile_flags=compile_flags)
+    emit_diagnostics(kernel._diagnostics)
     _warn_on_spills(kernel)
     return kernel
 
@@ -112,7 +114,7 @@ def _warn_on_spills(kernel: Kernel) -> None:
             f"({info.get('spill_stores_bytes', 0)} bytes stored, {info.get('spill_loads_bytes', 0)} bytes loaded, "
             f"{info.get('registers', '?')} registers): expect it to be slow; use more threads or smaller "
             "tiles per thread (e.g. for T.gemm, fewer accumulator elements per warp)",
-            PerformanceWarning, stacklevel=3)
+            PerformanceWarning, stacklevel=user_stacklevel())
 
 
 def compile_cuda(source: str, plan: str, target: str = "auto", out_idx: Optional[Sequence[int]] = None,

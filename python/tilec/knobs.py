@@ -31,7 +31,7 @@ KNOBS: tuple[Knob, ...] = (
          "a unified diff against the IR before the pass instead of the whole IR."),
     Knob("TILEC_DUMP_DIR", "path", "", "",
          "Write every compilation stage (IR after each pass as NN_<pass>.py, CUDA source, PTX, "
-         "cubin, ptxas log) to <dir>/<kernel>/."),
+         "cubin, ptxas log) to <dir>/<kernel>/<target>/."),
     Knob("TILEC_TIME_PASSES", "bool", "0", "",
          "Print the wall time of each pass to stderr."),
     Knob("TILEC_CACHE_DIR", "path", "~/.cache/tilec", "",
@@ -47,6 +47,8 @@ KNOBS: tuple[Knob, ...] = (
          "Emit #line directives in generated CUDA that point back to the kernel's source lines."),
     Knob("TILEC_DEBUG_SYNC", "bool", "0", "",
          "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."),
+    Knob("TILEC_PYTHON", "path", "python3", "",
+         "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."),
 )
 
 _BY_NAME = {k.name: k for k in KNOBS}
@@ -142,3 +144,8 @@ def line_directives() -> bool:
 
 def debug_sync() -> bool:
     return _bool("TILEC_DEBUG_SYNC")
+
+
+def python() -> str:
+    value = raw("TILEC_PYTHON")
+    return _expand(value) if value else "python3"

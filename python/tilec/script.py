@@ -19,6 +19,7 @@ _counter = itertools.count(1)
 
 def from_script(text: str, filename: Optional[str] = None):
     """Parses T-script text into a PrimFunc."""
+    __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
     from . import language
 
     filename = filename or f"<tscript-{next(_counter)}>"

@@ -326,7 +326,8 @@ class Injector : public IRMutator {
       s = ConstFolder().mutate(s);
       if (p.async[j]) {
         auto* c = s.as<TileOpNode>();
-        AttrMap attrs = {{"no_implicit_commit_wait", true}};
+        AttrMap attrs;  // (built by emplace_back: GCC 12 -Wstringop-overflow misfires on the brace list)
+        attrs.emplace_back("no_implicit_commit_wait", true);
         if (guard) attrs.emplace_back("guard", guard);
         s = make_tile_op("async_copy", c->args, attrs, c->loc);
       }

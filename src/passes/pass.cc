@@ -244,7 +244,8 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
   const bool dump_dir = !knobs::dump_dir().empty();
   const bool time_passes = knobs::time_passes();
 
-  if (dump_dir) dump::write_file(kernel, stage_file_name(0, "input"), ir::script(f));
+  const std::string target = ctx.target().str();
+  if (dump_dir) dump::write_file(kernel, target, stage_file_name(0, "input"), ir::script(f));
   std::vector<PassTiming> timings;
   for (size_t i = 0; i < passes.size(); ++i) {
     const Pass& pass = passes[i];
@@ -279,7 +280,7 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
         std::cerr << "# ---- tilec: IR of '" << kernel << "' after pass '" << pass.name << "' ----\n"
                   << ir::script(out) << std::flush;
     }
-    if (dump_dir) dump::write_file(kernel, stage_file_name(i + 1, pass.name), ir::script(out));
+    if (dump_dir) dump::write_file(kernel, target, stage_file_name(i + 1, pass.name), ir::script(out));
     f = std::move(out);
   }
   if (time_passes) print_timings(kernel, timings);

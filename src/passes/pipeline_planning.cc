@@ -17,6 +17,10 @@
 // statement reads (what a copy's address depends on must run with it, ahead of the
 // rest); everything else is at stage num_stages - 1. Issue order defaults to statement
 // order.
+//
+// A loop written with num_stages >= 2 that has no such producer runs as a serial loop,
+// with a warning at the loop that says why (tilec issues only global -> shared copies
+// ahead; global -> fragment/local copies are plain loads in program order).
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -24,6 +28,7 @@
 #include "passes/pipeline_body.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/passes/passes.h"
+#include "tilec/support/warnings.h"
 
 namespace tilec::passes {
 
@@ -36,6 +41,28 @@ std::string list_str(const std::vector<int>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
+}
+
+// Why a T.Pipelined(num_stages >= 2) loop without a stage list gets no pipeline.
+void warn_not_pipelined(const ForNode* op, const pl::Body& body) {
+  std::string copies;
+  for (const auto& s : body.stmts) {
+    auto* t = s.as<TileOpNode>();
+    if (!t || (t->op != "copy" && t->op != "async_copy") || t->args.size() < 2) continue;
+    auto* src = std::get_if<BufferRegion>(&t->args[0]);
+    auto* dst = std::get_if<BufferRegion>(&t->args[1]);
+    if (src && dst && src->buffer->scope == Scope::kGlobal && !is_shared(dst->buffer->scope)) {
+      copies = " (its copies from global memory go to '" + dst->buffer->name +
+               "', which is not in shared memory)";
+      break;
+    }
+  }
+  warn(op->loc,
+       "T.Pipelined(num_stages=" + std::to_string(op->pipeline.num_stages) +
+           ") runs as a plain serial loop: its body has no copy from global to shared memory, the only "
+           "statements tilec issues ahead" + copies,
+       "stage the loads through T.alloc_shared buffers (T.copy(global, shared)), or use T.serial / num_stages=1 "
+       "to say that no pipelining is wanted");
 }
 
 Stmt serial_loop(const ForNode* op, const pl::Body& body, const std::vector<int>& order) {
@@ -107,6 +134,7 @@ class Planner : public IRMutator {
             << "T.Pipelined: `stage` " << list_str(info.stage) << " has a negative stage";
     } else {
       const bool has_producer = std::any_of(body.stmts.begin(), body.stmts.end(), pl::is_global_to_shared_copy);
+      if (info.num_stages > 1 && !has_producer) warn_not_pipelined(op, body);
       if (info.num_stages <= 1 || !has_producer) return serial_loop(op, body, order);
       stage = default_stages(body, info.num_stages - 1);
     }

@@ -239,14 +239,23 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   st.visit(kernel->body);
   int64_t limit = ctx.target().max_shared_memory_per_block();
   if (total + st.bytes > limit) {
+    // Point at the allocations, largest first (each with its line), not at the kernel.
+    std::vector<const BufferPlan*> by_size;
+    for (const auto& p : plans) by_size.push_back(&p);
+    std::stable_sort(by_size.begin(), by_size.end(), [](auto* a, auto* b) { return a->bytes > b->bytes; });
     std::ostringstream os;
     os << "kernel '" << f->name << "' needs " << total + st.bytes << " bytes of shared memory, more than the "
        << limit << " bytes a block can have on " << ctx.target().str() << ": ";
-    for (size_t i = 0; i < plans.size(); ++i)
-      os << (i ? ", " : "") << plans[i].buffer->name << " " << plans[i].bytes << " bytes";
+    for (size_t i = 0; i < by_size.size(); ++i) {
+      const Buffer& b = by_size[i]->buffer;
+      os << (i ? ", " : "") << b->name << " " << by_size[i]->bytes << " bytes";
+      if (b->loc.known()) os << " (line " << b->loc.line << ")";
+    }
     if (st.bytes) os << ", static shared " << st.bytes << " bytes";
-    os << " (buffers whose lifetimes do not overlap already share memory)";
-    throw_user_error(os.str(), f->loc, "use smaller tiles, fewer pipeline stages (num_stages) or narrower types");
+    os << " (buffers whose lifetimes do not overlap already share memory; pipelined buffers hold one copy per "
+          "stage)";
+    SourceLoc at = !by_size.empty() && by_size[0]->buffer->loc.known() ? by_size[0]->buffer->loc : f->loc;
+    throw_user_error(os.str(), at, "use smaller tiles, fewer pipeline stages (num_stages) or narrower types");
   }
 
   Stmt body = RemoveDynAllocs().mutate(kernel->body);

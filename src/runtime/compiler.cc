@@ -4,7 +4,7 @@
 //                line directives, tilec version + build stamp, device library hash)
 //   memory cache -> disk cache -> lower_to_cuda -> NVRTC / nvcc -> store in both.
 //   (A kernel whose overlapped GEMM main loop makes ptxas spill is built once more without
-//   the overlap, and the variant that spills less is stored.)
+//   the overlap, and the variant that spills less is stored; a one-line note says so.)
 //
 // A hit skips the lowering as well, since the entry holds the source and the plan. The
 // build stamp (size and mtime of the binary tilec is linked into) makes a rebuilt tilec
@@ -27,6 +27,7 @@
 #include "tilec/support/dump.h"
 #include "tilec/support/diag.h"
 #include "tilec/support/knobs.h"
+#include "tilec/support/warnings.h"
 #include "tilec/target/cuda/lower.h"
 #include "tilec/target/target.h"
 
@@ -171,9 +172,15 @@ std::vector<std::string> split_flags(const std::string& text) {
   return flags;
 }
 
+// ptxas counts only static shared memory; tilec's shared arena is dynamic (launch plan).
+std::string shared_memory_line(const CompiledArtifact& a) {
+  return "tilec: shared memory: " + std::to_string(a.plan.dynamic_shared_bytes) + " bytes dynamic (tilec's arena, " +
+         "set at launch) + " + std::to_string(a.ptxas.static_shared_bytes) + " bytes static (ptxas)\n";
+}
+
 void report_ptxas(const CompiledArtifact& a) {
-  std::fprintf(stderr, "tilec: ptxas report for '%s' (%s%s):\n%s", a.plan.kernel_name.c_str(), a.target.c_str(),
-               a.from_cache ? ", from the cache" : "", a.ptxas.log.c_str());
+  std::fprintf(stderr, "tilec: ptxas report for '%s' (%s%s):\n%s%s", a.plan.kernel_name.c_str(), a.target.c_str(),
+               a.from_cache ? ", from the cache" : "", a.ptxas.log.c_str(), shared_memory_line(a).c_str());
 }
 
 // Everything compile() decides before lowering: target, compiler, pass context, the
@@ -217,10 +224,10 @@ namespace {
 void dump_artifact(const CompiledArtifact& a) {
   if (!dump::enabled()) return;
   const std::string& kernel = a.plan.kernel_name;
-  dump::write_file(kernel, kernel + ".cu", a.cuda_source);
-  if (!a.ptx.empty()) dump::write_file(kernel, kernel + ".ptx", a.ptx);
-  dump::write_file(kernel, kernel + "." + a.target + ".cubin", std::string_view(a.cubin.data(), a.cubin.size()));
-  dump::write_file(kernel, kernel + ".ptxas.log", a.ptxas.log);
+  dump::write_file(kernel, a.target, kernel + ".cu", a.cuda_source);
+  if (!a.ptx.empty()) dump::write_file(kernel, a.target, kernel + ".ptx", a.ptx);
+  dump::write_file(kernel, a.target, kernel + "." + a.target + ".cubin", std::string_view(a.cubin.data(), a.cubin.size()));
+  dump::write_file(kernel, a.target, kernel + ".ptxas.log", a.ptxas.log + shared_memory_line(a));
 }
 }  // namespace
 
@@ -265,7 +272,12 @@ CompiledArtifact compile(const ir::PrimFunc& f, const CompileOptions& opts) {
     passes::PassContext plain = p.ctx;
     plain.set(kGemmOverlapConfig, true);
     CompiledArtifact b = lower_and_build(plain);
-    if (spill_bytes(b) < spill_bytes(a)) a = std::move(b);
+    const bool keep_plain = spill_bytes(b) < spill_bytes(a);
+    note(f->loc, "kernel '" + a.plan.kernel_name + "' (" + a.target + ") built twice: with the GEMM main loop " +
+                     "overlapped ptxas spills " + std::to_string(spill_bytes(a)) + " bytes, without it " +
+                     std::to_string(spill_bytes(b)) + "; kept the " + (keep_plain ? "plain" : "overlapped") +
+                     " one (pass_configs={'" + kGemmOverlapConfig + "': True} builds only the plain one)");
+    if (keep_plain) a = std::move(b);
   }
   store(p.key, a, p.effective);
   if (p.print_ptxas) report_ptxas(a);

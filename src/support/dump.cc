@@ -21,10 +21,10 @@ std::string file_safe(const std::string& name) {
 
 bool enabled() { return !knobs::dump_dir().empty(); }
 
-std::string kernel_dir(const std::string& kernel) {
+std::string kernel_dir(const std::string& kernel, const std::string& target) {
   std::string root = knobs::dump_dir();
   if (root.empty()) return "";
-  std::filesystem::path dir = std::filesystem::path(root) / file_safe(kernel);
+  std::filesystem::path dir = std::filesystem::path(root) / file_safe(kernel) / file_safe(target);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
@@ -33,8 +33,9 @@ std::string kernel_dir(const std::string& kernel) {
   return dir.string();
 }
 
-void write_file(const std::string& kernel, const std::string& file_name, std::string_view content) {
-  std::string dir = kernel_dir(kernel);
+void write_file(const std::string& kernel, const std::string& target, const std::string& file_name,
+                std::string_view content) {
+  std::string dir = kernel_dir(kernel, target);
   if (dir.empty()) return;
   std::filesystem::path path = std::filesystem::path(dir) / file_name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -27,7 +27,7 @@ const std::vector<KnobSpec> kKnobs = {
      "a unified diff against the IR before the pass instead of the whole IR."},
     {"TILEC_DUMP_DIR", KnobType::kPath, "", "",
      "Write every compilation stage (IR after each pass as NN_<pass>.py, CUDA source, PTX, "
-     "cubin, ptxas log) to <dir>/<kernel>/."},
+     "cubin, ptxas log) to <dir>/<kernel>/<target>/."},
     {"TILEC_TIME_PASSES", KnobType::kBool, "0", "",
      "Print the wall time of each pass to stderr."},
     {"TILEC_CACHE_DIR", KnobType::kPath, "~/.cache/tilec", "",
@@ -42,6 +42,8 @@ const std::vector<KnobSpec> kKnobs = {
      "Emit #line directives in generated CUDA that point back to the kernel's source lines."},
     {"TILEC_DEBUG_SYNC", KnobType::kBool, "0", "",
      "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."},
+    {"TILEC_PYTHON", KnobType::kPath, "python3", "",
+     "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."},
 };
 
 std::mutex& overrides_mutex() {
@@ -238,6 +240,11 @@ std::string cuda_home() {
 
 bool line_directives() { return read_bool("TILEC_LINE_DIRECTIVES"); }
 bool debug_sync() { return read_bool("TILEC_DEBUG_SYNC"); }
+
+std::string python() {
+  auto v = raw("TILEC_PYTHON");
+  return v && !v->empty() ? expand_home(*v) : "python3";
+}
 
 void set_for_testing(const std::string& name, std::optional<std::string> value) {
   check_declared(name);

@@ -16,7 +16,7 @@ namespace tilec::target {
 namespace {
 
 constexpr const char* kAcceptedForms =
-    "accepted targets: 'auto', 'cuda', 'sm_80', 'sm_86', 'sm_89', 'sm_90', 'sm_90a', 'sm_100', 'sm_100a', "
+    "accepted targets: 'auto', 'cuda', 'sm_80', 'sm_86', 'sm_89', 'sm_90', 'sm_90a', "
     "'cuda -arch=sm_90a', 'cuda:sm_90'; 'cpu' (the tile-level interpreter) is tilec.compile(func, target='cpu') "
     "in Python";
 
@@ -106,7 +106,15 @@ Target parse_target(const std::string& spec, const std::optional<Target>& detect
     else if (rest.rfind("-arch ", 0) == 0) arch = trim(rest.substr(6));
     else arch = "";
   }
-  if (auto t = parse_arch(arch)) return *t;
+  if (auto t = parse_arch(arch)) {
+    // Spelled out, sm_100 would promise Blackwell code (tcgen05, tensor memory) that tilec
+    // does not generate; a detected Blackwell GPU ('auto') still gets the sm_90-class code.
+    if (t->arch == 100)
+      throw_user_error("tilec does not support sm_100 (Blackwell) yet: target '" + trim(spec) +
+                           "' would get no tcgen05 or tensor-memory code",
+                       {}, "compile for 'sm_90a' (Hopper) or 'sm_80' (Ampere); " + std::string(kAcceptedForms));
+    return *t;
+  }
   throw_user_error("unknown target '" + spec + "'", {}, kAcceptedForms);
 }
 

@@ -201,11 +201,29 @@ TEST(GemmIsel, AccumulatorMustBeAFragment) {
 TEST(GemmIsel, MixedOperandDtypesAreRejectedEverywhere) {
   auto q = query(DataType::Float(16), DataType::Float(32));
   q.b_dtype = DataType::BFloat16();
-  std::string e = error_of(q, sm(80));
-  EXPECT_NE(e.find("T.gemm cannot be lowered for sm_80"), std::string::npos) << e;
-  EXPECT_NE(e.find("mma: mma.sync needs A and B of one dtype (A float16, B bfloat16, C float32)"), std::string::npos)
-      << e;
-  EXPECT_NE(e.find("fma: A and B must have one dtype"), std::string::npos) << e;
+  for (const auto& t : {sm(80), sm(90, true)}) {
+    std::string e = error_of(q, t);
+    // One reason and a hint; no candidate list (tcgen05 / wgmma lines do not apply).
+    EXPECT_EQ(e,
+              "kernel.py:12:9: error: T.gemm: the operands A and B must have the same dtype, got A float16 and B "
+              "bfloat16\n  hint: allocate both tiles with one dtype, or convert one first (T.copy into a float16 "
+              "tile converts)");
+  }
+}
+
+TEST(GemmIsel, CandidatesOfOtherGenerationsAreNotListed) {
+  // float32 A in registers: no instruction takes it; the sm_90a error has no tcgen05 line
+  // and the sm_80 one no wgmma line.
+  auto q = query(DataType::Float(32), DataType::Float(32));
+  q.a_scope = ir::Scope::kFragment;
+  std::string hopper = error_of(q, sm(90, true));
+  EXPECT_NE(hopper.find("T.gemm cannot be lowered for sm_90a"), std::string::npos) << hopper;
+  EXPECT_EQ(hopper.find("tcgen05"), std::string::npos) << hopper;
+  EXPECT_NE(hopper.find("wgmma:"), std::string::npos) << hopper;
+  std::string ampere = error_of(q, sm(80));
+  EXPECT_EQ(ampere.find("wgmma"), std::string::npos) << ampere;
+  EXPECT_NE(ampere.find("T.gemm cannot be lowered for sm_80"), std::string::npos) << ampere;
+  EXPECT_NE(ampere.find("\n    mma: "), std::string::npos) << ampere;
 }
 
 TEST(GemmIsel, SmallTileOverManyThreadsIsAnErrorNotAnAssert) {

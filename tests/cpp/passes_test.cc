@@ -259,7 +259,7 @@ TEST_F(PassesTest, DumpDirKeepsEveryStage) {
   PrimFunc f = make_scale_kernel("my kernel");
   PrimFunc out = passes::run_passes(
       {identity_pass("same"), append_evaluate_pass("skipped"), append_evaluate_pass("grow")}, f, ctx);
-  fs::path kdir = dir / "my_kernel";
+  fs::path kdir = dir / "my_kernel" / "sm_80";  // one folder per target (the default context's)
   ASSERT_TRUE(fs::is_directory(kdir)) << kdir;
   std::set<std::string> files;
   for (const auto& entry : fs::directory_iterator(kdir)) files.insert(entry.path().filename().string());
@@ -267,7 +267,12 @@ TEST_F(PassesTest, DumpDirKeepsEveryStage) {
   EXPECT_EQ(read_file(kdir / "00_input.py"), script(f));
   EXPECT_EQ(read_file(kdir / "01_same.py"), script(f));
   EXPECT_EQ(read_file(kdir / "03_grow.py"), script(out));
-  EXPECT_EQ(dump::kernel_dir("my kernel"), kdir.string());
+  EXPECT_EQ(dump::kernel_dir("my kernel", "sm_80"), kdir.string());
+  // Another target keeps its own stages next to these.
+  passes::PassContext hopper(target::parse_target("sm_90a"));
+  passes::run_passes({append_evaluate_pass("grow")}, f, hopper);
+  EXPECT_TRUE(fs::exists(dir / "my_kernel" / "sm_90a" / "01_grow.py"));
+  EXPECT_TRUE(fs::exists(kdir / "03_grow.py"));
   fs::remove_all(dir);
 }
 

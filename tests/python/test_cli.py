@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def run(*args, env=None):
 def test_help_lists_every_command():
     out = run("--help")
     assert out.returncode == 0
-    for command in ("example-gemm", "pipeline", "--list-knobs", "--list-configs", "--version"):
+    for command in ("compile", "example-gemm", "pipeline", "--list-knobs", "--list-configs", "--version"):
         assert f"tilec {command}" in out.stdout
 
 
@@ -60,9 +61,9 @@ def test_example_gemm_through_the_pipeline_with_dumps(tmp_path):
     out = run("example-gemm", "--pipeline", "sm_90a", env=env)
     assert out.returncode in (0, 1), out.stderr
     assert "pass times for kernel 'gemm_relu'" in out.stderr
-    stages = sorted(p.name for p in (tmp_path / "gemm_relu").iterdir())
+    stages = sorted(p.name for p in (tmp_path / "gemm_relu" / "sm_90a").iterdir())
     assert stages[0] == "00_input.py" and stages[1] == "01_verify.py"
-    assert (tmp_path / "gemm_relu" / "00_input.py").read_text() == run("example-gemm").stdout
+    assert (tmp_path / "gemm_relu" / "sm_90a" / "00_input.py").read_text() == run("example-gemm").stdout
 
 
 def test_pipeline_and_configs():
@@ -71,3 +72,59 @@ def test_pipeline_and_configs():
     assert out.stdout.splitlines()[1:3] == ["verify", "simplify"]
     configs = run("--list-configs").stdout
     assert "tl.disable_tma_lower  (default: false)" in configs
+
+
+def test_pipeline_for_sm100_is_refused():
+    out = run("pipeline", "sm_100a")
+    assert out.returncode == 1
+    assert "tilec does not support sm_100 (Blackwell) yet" in out.stderr
+    assert "compile for 'sm_90a' (Hopper) or 'sm_80' (Ampere)" in out.stderr
+
+
+def run_compile(*args):
+    # The CLI runs tilec.tools.compile_cli with $TILEC_PYTHON (default python3): this interpreter.
+    return run("compile", *args, env=dict(os.environ, TILEC_PYTHON=sys.executable))
+
+
+needs_nvrtc_cli = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tilec; "
+                    "sys.exit(0 if tilec._tilec.nvrtc_available() else 1)", str(REPO / "python")],
+                   capture_output=True).returncode != 0,
+    reason="NVRTC (or the extension) not available")
+
+
+@needs_nvrtc_cli
+def test_compile_a_factory_prints_the_cuda_source():
+    out = run_compile(str(REPO / "examples" / "gemm.py") + "::matmul", "--target", "sm_80",
+              "--args", "256, 256, 256, relu=True")
+    assert out.returncode == 0, out.stderr
+    assert "__global__" in out.stdout and "gemm" in out.stdout
+
+
+@needs_nvrtc_cli
+def test_compile_writes_cu_ptx_and_cubin(tmp_path):
+    out = run_compile(str(REPO / "examples" / "gemm.py") + "::matmul", "--target", "sm_90a",
+              "--args", "256, 256, 256", "-o", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["gemm.cu", "gemm.ptx", "gemm.sm_90a.cubin"]
+    assert out.stdout.split() == [str(tmp_path / "out" / f) for f in ("gemm.cu", "gemm.ptx", "gemm.sm_90a.cubin")]
+    assert (tmp_path / "out" / "gemm.sm_90a.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_compile_errors_are_usage_or_program_errors(tmp_path):
+    out = run_compile("no_such_file.py::k")
+    assert out.returncode == 2 and "no such file: no_such_file.py" in out.stderr
+    out = run_compile(str(REPO / "examples" / "gemm.py"))
+    assert out.returncode == 2 and "expected FILE.py::NAME" in out.stderr
+    bad = tmp_path / "bad.py"
+    bad.write_text("import tilec.language as T\n\n"
+                   "def make():\n"
+                   "    @T.prim_func\n"
+                   "    def k(A: T.Tensor((64,), \"float32\")):\n"
+                   "        with T.Kernel(1, threads=64) as bx:\n"
+                   "            A[0] = nope\n"
+                   "    return k\n")
+    out = run_compile(f"{bad}::make", "--target", "sm_80")
+    assert out.returncode == 1
+    assert f"{bad}:7:" in out.stderr and "hint" not in out.stdout

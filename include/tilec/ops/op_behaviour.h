@@ -133,6 +133,20 @@ using LowerFn = std::function<ir::Stmt(const ir::TileOpNode& op, LowerContext& c
 using ClaimFn = std::function<bool(const ir::TileOpNode& op, const OpEnv& env)>;
 
 struct OpBehaviour {
+  OpBehaviour() = default;
+  // `claims` may be left out: most behaviours take every op they apply to (a constructor,
+  // so that brace lists without it do not trip -Wmissing-field-initializers).
+  OpBehaviour(std::string op, std::string variant, std::function<bool(const target::Target&)> applies, int priority,
+              AccessFn access_regions, InferFn infer_layout, LowerFn lower, ClaimFn claims = nullptr)
+      : op(std::move(op)),
+        variant(std::move(variant)),
+        applies(std::move(applies)),
+        priority(priority),
+        access_regions(std::move(access_regions)),
+        infer_layout(std::move(infer_layout)),
+        lower(std::move(lower)),
+        claims(std::move(claims)) {}
+
   std::string op;       // tile-op name, as in the schema ("copy", "gemm", "reduce_max")
   std::string variant;  // for dumps and errors: "simt", "cp.async", "mma.sync", ...
   std::function<bool(const target::Target&)> applies;  // null: every target

@@ -2,12 +2,14 @@
 //   "auto"                      -> the GPU of this machine (UserError when there is none)
 //   "cuda"                      -> the GPU of this machine when there is one, else sm_80
 //                                  (so code can be generated on a machine without a GPU)
-//   "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a"
+//   "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"
+//   ("sm_100" / "sm_100a" are refused with a UserError: no Blackwell code generation yet)
 //   "cuda -arch=sm_90a"
 //   "cuda:sm_90" (also accepted)
 // Surrounding whitespace is ignored; anything else is a UserError listing these forms.
 // A detected sm_90 / sm_100 GPU is reported as sm_90a / sm_100a (a real H100/H200/B200 has
-// the arch-specific features); a detected GPU older than sm_80 is a UserError.
+// the arch-specific features); on sm_100a it gets the code of sm_90 (no tcgen05); a
+// detected GPU older than sm_80 is a UserError.
 #pragma once
 
 #include <optional>

@@ -392,6 +392,12 @@ class ExpressionEvaluator:
             return func(*args, **kwargs)
         if not callable(func):
             raise self.error(node.func, f"{describe(func)} is not callable")
+        if func is builtins.print:
+            from ..errors import warn_at
+
+            warn_at("print(...) in a kernel body runs once, in Python, while tilec parses the kernel; "
+                    "it prints nothing on the GPU", loc.file, loc.line,
+                    "T.print(value) prints from the GPU; or move the print out of the kernel")
         if isinstance(func, type) and func in (int, float, bool) and any(is_ir(a) for a in args):
             raise self.error(node, f"{func.__name__}() of a kernel value is not supported",
                              f"use T.cast(value, \"{ {int: 'int32', float: 'float32', bool: 'bool'}[func] }\")")

@@ -137,6 +137,7 @@ def parse_python_function(fn: Any, frame_locals: Optional[dict] = None) -> "_til
 
 def prim_func(fn: Any = None, **options: Any):
     """Decorator: parses the function into a tile-IR PrimFunc (`.script()` prints it)."""
+    __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
     if options:
         unknown = ", ".join(options)
         raise TypeError(f"T.prim_func got unsupported option(s): {unknown}")

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Optional, Sequence
 
 from .. import _tilec
@@ -36,6 +38,26 @@ class TensorSpec:
         return f"T.Tensor({self.shape}, {self.dtype!r})"
 
 
+_NO_DTYPE = object()  # T.Tensor(shape) with no dtype: an error for parameters (no silent float32)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_loc() -> tuple:
+    """(file, line) of the innermost frame outside tilec: where the user wrote the
+    annotation (Python evaluates a def's annotations before tilec parses the body)."""
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PACKAGE_DIR):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else ("", 0)
+
+
+def _missing_dtype(what: str, shape: Any) -> CompileError:
+    file, line = _caller_loc()
+    shape_text = repr(tuple(shape)) if isinstance(shape, (list, tuple)) else f"({shape!r},)"
+    return CompileError(f"{what} needs a dtype: the element type of the tensor is not assumed",
+                        file, line, 0, f'write {what}({shape_text}, "float16") (or T.float32, "bfloat16", ...)')
+
+
 class _TensorType:
     """``T.Tensor(shape, dtype)`` and ``T.Tensor[shape, dtype]``."""
 
@@ -44,13 +66,14 @@ class _TensorType:
     def __init__(self, name: str):
         self.__name__ = name
 
-    def __call__(self, shape: Sequence[Any], dtype: Any = "float32", strides: Optional[Sequence[Any]] = None,
+    def __call__(self, shape: Sequence[Any], dtype: Any = _NO_DTYPE, strides: Optional[Sequence[Any]] = None,
                  **unsupported) -> TensorSpec:
         if unsupported:
             raise CompileError(f"T.{self.__name__} got unsupported keyword(s): {', '.join(unsupported)}",
                                hint="T.Tensor(shape, dtype) or T.StridedTensor(shape, strides, dtype)")
         from .views import BufferData, make_view
 
+        dtype = self._dtype(dtype, shape)
         if isinstance(strides, BufferData):  # T.Tensor(shape, dtype, A.data): a view of A
             return make_view(shape, dtype, strides)
         return TensorSpec(shape, dtype, strides)
@@ -59,7 +82,14 @@ class _TensorType:
         # T.Tensor[(M, N), dtype]; also T.Tensor[(M), dtype], where (M) is just M
         if isinstance(key, tuple) and len(key) == 2 and _is_dtype(key[1]):
             return TensorSpec(key[0], key[1])
-        return TensorSpec(key, "float32")
+        return TensorSpec(key, self._dtype(_NO_DTYPE, key))
+
+    def _dtype(self, dtype: Any, shape: Any) -> Any:
+        if dtype is not _NO_DTYPE:
+            return dtype
+        if self.__name__ in ("Tensor", "Buffer"):
+            raise _missing_dtype(f"T.{self.__name__}", shape)
+        return "float32"  # T.SharedBuffer & co. annotate macro parameters only (documentation)
 
     def __repr__(self) -> str:
         return f"T.{self.__name__}"
@@ -73,7 +103,9 @@ FragmentBuffer = _TensorType("FragmentBuffer")
 LocalBuffer = _TensorType("LocalBuffer")
 
 
-def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = "float32") -> TensorSpec:
+def StridedTensor(shape: Sequence[Any], strides: Sequence[Any], dtype: Any = _NO_DTYPE) -> TensorSpec:
+    if dtype is _NO_DTYPE:
+        raise _missing_dtype("T.StridedTensor", shape)
     return TensorSpec(shape, dtype, strides)
 
 

@@ -175,7 +175,14 @@ void CudaPrinter::print_for(const ForNode* op) {
 }
 
 void CudaPrinter::print_if(const IfNode* op, bool as_else_if) {
-  std::string head = "if (" + expr(op->cond) + ") {";
+  const std::string cond = expr(op->cond);
+  // A guard that folded to true (e.g. "one writer per lane group" when every thread is one)
+  // prints as its body; only a single store or call, which declares nothing in this scope.
+  const NodeKind body_kind = op->then_case->kind;
+  if (cond == "true" && !as_else_if && !op->else_case &&
+      (body_kind == NodeKind::kBufferStore || body_kind == NodeKind::kEvaluate))
+    return stmt(op->then_case);
+  std::string head = "if (" + cond + ") {";
   if (as_else_if) {
     --indent_;
     line("} else " + head);

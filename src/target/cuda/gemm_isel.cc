@@ -168,6 +168,9 @@ struct Candidate {
   const char* name;
   // Fills the plan and returns true, or explains in *why.
   std::function<bool(const GemmQuery&, const target::Target&, GemmPlan*, std::string*)> accept;
+  // Whether the instruction exists on the target's generation at all: the error of an
+  // automatic selection lists only those (no tcgen05 line for sm_90a, no wgmma for sm_80).
+  bool (*on_generation)(const target::Target&) = nullptr;
 };
 
 bool accept_mma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, std::string* why) {
@@ -274,8 +277,9 @@ bool refuse_later_issue(const char* what, const GemmQuery&, const target::Target
 const std::vector<Candidate>& chain() {
   static const std::vector<Candidate> kChain = {
       // tcgen05 (sm_100, C in tensor memory): a later issue adds it here.
-      {"tcgen05", [](auto& q, auto& t, auto* p, auto* w) { return refuse_later_issue("tcgen05", q, t, p, w); }},
-      {"wgmma", accept_wgmma},
+      {"tcgen05", [](auto& q, auto& t, auto* p, auto* w) { return refuse_later_issue("tcgen05", q, t, p, w); },
+       [](const target::Target& t) { return t.arch >= 100; }},
+      {"wgmma", accept_wgmma, [](const target::Target& t) { return t.arch == 90; }},
       {"mma", accept_mma},
       {"fma", accept_fma},
   };
@@ -321,10 +325,20 @@ GemmPlan select_gemm(const GemmQuery& q, const target::Target& target) {
     for (const auto& c : chain()) known += (known.empty() ? "" : ", ") + std::string("\"") + c.name + "\"";
     throw_user_error("T.gemm: unknown instruction \"" + q.instruction + "\"", q.loc, "use one of " + known);
   }
+  // A and B of different dtypes: only wgmma's float8 mixes (e4m3 x e5m2) exist; anything
+  // else is one clear error, not a list of every instruction's refusal.
+  const bool float8_mix = q.a_dtype.bits() == 8 && q.b_dtype.bits() == 8 && q.a_dtype.is_float() && q.b_dtype.is_float();
+  if (q.a_dtype != q.b_dtype && !float8_mix) {
+    throw_user_error("T.gemm: the operands A and B must have the same dtype, got A " + q.a_dtype.str() + " and B " +
+                         q.b_dtype.str(),
+                     q.loc,
+                     "allocate both tiles with one dtype, or convert one first (T.copy into a " + q.a_dtype.str() +
+                         " tile converts)");
+  }
   std::string reasons;
   for (const auto& c : chain()) {
     if (c.accept(q, target, &plan, &why)) return plan;
-    reasons += std::string("\n    ") + c.name + ": " + why;
+    if (!c.on_generation || c.on_generation(target)) reasons += std::string("\n    ") + c.name + ": " + why;
   }
   throw_user_error("T.gemm cannot be lowered for " + target.str() + ":" + reasons, q.loc);
 }

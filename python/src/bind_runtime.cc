@@ -15,6 +15,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <fstream>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -22,6 +23,7 @@
 
 #include "tilec/ir/stmt.h"
 #include "tilec/passes/pass.h"
+#include "tilec/runtime/aot.h"
 #include "tilec/runtime/cache.h"
 #include "tilec/runtime/compiler.h"
 #include "tilec/runtime/cuda_paths.h"
@@ -525,6 +527,20 @@ void bind_runtime(nb::module_& m) {
       .def("get_profiler",
            [](nb::handle self, nb::kwargs kwargs) {
              return nb::module_::import_("tilec.profiler").attr("Profiler")(self, **kwargs);
+           })
+      .def("_export",
+           [](const PyKernel& k, const std::string& dir) {
+             const CompiledArtifact& a = k.kernel->artifact();
+             const std::string name = a.plan.kernel_name;
+             auto write = [&](const std::string& file, const std::string& text) {
+               std::ofstream out(dir + "/" + file, std::ios::binary);
+               if (!out || !(out << text)) raise_argument_error("kernel.export: cannot write " + dir + "/" + file);
+               return dir + "/" + file;
+             };
+             std::vector<std::string> files;
+             files.push_back(write(name + ".tkc", serialize_artifact(a)));
+             files.push_back(write(name + ".h", aot_header(a.plan, k.kernel->signature(), a.target, name + ".tkc", dir)));
+             return files;
            })
       .def("_explain",
            [](const PyKernel& k) -> std::string {

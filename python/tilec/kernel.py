@@ -170,3 +170,16 @@ def _explain(self: Kernel, show: bool = True) -> str:
 
 
 Kernel.explain = _explain
+
+
+def _export(self: Kernel, directory: str) -> list:
+    """Ahead-of-time export for C++ (tilec/runtime/aot.h): writes <kernel>.tkc (the compiled
+    artifact: cubin, launch plan) and <kernel>.h (a typed launch function in namespace
+    tilec_aot) into `directory` (created if needed); returns their paths. A C++ program
+    includes the header, links libtilec and launches without NVRTC or Python."""
+    directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    return list(self._export(directory))
+
+
+Kernel.export = _export

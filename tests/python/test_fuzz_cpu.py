@@ -24,7 +24,7 @@ from tools.fuzz.worker import Worker  # noqa: E402
 needs_nvrtc = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 SLICE_SEED = 20261201
-SLICE_COUNT = int(os.environ.get("TILEC_FUZZ_CI_COUNT", "40"))
+SLICE_COUNT = int(os.environ.get("TILEC_FUZZ_CI_COUNT", "60"))
 
 
 @needs_nvrtc

@@ -86,7 +86,7 @@ def gen_ew(rng: random.Random) -> dict:
     use_w = rng.random() < 0.5
     return {"family": "ew", "dtype": dtype, "cdt": cdt, "odt": odt,
             "M": _extent(rng, 1, 160), "N": _extent(rng, 1, 200),
-            "bm": rng.choice([1, 2, 4, 8, 16, 32, 64]), "bn": rng.choice([16, 32, 64, 128]),
+            "bm": rng.choice([1, 2, 4, 8, 16, 32, 64, 3, 6, 24]), "bn": rng.choice([16, 32, 64, 128, 8, 24, 48, 96]),
             "threads": _threads(rng), "stage_in": rng.choice(["global", "fragment", "shared"]),
             "stage_out": rng.choice(["direct", "shared", "global"]), "use_w": use_w,
             "dyn": rng.random() < 0.2, "loops": _loops(rng, is_int, use_w)}
@@ -99,12 +99,12 @@ def gen_reduce(rng: random.Random) -> dict:
     single = rng.random() < 0.5
     M, N = _extent(rng, 1, 128), _extent(rng, 1, 160)
     red = M if dim == 0 else N  # the reduced extent
-    keep_block = rng.choice([1, 2, 4, 8, 16, 32])
+    keep_block = rng.choice([1, 2, 4, 8, 16, 32, 3, 12])
     if single:
         red_block = 1 << max(0, (red - 1).bit_length())  # one tile covers the axis (padded)
         red_block = max(red_block, 4)
     else:
-        red_block = rng.choice([8, 16, 32, 64])
+        red_block = rng.choice([8, 16, 32, 64, 24, 48])
     bm, bn = (red_block, keep_block) if dim == 0 else (keep_block, red_block)
     return {"family": "reduce", "dtype": dtype, "cdt": "int32" if is_int else "float32",
             "odt": "int32" if is_int else rng.choice(["float32", dtype]), "M": M, "N": N, "bm": bm, "bn": bn,
@@ -112,7 +112,8 @@ def gen_reduce(rng: random.Random) -> dict:
             "single": single, "stage_in": rng.choice(["fragment", "shared"]),
             "loop": rng.choice(["pipelined", "serial"]), "stages": rng.randint(1, 4),
             "combine": rng.choice(["clear_false", "parallel"]), "broadcast": single and rng.random() < 0.5,
-            "pre": _ops(rng, is_int, False, 0, 2), "post": _ops(rng, is_int, False, 0, 2)}
+            "pre": _ops(rng, is_int, False, 0, 2), "post": _ops(rng, is_int, False, 0, 2),
+            "dyn": rng.random() < 0.2}
 
 
 def gen_gemm(rng: random.Random) -> dict:
@@ -124,15 +125,16 @@ def gen_gemm(rng: random.Random) -> dict:
     bm = rng.choice([16, 32, 64, 128])
     if a_frag:
         bm = max(bm, 16 * warps)
-    bn = rng.choice([16, 32, 64, 128])
-    bk = rng.choice([16, 32, 64] if dtype != "float32" else [16, 32])
+    bn = rng.choice([16, 32, 64, 128, 48, 96])
+    bk = rng.choice([16, 32, 64, 48] if dtype != "float32" else [16, 32])
     limit = 64 if dtype == "float32" else 96
     return {"family": "gemm", "dtype": dtype, "odt": rng.choice([dtype, "float32"]),
             "M": _extent(rng, 1, 160), "N": _extent(rng, 1, 160), "K": _extent(rng, 1, limit * 2),
             "bm": bm, "bn": bn, "bk": bk, "threads": threads, "trans_A": trans_A,
             "trans_B": rng.random() < 0.4, "a_frag": a_frag, "loop": rng.choice(["pipelined"] * 3 + ["serial"]),
             "stages": rng.randint(1, 4), "clear": rng.choice(["clear", "clear_accum"]),
-            "stage_out": rng.choice(["direct", "shared"]), "epilogue": _ops(rng, False, False, 0, 2)}
+            "stage_out": rng.choice(["direct", "shared"]), "epilogue": _ops(rng, False, False, 0, 2),
+            "dyn": rng.random() < 0.15}
 
 
 def gen_cumsum(rng: random.Random) -> dict:
@@ -147,7 +149,7 @@ def gen_cumsum(rng: random.Random) -> dict:
     return {"family": "cumsum", "dtype": dtype, "cdt": "int32" if is_int else "float32", "odt": dtype,
             "M": M, "N": N, "bm": bm, "bn": bn, "dim": dim, "reverse": rng.random() < 0.4,
             "scope": rng.choice(["shared", "fragment"]), "inplace": rng.random() < 0.6,
-            "threads": _threads(rng), "pre": _ops(rng, is_int, False, 0, 1)}
+            "threads": _threads(rng), "pre": _ops(rng, is_int, False, 0, 1), "dyn": rng.random() < 0.2}
 
 
 def gen_atomic(rng: random.Random) -> dict:
@@ -156,7 +158,7 @@ def gen_atomic(rng: random.Random) -> dict:
     return {"family": "atomic", "dtype": dtype, "kind": kind, "form": rng.choice(["region", "element"]),
             "B": rng.randint(1, 4), "M": _extent(rng, 1, 128), "N": _extent(rng, 1, 160),
             "bm": rng.choice([1, 4, 8, 16, 32]), "bn": rng.choice([16, 32, 64]),
-            "threads": _threads(rng), "pre": _ops(rng, False, False, 0, 2)}
+            "threads": _threads(rng), "pre": _ops(rng, False, False, 0, 2), "dyn": rng.random() < 0.2}
 
 
 GENERATORS = {"ew": gen_ew, "reduce": gen_reduce, "gemm": gen_gemm, "cumsum": gen_cumsum, "atomic": gen_atomic}
@@ -182,12 +184,15 @@ def features(spec: dict) -> list:
     extents = [("M", "bm"), ("N", "bn")] + ([("K", "bk")] if f == "gemm" else [])
     if any(spec[e] % spec[b] for e, b in extents):
         tags.append("ragged")
+    if any(spec[b] & (spec[b] - 1) for _, b in extents):
+        tags.append("non_pow2_tile")
     if spec.get("dyn"):
         tags.append("dynamic_shape")
     if f == "ew":
         tags += ["parallel_chain", "stage_in:" + spec["stage_in"], "stage_out:" + spec["stage_out"]]
     if f == "reduce":
-        tags += [f"reduce_{spec['op']}_dim{spec['dim']}", "single_tile" if spec["single"] else spec["loop"]]
+        tags += [f"reduce_{spec['op']}_dim{spec['dim']}", "single_tile" if spec["single"] else
+                 spec["loop"] + (f"_s{spec['stages']}" if spec["loop"] == "pipelined" else "")]
         if spec.get("broadcast"):
             tags.append("broadcast")
     if f == "gemm":

@@ -75,10 +75,25 @@ class _Lines:
         self.depth -= 1
 
 
+def dynamic_dims(spec: dict) -> set:
+    """(parameter, axis) pairs whose extent is the symbolic M when spec['dyn']."""
+    if not spec.get("dyn"):
+        return set()
+    f = spec["family"]
+    if f == "reduce" and spec["dim"] == 0:
+        return {("X", 0), ("Z", 0)}
+    if f == "atomic" and spec["kind"] == "batch2d":
+        return {("X", 1), ("Y", 0)}
+    if f == "gemm":
+        return {("A", 1 if spec["trans_A"] else 0), ("C", 0)}
+    return {(p[0], 0) for p in params(spec)}
+
+
 def _signature(spec: dict, dyn_m: bool) -> str:
     out = []
+    dyn = dynamic_dims(spec)
     for name, shape, dtype, _ in params(spec):
-        dims = ", ".join("M" if (dyn_m and i == 0 and d == spec["M"]) else str(d) for i, d in enumerate(shape))
+        dims = ", ".join("M" if (name, i) in dyn else str(d) for i, d in enumerate(shape))
         out.append(f'{name}: T.Tensor(({dims}{"," if len(shape) == 1 else ""}), "{dtype}")')
     return ", ".join(out)
 

@@ -8,7 +8,8 @@ A spec names a family and its knobs; the families cover the tile surface issue 1
   reduce  T.reduce_sum/max/min along either axis, single tile (+ a broadcast-back second output)
           or a T.Pipelined / T.serial loop over tiles (clear=False or combine in T.Parallel)
   gemm    T.gemm with transposes, A from shared or from a fragment, T.Pipelined 1-4 stages or
-          T.serial, T.clear or clear_accum=(k == 0), element epilogue, output direct or via shared
+          T.serial, T.clear or clear_accum=(k == 0), element epilogue, a row reduction of the
+          accumulator broadcast back (C - rowmax / rowsum, as attention does), output direct or via shared
   cumsum  T.cumsum along either axis, forward or reverse, in shared or fragment, in place or not
   atomic  T.atomic_add: row sums from split blocks (region or element form) or a 2-D tile
           summed over a batch axis (region form)
@@ -22,7 +23,7 @@ import random
 
 FLOATS = ["float16", "bfloat16", "float32"]
 COMMON_THREADS = [128, 128, 256]
-ODD_THREADS = [32, 64, 96, 160, 192, 384]
+ODD_THREADS = [32, 64, 96, 160, 192, 224, 384, 512, 48]
 
 # op name -> allowed for ints?
 ELEMENT_OPS = {"affine": True, "exp": False, "max": True, "min": True, "reflect": True, "castrt": True,
@@ -134,7 +135,7 @@ def gen_gemm(rng: random.Random) -> dict:
             "trans_B": rng.random() < 0.4, "a_frag": a_frag, "loop": rng.choice(["pipelined"] * 3 + ["serial"]),
             "stages": rng.randint(1, 4), "clear": rng.choice(["clear", "clear_accum"]),
             "stage_out": rng.choice(["direct", "shared"]), "epilogue": _ops(rng, False, False, 0, 2),
-            "dyn": rng.random() < 0.15}
+            "dyn": rng.random() < 0.15, "row_reduce": rng.choice(["", "", "max", "sum"])}
 
 
 def gen_cumsum(rng: random.Random) -> dict:
@@ -199,6 +200,8 @@ def features(spec: dict) -> list:
         tags += [spec["loop"] + (f"_s{spec['stages']}" if spec["loop"] == "pipelined" else ""),
                  "A_fragment" if spec["a_frag"] else "A_shared"]
         tags += [t for t, on in (("trans_A", spec["trans_A"]), ("trans_B", spec["trans_B"])) if on]
+        if spec.get("row_reduce"):
+            tags.append("gemm_then_reduce_" + spec["row_reduce"])
     if f == "cumsum":
         tags += [f"cumsum_dim{spec['dim']}", "reverse" if spec["reverse"] else "forward", spec["scope"]]
     if f == "atomic":

@@ -118,7 +118,13 @@ def reference(spec: dict, inputs: list) -> list:
         a, b = xs[0], xs[1]
         a = a.T if spec["trans_A"] else a
         b = b.T if spec["trans_B"] else b
-        return [_chain(spec["epilogue"], a @ b)]
+        if not spec.get("row_reduce"):
+            return [_chain(spec["epilogue"], a @ b)]
+        # the tile's padded columns hold epilogue(0) and take part in the row reduction
+        c = _chain(spec["epilogue"], _pad(a, (padded[0], a.shape[1])) @ _pad(b, (b.shape[0], padded[1])))
+        tiles = c.reshape(padded[0], padded[1] // bn, bn)
+        r = tiles.max(axis=2) if spec["row_reduce"] == "max" else tiles.sum(axis=2)
+        return [(tiles - r[:, :, None]).reshape(padded)[:M, :N]]
     if f == "cumsum":
         x = _chain(spec["pre"], _pad(xs[0], padded), None, is_int)
         dim = spec["dim"]

@@ -256,6 +256,13 @@ def _body_gemm(s: dict, L: _Lines, Mx: str):
     L(f"T.gemm({a}, B_s, C_f, transpose_A={tA}, transpose_B={tB}{extra})")
     L.dedent()
     _parallel_ops(L, f"{bm}, {bn}", "i, j", "C_f", s["epilogue"], "float32")
+    if s.get("row_reduce"):
+        L(f'r = T.alloc_fragment(({bm},), "float32")')
+        L(f"T.reduce_{s['row_reduce']}(C_f, r, dim=1)")
+        L(f"for i, j in T.Parallel({bm}, {bn}):")
+        L.indent()
+        L("C_f[i, j] = C_f[i, j] - r[i]")
+        L.dedent()
     if s["stage_out"] == "shared":
         L(f'C_s = T.alloc_shared(({bm}, {bn}), "{s["odt"]}")')
         L("T.copy(C_f, C_s)")

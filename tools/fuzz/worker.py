@@ -5,7 +5,8 @@ Child: `python -m tools.fuzz.worker MODE` reads one JSON spec a line on stdin an
 JSON outcome a line on the original stdout (anything else printed goes to stderr).
 Parent: `Worker(mode).check(spec, timeout)` returns an Outcome; 'crash' when the child died
 (with the end of its stderr), 'hang' when it ran out of time (the child is killed; the next
-check starts a new one).
+check starts a new one). After a failure on the GPU the child is replaced too (a fault can
+leave its CUDA context unusable).
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ class Worker:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else b""
         if line:
-            return Outcome(**json.loads(line))
+            outcome = Outcome(**json.loads(line))
+            if outcome.stage == "gpu_run":  # a fault can leave the CUDA context unusable: a fresh process
+                self.close()
+            return outcome
         if not ready:  # out of time
             self.close()
             return Outcome("hang", "timeout", f"no answer within {timeout:g} s")

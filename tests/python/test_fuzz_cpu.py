@@ -49,7 +49,7 @@ def _spec(family, **changes):
 def test_wrong_result_is_a_failure(monkeypatch):
     spec = _spec("ew", dtype="float32", dyn=False)
     real = reference.reference
-    monkeypatch.setattr(reference, "reference", lambda s, inputs: [r + 1.0 for r in real(s, inputs)])
+    monkeypatch.setattr(reference, "reference", lambda s, inputs: [(r + 1.0, m) for r, m in real(s, inputs)])
     got = fuzz_check.check_cpu(spec, targets=())
     assert got.kind() == "fail:cpu_vs_numpy" and "elements differ" in got.message, got
 

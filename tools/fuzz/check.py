@@ -114,8 +114,8 @@ def check_cpu(spec: dict, targets=CPU_MODE_TARGETS, numpy_reference: bool = True
         wants = ref.reference(spec, [a for a, p in zip(args, params(spec)) if p[3] == "in"])
         tol = ref.tolerance(spec, "numpy")
         names = [p[0] for p in params(spec) if p[3] in ("out", "acc")]
-        for name, got, want in zip(names, _outputs(spec, args), wants):
-            problem = ref.compare(name, got.double().numpy(), want, tol)
+        for name, got, (want, mag) in zip(names, _outputs(spec, args), wants):
+            problem = ref.compare(name, got.double().numpy(), want, tol, mag)
             if problem:
                 return Outcome("fail", "cpu_vs_numpy", problem, outcome.rejects)
     return outcome
@@ -150,8 +150,9 @@ def check_gpu(spec: dict, target: str = "auto") -> Outcome:
         return got
     tol = ref.tolerance(spec, "gpu")
     names = [p[0] for p in params(spec) if p[3] in ("out", "acc")]
-    for name, got, want in zip(names, _outputs(spec, dev_args), _outputs(spec, cpu_args)):
-        problem = ref.compare(name, got.cpu().double().numpy(), want.double().numpy(), tol)
+    mags = [m for _, m in ref.reference(spec, [a for a, p in zip(cpu_args, params(spec)) if p[3] == "in"])]
+    for name, got, want, mag in zip(names, _outputs(spec, dev_args), _outputs(spec, cpu_args), mags):
+        problem = ref.compare(name, got.cpu().double().numpy(), want.double().numpy(), tol, mag)
         if problem:
             return Outcome("fail", "gpu_vs_cpu", problem)
     return Outcome()

@@ -78,10 +78,14 @@ def apply_op(op: list, v, w=None, is_int: bool = False):
     return r
 
 
-def _chain(ops: list, v, w=None, is_int=False):
+def _chain(ops: list, v, w=None, is_int=False, mag=None):
+    """The ops applied to v, and the magnitude of every value on the way (elementwise): rounding
+    in a narrow dtype errs relative to the largest intermediate, not to a small final value."""
+    mag = np.abs(v) if mag is None else np.maximum(mag, np.abs(v))
     for op in ops:
         v = apply_op(op, v, w, is_int)
-    return v
+        mag = np.maximum(mag, np.abs(v))
+    return v, mag
 
 
 def _pad(x, shape):
@@ -91,7 +95,8 @@ def _pad(x, shape):
 
 
 def reference(spec: dict, inputs: list) -> list:
-    """The expected outputs (for the 'out' and 'acc' parameters, in order) as float64/int64."""
+    """The expected outputs (for the 'out' and 'acc' parameters, in order) as float64/int64
+    arrays, each with the magnitude of the values that produced it: [(want, magnitude)]."""
     f = spec["family"]
     is_int = spec["dtype"] == "int32"
     xs = [t.cpu().numpy().astype(np.int64) if is_int else t.cpu().double().numpy() for t in inputs]
@@ -99,42 +104,54 @@ def reference(spec: dict, inputs: list) -> list:
     bm, bn = spec.get("bm", 1), spec.get("bn", 1)
     padded = (cdiv(M, bm) * bm, cdiv(N, bn) * bn)
     if f == "ew":
-        v = xs[0]
+        v, mag = xs[0], None
         w = xs[1] if spec["use_w"] else None
         for ops in spec["loops"]:
-            v = _chain(ops, v, w, is_int)
-        return [v]
+            v, mag = _chain(ops, v, w, is_int, mag)
+        return [(v, np.abs(v) if mag is None else mag)]
     if f == "reduce":
-        x = _chain(spec["pre"], _pad(xs[0], padded), None, is_int)
+        x, mx = _chain(spec["pre"], _pad(xs[0], padded), None, is_int)
         red = {"sum": np.sum, "max": np.max, "min": np.min}[spec["op"]]
-        r = red(x, axis=spec["dim"])
-        r = _chain(spec["post"], r, None, is_int)
-        outs = [r[: (N if spec["dim"] == 0 else M)]]
+        dim = spec["dim"]
+        r = red(x, axis=dim)
+        mr = np.sum(mx, axis=dim) if spec["op"] == "sum" else np.max(mx, axis=dim)
+        r, mr = _chain(spec["post"], r, None, is_int, mr)
+        keep = N if dim == 0 else M
+        outs = [(r[:keep], mr[:keep])]
         if spec["broadcast"]:
-            z = x - (r[None, :] if spec["dim"] == 0 else r[:, None])
-            outs.append(z[:M, :N])
+            rb, mrb = (r[None, :], mr[None, :]) if dim == 0 else (r[:, None], mr[:, None])
+            outs.append(((x - rb)[:M, :N], np.maximum(mx, mrb)[:M, :N]))
         return outs
     if f == "gemm":
         a, b = xs[0], xs[1]
         a = a.T if spec["trans_A"] else a
         b = b.T if spec["trans_B"] else b
         if not spec.get("row_reduce"):
-            return [_chain(spec["epilogue"], a @ b)]
+            return [_chain(spec["epilogue"], a @ b, mag=np.abs(a) @ np.abs(b))]
         # the tile's padded columns hold epilogue(0) and take part in the row reduction
-        c = _chain(spec["epilogue"], _pad(a, (padded[0], a.shape[1])) @ _pad(b, (b.shape[0], padded[1])))
-        tiles = c.reshape(padded[0], padded[1] // bn, bn)
-        r = tiles.max(axis=2) if spec["row_reduce"] == "max" else tiles.sum(axis=2)
-        return [(tiles - r[:, :, None]).reshape(padded)[:M, :N]]
+        ap, bp = _pad(a, (padded[0], a.shape[1])), _pad(b, (b.shape[0], padded[1]))
+        c, mc = _chain(spec["epilogue"], ap @ bp, mag=np.abs(ap) @ np.abs(bp))
+        tiles, mtiles = c.reshape(padded[0], padded[1] // bn, bn), mc.reshape(padded[0], padded[1] // bn, bn)
+        if spec["row_reduce"] == "max":
+            r, mr = tiles.max(axis=2), mtiles.max(axis=2)
+        else:
+            r, mr = tiles.sum(axis=2), mtiles.sum(axis=2)
+        out = (tiles - r[:, :, None]).reshape(padded)[:M, :N]
+        return [(out, np.maximum(mtiles, mr[:, :, None]).reshape(padded)[:M, :N])]
     if f == "cumsum":
-        x = _chain(spec["pre"], _pad(xs[0], padded), None, is_int)
+        x, mx = _chain(spec["pre"], _pad(xs[0], padded), None, is_int)
         dim = spec["dim"]
-        y = np.flip(np.cumsum(np.flip(x, dim), dim), dim) if spec["reverse"] else np.cumsum(x, dim)
-        return [y[:M, :N]]
+
+        def scan(v):
+            return np.flip(np.cumsum(np.flip(v, dim), dim), dim) if spec["reverse"] else np.cumsum(v, dim)
+
+        return [(scan(x)[:M, :N], scan(mx)[:M, :N])]
     if f == "atomic":
         if spec["kind"] == "rowsum":
-            x = _chain(spec["pre"], _pad(xs[0], padded))
-            return [x.sum(axis=1)[:M]]
-        return [_chain(spec["pre"], xs[0]).sum(axis=0)]
+            x, mx = _chain(spec["pre"], _pad(xs[0], padded))
+            return [(x.sum(axis=1)[:M], mx.sum(axis=1)[:M])]
+        x, mx = _chain(spec["pre"], xs[0])
+        return [(x.sum(axis=0), mx.sum(axis=0))]
     raise ValueError(f)
 
 
@@ -155,12 +172,14 @@ def tolerance(spec: dict, against: str) -> float:
     return tol
 
 
-def compare(name: str, got, want, tol: float):
+def compare(name: str, got, want, tol: float, magnitude=None):
     """None when `got` matches `want`, else a one-paragraph description of the mismatch.
-    Error of an element: |got - want| / (|want| + scale), scale = mean |want| (>= 1e-2);
+    Error of an element: |got - want| / (max(|want|, magnitude) + scale), scale = mean |want|
+    (>= 1e-2), magnitude = the largest value that went into the element (reference() gives it);
     NaN where `want` is finite means an element the kernel never wrote (outputs are poisoned)."""
     got = np.asarray(got, np.float64)
     want = np.asarray(want, np.float64)
+    mag = np.abs(want) if magnitude is None else np.maximum(np.abs(want), np.asarray(magnitude, np.float64))
     if got.shape != want.shape:
         return f"{name}: shape {got.shape}, expected {want.shape}"
     if tol == 0:
@@ -170,7 +189,7 @@ def compare(name: str, got, want, tol: float):
         finite = np.isfinite(want)
         scale = max(float(np.mean(np.abs(want[finite]))) if finite.any() else 1.0, 1e-2)
         with np.errstate(invalid="ignore"):
-            err = np.abs(got - want) / (np.abs(want) + scale)
+            err = np.abs(got - want) / (mag + scale)
             same_inf = np.isinf(want) & (got == want)
             err = np.where(same_inf, 0.0, err)
             bad = ~(err <= tol)  # NaN counts as bad

@@ -36,6 +36,13 @@ def main(argv=None) -> int:
 
         print(render(generate(a.print_source, families)), end="")
         return 0
+    if a.mode == "gpu":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("python -m tools.fuzz --mode gpu needs a CUDA GPU (torch.cuda.is_available() is False); "
+                  "use --mode cpu here", file=sys.stderr)
+            return 2
     result = run(a.mode, a.count, a.seed, jobs=a.jobs, timeout=a.timeout, time_limit=a.time_limit,
                  families=families, minimize_failures=not a.no_minimize, regressions_dir=a.regressions_dir,
                  max_minimize=a.max_minimize, log=lambda m: print(m, file=sys.stderr, flush=True))

@@ -121,8 +121,9 @@ def check_cpu(spec: dict, targets=CPU_MODE_TARGETS, numpy_reference: bool = True
     return outcome
 
 
-def check_gpu(spec: dict, target: str = "auto") -> Outcome:
-    """Mode 'gpu': the program on the GPU (NaN-poisoned outputs) against the CPU target."""
+def check_gpu(spec: dict, target: str = "auto", device: str = "cuda") -> Outcome:
+    """Mode 'gpu': the program on the GPU (NaN-poisoned outputs) against the CPU target.
+    (target="cpu", device="cpu" runs the same path with the CPU target on both sides: a test.)"""
     import tilec
     import torch
 
@@ -135,9 +136,10 @@ def check_gpu(spec: dict, target: str = "auto") -> Outcome:
     except Exception as e:  # noqa: BLE001
         return _classify(e, "compile:" + target)
     try:
-        dev_args = ref.make_inputs(spec, device="cuda")
+        dev_args = ref.make_inputs(spec, device=device)
         kernel(*dev_args)
-        torch.cuda.synchronize()
+        if device == "cuda":
+            torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001
         got = _classify(e, "gpu_run")
         got.status = "fail"

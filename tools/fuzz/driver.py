@@ -80,7 +80,8 @@ def run(mode: str, count: int, seed: int, jobs: int = 1, timeout: float = 120.0,
                 outcome = worker.check(spec, timeout)
                 with lock:
                     result.checked += 1
-                    result.statuses[outcome.status] += 1
+                    result.statuses[outcome.status + (" (a target rejected)" if outcome.status == "ok" and
+                                                      outcome.rejects else "")] += 1
                     result.mix.update(features(spec))
                     for target, msg in outcome.rejects.items():
                         result.rejects[f"{target}: {msg}"] += 1

@@ -14,6 +14,7 @@ import os
 import time
 
 from .render import render
+from .worker import ROOT
 
 SIMPLER = {  # key -> the simple value
     "use_w": False, "broadcast": False, "dyn": False, "a_frag": False, "trans_A": False, "trans_B": False,
@@ -133,7 +134,7 @@ def write_regression(spec: dict, outcome, mode: str, directory: str, xfail_reaso
     message = "\n".join(outcome.message.strip().splitlines()[:6]).replace('"""', "'''").replace("\\", "/")
     marker = f"@pytest.mark.xfail(strict=True, reason={xfail_reason!r})\n" if xfail_reason else ""
     text = TEMPLATE.format(family=spec["family"], seed=spec["seed"], kind=outcome.kind(), message=message,
-                           mode=mode, path=os.path.relpath(path), spec_json=json.dumps(spec, sort_keys=True),
+                           mode=mode, path=os.path.relpath(path, ROOT), spec_json=json.dumps(spec, sort_keys=True),
                            source=render(spec).replace("\\", "\\\\"), marker=marker)
     with open(path, "w") as fh:
         fh.write(text)

@@ -199,5 +199,5 @@ def compare(name: str, got, want, tol: float, magnitude=None):
     first = tuple(int(i) for i in idx[0])
     unwritten = int(np.sum(np.isnan(got) & ~np.isnan(want)))
     return (f"{name}: {int(bad.sum())} of {bad.size} elements differ (tolerance {tol:g}); first at {first}: "
-            f"got {got[first]!r}, expected {want[first]!r}; max error {float(np.nanmax(err)):.3g}"
+            f"got {float(got[first])!r}, expected {float(want[first])!r}; max error {float(np.nanmax(err)):.3g}"
             + (f"; {unwritten} never written (NaN)" if unwritten else ""))

@@ -50,6 +50,10 @@ def load_program(spec: dict, source: Optional[str] = None):
     return namespace["program"]()
 
 
+def pass_configs(spec: dict) -> dict:
+    return {name: True for name in spec.get("configs", [])}
+
+
 def out_idx(spec: dict) -> list:
     return [i for i, p in enumerate(params(spec)) if p[3] == "out"]
 
@@ -96,7 +100,7 @@ def check_cpu(spec: dict, targets=CPU_MODE_TARGETS, numpy_reference: bool = True
     outcome = Outcome()
     for target in targets:
         try:
-            kernel = tilec.compile(func, target=target, out_idx=out_idx(spec))
+            kernel = tilec.compile(func, target=target, out_idx=out_idx(spec), pass_configs=pass_configs(spec))
             if not kernel.get_ptx():
                 return Outcome("fail", f"compile:{target}", "NVRTC returned no PTX")
         except Exception as e:  # noqa: BLE001
@@ -132,7 +136,7 @@ def check_gpu(spec: dict, target: str = "auto", device: str = "cuda") -> Outcome
     except Exception as e:  # noqa: BLE001
         return _classify(e, "frontend")
     try:
-        kernel = tilec.compile(func, target=target, out_idx=out_idx(spec))
+        kernel = tilec.compile(func, target=target, out_idx=out_idx(spec), pass_configs=pass_configs(spec))
     except Exception as e:  # noqa: BLE001
         return _classify(e, "compile:" + target)
     try:

@@ -166,6 +166,11 @@ GENERATORS = {"ew": gen_ew, "reduce": gen_reduce, "gemm": gen_gemm, "cumsum": ge
 WEIGHTS = {"ew": 3, "reduce": 3, "gemm": 3, "cumsum": 1.5, "atomic": 1.5}
 
 
+# pass configs that switch a CUDA path off (the GPU targets get them; the CPU target ignores them)
+PASS_CONFIGS = ["tl.disable_warp_specialized", "tl.disable_wgmma", "tl.disable_tma_lower", "tl.disable_vectorize",
+                "tl.disable_gemm_overlap", "tl.disable_shared_memory_reuse"]
+
+
 def generate(seed: int, families=None) -> dict:
     """The spec of program `seed` (deterministic)."""
     rng = random.Random(seed)
@@ -173,6 +178,8 @@ def generate(seed: int, families=None) -> dict:
     family = rng.choices(names, weights=[WEIGHTS[f] for f in names])[0]
     spec = GENERATORS[family](rng)
     spec["seed"] = seed
+    configs = random.Random(seed * 7919 + 1)  # its own stream: the programs above stay as they were
+    spec["configs"] = sorted(configs.sample(PASS_CONFIGS, configs.randint(1, 2))) if configs.random() < 0.3 else []
     return spec
 
 
@@ -189,6 +196,7 @@ def features(spec: dict) -> list:
         tags.append("non_pow2_tile")
     if spec.get("dyn"):
         tags.append("dynamic_shape")
+    tags += ["config:" + c.replace("tl.disable_", "no_") for c in spec.get("configs", [])]
     if f == "ew":
         tags += ["parallel_chain", "stage_in:" + spec["stage_in"], "stage_out:" + spec["stage_out"]]
     if f == "reduce":

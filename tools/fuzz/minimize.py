@@ -20,7 +20,7 @@ SIMPLER = {  # key -> the simple value
     "use_w": False, "broadcast": False, "dyn": False, "a_frag": False, "trans_A": False, "trans_B": False,
     "reverse": False, "inplace": True, "stage_in": "fragment", "stage_out": "direct", "loop": "serial",
     "stages": 1, "clear": "clear", "threads": 128, "combine": "clear_false", "form": "region", "op": "sum",
-    "single": True,
+    "single": True, "configs": [],
 }
 
 

@@ -1,7 +1,7 @@
 """A checking process, so that a crash (a signal in the compiler or the CPU target) or a hang
 (a GPU kernel that never ends) costs one program, not the run.
 
-Child: `python -m tools.fuzz.worker MODE` reads one JSON spec a line on stdin and writes one
+Child: `main()` (started by `Worker`) reads one JSON spec a line on stdin and writes one
 JSON outcome a line on the original stdout (anything else printed goes to stderr).
 Parent: `Worker(mode).check(spec, timeout)` returns an Outcome; 'crash' when the child died
 (with the end of its stderr), 'hang' when it ran out of time (the child is killed; the next
@@ -31,10 +31,11 @@ class Worker:
 
     def _start(self):
         self.log = tempfile.TemporaryFile(mode="w+b")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), ROOT] +
-                                            ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        self.proc = subprocess.Popen([sys.executable, "-m", "tools.fuzz.worker", self.mode], cwd=ROOT, env=env,
+        # the child finds tilec and tools/ through sys.path (the environment is left alone: knobs.py
+        # is the only reader of it)
+        boot = (f"import sys; sys.path[:0] = [{os.path.join(ROOT, 'python')!r}, {ROOT!r}]; "
+                "from tools.fuzz.worker import main; main()")
+        self.proc = subprocess.Popen([sys.executable, "-c", boot, self.mode], cwd=ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
 
     def _stderr_tail(self) -> str:
@@ -84,6 +85,3 @@ def main():
         out.write(json.dumps(check(spec, mode).as_dict()) + "\n")
         out.flush()
 
-
-if __name__ == "__main__":
-    main()

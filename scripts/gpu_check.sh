@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|bench]...   (default: all)
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench]...   (default: all)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +66,16 @@ if want sanitize; then
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" "examples/$ex.py"
     done
   done
+fi
+if want fuzz; then
+  # The differential fuzz (issue 12, docs/RELIABILITY.md): FUZZ_COUNT random tile programs from
+  # FUZZ_SEED on the GPU (NaN-poisoned outputs) against the CPU target, FUZZ_JOBS processes, no new
+  # program after FUZZ_TIME_LIMIT s. Report: $OUT/fuzz_gpu.json + .txt; minimized failures as
+  # tests in $OUT/fuzz_regressions/ (copy them to tests/fuzz_regressions/).
+  run_step "fuzz (GPU vs CPU target)" fuzz.log "$PY" -m tools.fuzz --mode gpu --count "${FUZZ_COUNT:-5000}" \
+    --seed "${FUZZ_SEED:-0}" --jobs "${FUZZ_JOBS:-8}" --timeout 60 --time-limit "${FUZZ_TIME_LIMIT:-500}" \
+    --report "$OUT/fuzz_gpu.json" --regressions-dir "$OUT/fuzz_regressions"
+  tail -n 25 "$OUT/fuzz.log"
 fi
 if want bench; then
   run_step "benchmarks" bench.log "$PY" bench/run_all.py "$OUT"

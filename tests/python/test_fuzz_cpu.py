@@ -1,0 +1,159 @@
+"""The differential fuzzer's CI slice (issue 12, tools/fuzz, docs/RELIABILITY.md).
+
+A fixed-seed slice of random tile programs: each compiles with NVRTC for sm_80 and sm_90a (or
+fails with a clear CompileError) and runs on the CPU target to the generator's numpy reference.
+The other tests show that the check can fail (a wrong result, an internal error, NVRTC failing
+on generated code, a hang) and that the minimizer shrinks and writes runnable repros; the kept
+regressions (tests/fuzz_regressions) run too."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tilec
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, ROOT)
+
+from tools.fuzz import check as fuzz_check  # noqa: E402
+from tools.fuzz import gen, minimize, reference, render  # noqa: E402
+from tools.fuzz.driver import run  # noqa: E402
+from tools.fuzz.worker import Worker  # noqa: E402
+
+needs_nvrtc = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+
+SLICE_SEED = 20261201
+SLICE_COUNT = int(os.environ.get("TILEC_FUZZ_CI_COUNT", "60"))
+
+
+@needs_nvrtc
+def test_fuzz_slice():
+    result = run("cpu", SLICE_COUNT, SLICE_SEED, jobs=2, timeout=120, minimize_failures=False, log=lambda m: None)
+    print(result.text())
+    assert result.checked == SLICE_COUNT
+    assert not result.failures, result.text()
+    assert result.statuses["ok"] >= SLICE_COUNT // 2, result.text()  # mostly compiled for both targets  # mostly accepted, not mostly rejected
+    for family in gen.GENERATORS:
+        assert result.mix[family] > 0, f"the slice has no {family} program: {result.text()}"
+
+
+def _spec(family, **changes):
+    for seed in range(1000):
+        spec = gen.generate(seed, [family])
+        if all(spec.get(k) == v for k, v in changes.items()):
+            return spec
+    raise AssertionError(f"no {family} spec with {changes}")
+
+
+def test_wrong_result_is_a_failure(monkeypatch):
+    spec = _spec("ew", dtype="float32", dyn=False)
+    real = reference.reference
+    monkeypatch.setattr(reference, "reference", lambda s, inputs: [(r + 1.0, m) for r, m in real(s, inputs)])
+    got = fuzz_check.check_cpu(spec, targets=())
+    assert got.kind() == "fail:cpu_vs_numpy" and "elements differ" in got.message, got
+
+
+def test_unwritten_elements_are_a_failure():
+    want = reference.np.ones((4, 4))
+    got = want.copy()
+    got[3, 3] = float("nan")
+    assert "1 never written" in reference.compare("Y", got, want, 1e-2)
+    assert reference.compare("Y", want, want, 1e-2) is None
+
+
+def test_internal_error_is_a_failure(monkeypatch):
+    def broken(*args, **kwargs):
+        raise tilec.InternalError("an internal check failed, please report")
+
+    monkeypatch.setattr(tilec, "compile", broken)
+    got = fuzz_check.check_cpu(_spec("reduce"))
+    assert got.kind() == "fail:compile:sm_80" and "InternalError" in got.message, got
+
+
+def test_nvrtc_failure_is_a_failure_and_a_user_error_a_reject(monkeypatch):
+    def nvrtc_fails(*args, **kwargs):
+        raise tilec.CompileError("NVRTC failed to compile kernel 'k' for sm_80:\nerror: oops")
+
+    monkeypatch.setattr(tilec, "compile", nvrtc_fails)
+    assert fuzz_check.check_cpu(_spec("gemm")).kind() == "fail:compile:sm_80"
+
+    def rejects(func, target="auto", **kwargs):
+        if target != "cpu":
+            raise tilec.CompileError("T.gemm: this shape is not supported")
+        return real(func, target=target, **kwargs)
+
+    monkeypatch.undo()
+    real = tilec.compile
+    monkeypatch.setattr(tilec, "compile", rejects)
+    got = fuzz_check.check_cpu(_spec("ew", dtype="float32", dyn=False))
+    assert got.status == "ok" and got.rejects == {"sm_80": "T.gemm: this shape is not supported",
+                                                   "sm_90a": "T.gemm: this shape is not supported"}, got
+
+
+def test_hang_is_reported_and_the_worker_restarts():
+    worker = Worker("cpu")
+    try:
+        got = worker.check(_spec("ew"), timeout=0.01)  # no answer in 10 ms: the process is killed
+        assert got.kind() == "hang:timeout", got
+        assert worker.proc is None
+    finally:
+        worker.close()
+
+
+def test_minimizer_shrinks_to_what_still_fails(tmp_path):
+    spec = _spec("ew", use_w=True)
+    spec["loops"] = [[["abs"], ["exp"]], [["affine", 2.0, 0.5]]]
+
+    def still_fails(s):  # a stand-in bug: any program with exp
+        return any(op[0] == "exp" for ops in s["loops"] for op in ops)
+
+    small = minimize.minimize(spec, still_fails)
+    assert small["loops"] == [[["exp"]]] and small["M"] == 1 and small["N"] == 1 and not small["use_w"], small
+    outcome = fuzz_check.Outcome("fail", "cpu_vs_numpy", "Y: 1 of 1 elements differ")
+    path = minimize.write_regression(small, outcome, "cpu", str(tmp_path), xfail_reason="a stand-in bug")
+    text = open(path).read()
+    assert "@pytest.mark.xfail(strict=True" in text and "T.exp(T.min(x[i, j], 2.0))" in text
+    namespace = {}
+    exec(compile(text, path, "exec"), namespace)
+    assert render.render(namespace["SPEC"]) == namespace["SOURCE"]
+
+
+def test_generator_is_deterministic_and_sources_build():
+    built = 0
+    for seed in range(40):
+        spec = gen.generate(seed)
+        assert spec == gen.generate(seed)
+        try:
+            fuzz_check.load_program(spec)  # the front end takes the rendered programs
+            built += 1
+        except tilec.CompileError as e:  # the one known reject (docs/RELIABILITY.md, Known limits)
+            assert "in T.atomic_add has extent" in e.message, e
+    assert built >= 36
+
+
+def test_kept_regressions_pass():
+    directory = os.path.join(ROOT, "tests", "fuzz_regressions")
+    if not any(f.startswith("test_") for f in os.listdir(directory)):
+        pytest.skip("no kept regressions")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), ROOT]))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", directory], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_gpu_mode_path_runs_with_the_cpu_target_on_both_sides():
+    for family in gen.GENERATORS:
+        spec = _spec(family)
+        got = fuzz_check.check_gpu(spec, target="cpu", device="cpu")
+        assert got.status in ("ok", "reject"), got
+
+
+def test_gpu_mode_without_a_gpu_is_a_clear_error():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), ROOT]))
+    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--mode", "gpu", "--count", "1"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr, proc.stderr

@@ -1,0 +1,87 @@
+"""A checking process, so that a crash (a signal in the compiler or the CPU target) or a hang
+(a GPU kernel that never ends) costs one program, not the run.
+
+Child: `main()` (started by `Worker`) reads one JSON spec a line on stdin and writes one
+JSON outcome a line on the original stdout (anything else printed goes to stderr).
+Parent: `Worker(mode).check(spec, timeout)` returns an Outcome; 'crash' when the child died
+(with the end of its stderr), 'hang' when it ran out of time (the child is killed; the next
+check starts a new one). After a failure on the GPU the child is replaced too (a fault can
+leave its CUDA context unusable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+
+from .check import Outcome
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Worker:
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.proc = None
+        self.log = None
+
+    def _start(self):
+        self.log = tempfile.TemporaryFile(mode="w+b")
+        # the child finds tilec and tools/ through sys.path (the environment is left alone: knobs.py
+        # is the only reader of it)
+        boot = (f"import sys; sys.path[:0] = [{os.path.join(ROOT, 'python')!r}, {ROOT!r}]; "
+                "from tools.fuzz.worker import main; main()")
+        self.proc = subprocess.Popen([sys.executable, "-c", boot, self.mode], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+
+    def _stderr_tail(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-3000:]
+
+    def check(self, spec: dict, timeout: float) -> Outcome:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        try:
+            self.proc.stdin.write((json.dumps(spec) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else b""
+        if line:
+            outcome = Outcome(**json.loads(line))
+            if outcome.stage == "gpu_run":  # a fault can leave the CUDA context unusable: a fresh process
+                self.close()
+            return outcome
+        if not ready:  # out of time
+            self.close()
+            return Outcome("hang", "timeout", f"no answer within {timeout:g} s")
+        self.proc.wait()
+        rc = self.proc.returncode
+        tail = self._stderr_tail()
+        self.proc = None
+        return Outcome("crash", "process", f"the checking process died (exit status {rc}):\n{tail}")
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def main():
+    from .check import check
+
+    mode = sys.argv[1]
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # stray prints (C++ or Python) must not corrupt the answers
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        spec = json.loads(line)
+        out.write(json.dumps(check(spec, mode).as_dict()) + "\n")
+        out.flush()
+

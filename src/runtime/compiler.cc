@@ -109,7 +109,8 @@ Resolved resolve(const CompileOptions& opts) {
 
 // Looks the key up in memory then on disk; stores disk hits in memory.
 std::optional<CompiledArtifact> lookup(const std::string& key, const CompileOptions& opts) {
-  if (!opts.use_cache) return std::nullopt;
+  // TILEC_DISABLE_CACHE turns off both caches (every compile is cold), use_cache=False too.
+  if (!opts.use_cache || !disk_cache_enabled()) return std::nullopt;
   if (auto hit = memory_cache_get(key)) {
     CompiledArtifact a = *hit;
     a.from_cache = true;
@@ -130,7 +131,7 @@ std::optional<CompiledArtifact> lookup(const std::string& key, const CompileOpti
 }
 
 void store(const std::string& key, const CompiledArtifact& a, const CompileOptions& opts) {
-  if (!opts.use_cache) return;
+  if (!opts.use_cache || !disk_cache_enabled()) return;
   memory_cache_put(key, std::make_shared<const CompiledArtifact>(a));
   if (!disk_cache_enabled()) return;
   DiskCache disk(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);

@@ -128,6 +128,14 @@ def test_disk_cache_hit_after_memory_cache_is_cleared(tmp_path):
 
 
 @needs_nvrtc
+def test_disable_cache_turns_off_the_memory_cache_too(tmp_path, monkeypatch):
+    # TILEC_DISABLE_CACHE=1 means every compile is cold (compile-time measurements rely on it).
+    kernel_mod.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80", cache_dir=str(tmp_path))  # now in memory
+    monkeypatch.setenv("TILEC_DISABLE_CACHE", "1")
+    assert not kernel_mod.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80", cache_dir=str(tmp_path)).from_cache
+
+
+@needs_nvrtc
 def test_out_idx_overrides_plan(tmp_path):
     plan = ADD_PLAN.replace("shape=[n] output=1", "shape=[n]")
     k = kernel_mod.compile_cuda(ADD_SOURCE, plan, target="sm_80", out_idx=[-1], cache_dir=str(tmp_path))

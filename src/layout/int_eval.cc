@@ -166,6 +166,7 @@ void IntProgram::emit(const Expr& e, const std::vector<Var>& slots) {
 }
 
 int64_t IntProgram::eval(const int64_t* values) const {
+  if (ops_.empty()) return 0;  // (never built so; keeps GCC's -Wmaybe-uninitialized quiet about st[0])
   int64_t small[64];
   std::vector<int64_t> big;
   int64_t* st = small;

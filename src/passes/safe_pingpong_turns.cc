@@ -92,48 +92,49 @@ class TurnFixer : public IRMutator {
   Stmt mutate_Seq(const Stmt& s, const SeqNode* op) override {
     std::vector<Stmt> out;
     bool changed = false;
-    std::optional<size_t> open;  // index in `out` of the open turn's wait
+    constexpr size_t kNone = static_cast<size_t>(-1);
+    size_t open = kNone;  // index in `out` of the open turn's wait
     for (const auto& x0 : op->stmts) {
       Stmt x = mutate(x0);
       changed |= !x.same_as(x0);
       if (is_call(x, "tl.pingpong_wait")) {
-        if (open) unsafe = true;
+        if (open != kNone) unsafe = true;
         open = out.size();
       } else if (is_call(x, "tl.pingpong_pass")) {
-        open.reset();
-      } else if (open && back::is_barrier_stmt(x)) {
+        open = kNone;
+      } else if (open != kNone && back::is_barrier_stmt(x)) {
         bool ok = true;
-        for (size_t i = *open + 1; i < out.size(); ++i) ok &= movable_over(out[i]);
+        for (size_t i = open + 1; i < out.size(); ++i) ok &= movable_over(out[i]);
         if (!ok) {
           unsafe = true;
         } else {
           // The fences right before the barrier go with it.
           size_t first_fence = out.size();
-          while (first_fence > *open + 1 && is_call(out[first_fence - 1], "tl.fence_proxy_async")) --first_fence;
+          while (first_fence > open + 1 && is_call(out[first_fence - 1], "tl.fence_proxy_async")) --first_fence;
           std::vector<Stmt> moved(out.begin() + static_cast<std::ptrdiff_t>(first_fence), out.end());
           out.erase(out.begin() + static_cast<std::ptrdiff_t>(first_fence), out.end());
           moved.push_back(x);
-          out.insert(out.begin() + static_cast<std::ptrdiff_t>(*open), moved.begin(), moved.end());
-          *open += moved.size();
+          out.insert(out.begin() + static_cast<std::ptrdiff_t>(open), moved.begin(), moved.end());
+          open += moved.size();
           changed = true;
           continue;
         }
-      } else if (open && contains_barrier(x)) {
+      } else if (open != kNone && contains_barrier(x)) {
         bool ok = true;
-        for (size_t i = *open + 1; i < out.size(); ++i) ok &= movable_over(out[i]);
+        for (size_t i = open + 1; i < out.size(); ++i) ok &= movable_over(out[i]);
         auto peeled = ok ? leading_barrier(x) : std::nullopt;
         if (!peeled) {
           unsafe = true;
         } else {
-          out.insert(out.begin() + static_cast<std::ptrdiff_t>(*open), peeled->first.begin(), peeled->first.end());
-          *open += peeled->first.size();
+          out.insert(out.begin() + static_cast<std::ptrdiff_t>(open), peeled->first.begin(), peeled->first.end());
+          open += peeled->first.size();
           x = peeled->second;
           changed = true;
         }
       }
       out.push_back(x);
     }
-    if (open) unsafe = true;
+    if (open != kNone) unsafe = true;
     return changed ? seq(out, s->loc) : s;
   }
 };

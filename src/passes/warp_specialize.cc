@@ -372,16 +372,16 @@ class WarpSpecializer : public IRMutator {
     size_t first_group = 0, second_group = 0;  // the copy groups gemm1 / gemm2 read
   };
 
-  std::optional<Rotation> rotation(const Plan& p, const std::vector<CopyGroup>& groups) const {
-    if (!ctx_.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return std::nullopt;
+  bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, Rotation* out) const {
+    if (!ctx_.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return false;
     const size_t n = p.consumers.size();
     std::vector<size_t> gemms;
     for (size_t q = 0; q < n; ++q)
       if (const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]); g && g->op == "gemm") {
-        if (attr_int(*g, "wg_wait", 0) != 0) return std::nullopt;
+        if (attr_int(*g, "wg_wait", 0) != 0) return false;
         gemms.push_back(q);
       }
-    if (gemms.size() != 2 || gemms[1] != n - 1) return std::nullopt;
+    if (gemms.size() != 2 || gemms[1] != n - 1) return false;
     Rotation r;
     r.first_gemm = gemms[0];
     bool found_first = false, found_second = false;
@@ -395,7 +395,7 @@ class WarpSpecializer : public IRMutator {
         found_second = true;
       }
     }
-    if (!found_first || !found_second) return std::nullopt;
+    if (!found_first || !found_second) return false;
     // gemm2's buffers: its operands and accumulator (the copied buffer aside).
     pl::Access second = pl::accesses(p.body.stmts[p.consumers[n - 1]]);
     std::unordered_set<const BufferNode*> touched(second.reads.begin(), second.reads.end());
@@ -408,7 +408,7 @@ class WarpSpecializer : public IRMutator {
       return false;
     };
     for (size_t q = 0; q <= r.first_gemm; ++q)
-      if (touches(q)) return std::nullopt;
+      if (touches(q)) return false;
     // gemm1's result must be read after it (else there is nothing to overlap).
     pl::Access first = pl::accesses(p.body.stmts[p.consumers[r.first_gemm]]);
     r.touches_second = n - 1;
@@ -421,8 +421,9 @@ class WarpSpecializer : public IRMutator {
         break;
       }
     }
-    if (!reads_s) return std::nullopt;
-    return r;
+    if (!reads_s) return false;
+    *out = r;
+    return true;
   }
 
   // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
@@ -568,7 +569,8 @@ class WarpSpecializer : public IRMutator {
     auto turn_pass = [&] {
       return back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc);
     };
-    const std::optional<Rotation> rot = deferred ? std::nullopt : rotation(p, groups);
+    Rotation rotated;
+    const bool rot = !deferred && rotation(p, groups, &rotated);
     for (size_t q = 0; q < p.consumers.size() && !rot; ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
@@ -603,8 +605,8 @@ class WarpSpecializer : public IRMutator {
       // Step k issues S_k and then P_{k-1} V_{k-1} (one turn), runs the softmax of S_k while
       // P V runs, and only then touches P and O: the prologue is step m's first half, the
       // epilogue the last P V.
-      const CopyGroup& gk = groups[rot->first_group];
-      const CopyGroup& gv = groups[rot->second_group];
+      const CopyGroup& gk = groups[rotated.first_group];
+      const CopyGroup& gv = groups[rotated.second_group];
       auto at = [&](const Expr& e, const Expr& kval) { return substitute(e, VarMap{{k.get(), kval}}); };
       auto stmt_at = [&](size_t q, const Expr& kval, bool fresh) {
         Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
@@ -617,7 +619,7 @@ class WarpSpecializer : public IRMutator {
       };
       const Expr first = f->min, prev = Expr(k) - int_imm(1, it);
       const Expr last = f->min + f->extent - int_imm(1, it);
-      const size_t q1 = rot->first_gemm, q2 = p.consumers.size() - 1;
+      const size_t q1 = rotated.first_gemm, q2 = p.consumers.size() - 1;
       // Prologue: step m up to its P V.
       std::vector<Stmt> pro = {wait_on(gk, first)};
       for (size_t q = 0; q < q1; ++q) pro.push_back(stmt_at(q, first, true));
@@ -637,10 +639,10 @@ class WarpSpecializer : public IRMutator {
       if (turn) step.push_back(turn_pass());
       step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc));
       step.push_back(release(gk, slot));
-      for (size_t q = q1 + 1; q < rot->touches_second; ++q) step.push_back(stmt_at(q, nullptr, false));
+      for (size_t q = q1 + 1; q < rotated.touches_second; ++q) step.push_back(stmt_at(q, nullptr, false));
       step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc));
       step.push_back(release(gv, at(slot, prev)));
-      for (size_t q = rot->touches_second; q < q2; ++q) step.push_back(stmt_at(q, nullptr, false));
+      for (size_t q = rotated.touches_second; q < q2; ++q) step.push_back(stmt_at(q, nullptr, false));
       Stmt loop = make_for(k, f->min + int_imm(1, it), f->extent - int_imm(1, it), ForKind::kSerial, seq(step, loc),
                            loc, {}, "", f->annotations);
       // Epilogue: the last P V.

@@ -103,6 +103,10 @@ EXAMPLES = {
          "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16"]}),
     "flash_decoding_combine": (
         lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[1], ["ex2.approx"]),
+    # Varlen: the copies' rows start at cu_seqlens (read from memory), so cp.async rather than TMA.
+    "flash_attention_varlen": (
+        lambda: importlib.import_module("flash_attention_varlen").flash_attention_varlen(3, 4, 64, 333, 400, 200, True, 2),
+        {"sm_80": None, "sm_90a": [WGMMA, "cp.async.cg.shared.global", "ex2.approx"]}),
     # MLA decoding: two stages of the 64 x 512 latent tile need sm_90's shared memory; sm_80 gets one.
     "mla_decode_sm80": (
         lambda: importlib.import_module("mla_decode").mla_decode(4, 128, 256, 64, num_stages=1)[0],

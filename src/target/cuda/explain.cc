@@ -218,6 +218,24 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     for (const auto& o : out) seen |= o.loc.line == l.loc.line && o.what == l.what && o.chosen == l.chosen;
     if (!seen) out.push_back(l);
   }
+  // Shared-memory bank conflicts, read from the lowered index expressions.
+  std::vector<passes::Pass> to_flat;
+  for (auto& p : pipeline::cuda_pipeline(ctx.target())) {
+    to_flat.push_back(std::move(p));
+    if (to_flat.back().name == "flatten_buffers") break;
+  }
+  std::vector<BankConflict> conflicts = shared_bank_conflicts(passes::run_passes(to_flat, f, ctx));
+  std::stable_sort(conflicts.begin(), conflicts.end(),
+                   [](const BankConflict& a, const BankConflict& b) { return a.loc.line < b.loc.line; });
+  for (const auto& c : conflicts) {
+    if (c.ways < 4) continue;
+    out.push_back({c.loc, std::string("shared '") + c.buffer + "' " + (c.store ? "write" : "read"),
+                   std::to_string(c.ways) + "-way bank conflict: a warp's lanes touch " + std::to_string(c.ways) +
+                       " different words of one bank, served one after another",
+                   {"to avoid it: pad the rows (e.g. T.alloc_shared((M, N + 1), ...)) so that a column falls in "
+                    "different banks, or read the tile along its rows"},
+                   "found"});
+  }
   return out;
 }
 
@@ -225,7 +243,7 @@ std::string format_explain(const std::vector<ExplainLine>& lines) {
   std::ostringstream os;
   for (const auto& l : lines) {
     os << (l.loc.line > 0 ? "line " + std::to_string(l.loc.line) : std::string("kernel")) << ": " << l.what << "\n"
-       << "    chosen: " << l.chosen << "\n";
+       << "    " << l.label << ": " << l.chosen << "\n";
     for (const auto& r : l.rejected) os << "    " << r << "\n";
   }
   return os.str();

@@ -24,9 +24,20 @@ struct ExplainLine {
   std::string what;                   // "T.gemm(A_shared, B_shared, C_local)", "kernel", ...
   std::string chosen;                 // the choice, e.g. "wgmma (A, B from shared memory)"
   std::vector<std::string> rejected;  // "mma.sync... : <why>" for the faster choices not made
+  std::string label = "chosen";       // how `chosen` is introduced ("found" for a finding)
 };
 
 std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx);
+
+// One scalar shared-memory access of a lowered kernel and its bank-conflict degree (the most
+// distinct 4-byte words one bank serves to the first warp; 1 = conflict-free), bank_conflicts.cc.
+struct BankConflict {
+  SourceLoc loc;
+  std::string buffer;
+  bool store = false;
+  int ways = 1;
+};
+std::vector<BankConflict> shared_bank_conflicts(const ir::PrimFunc& lowered);
 std::string format_explain(const std::vector<ExplainLine>& lines);
 
 }  // namespace tilec::cuda

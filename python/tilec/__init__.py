@@ -26,6 +26,9 @@ from .script import from_script  # noqa: E402
 
 # TileLang's top-level names (`import tilelang`), so upstream programs find them.
 from . import autotuner, layout, math, profiler, testing, transform, tvm  # noqa: E402
+from . import _unsupported  # noqa: E402
+
+_unsupported.install()  # tilelang.rocm, the MMA macro generators: a clear NotImplementedError
 from .autotuner import autotune  # noqa: E402
 from .kernel import Kernel as JITKernel  # noqa: E402
 from .tvm import DataType  # noqa: E402

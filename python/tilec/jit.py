@@ -118,8 +118,12 @@ def compile(func: Any, out_idx: Union[None, int, Sequence[int]] = None, target: 
     if flags:
         options["compile_flags"] = flags
     try:
-        from .jit_multi import compile_split, needs_split
+        from .jit_multi import compile_split, grid_scalars, lift_grid_scalars, needs_split
 
+        lifted = grid_scalars(func)
+        if lifted:  # a grid extent from a scalar parameter: a hidden workspace's length carries it
+            func, workspaces, derived = lift_grid_scalars(func, lifted)
+            return compile_split(func, backend, options, workspaces, derived)
         if needs_split(func):  # several T.Kernel blocks, or T.alloc_global workspaces
             return compile_split(func, backend, options)
         return backend(func, **options)

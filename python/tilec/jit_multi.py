@@ -10,6 +10,8 @@ statements (T.func_attr) and one kernel block per part.
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any, Callable, Optional, Sequence
 
 from .errors import CompileError
@@ -46,7 +48,78 @@ def needs_split(func: Any) -> bool:
                or ln.startswith("    with T.ClusterKernel(")) > 1
 
 
-def compile_split(func: Any, backend: Callable, options: dict) -> "MultiKernel":
+def grid_scalars(func: Any) -> list:
+    """The scalar parameters that a `with T.Kernel(...)` grid extent uses, in order."""
+    from . import _tilec
+
+    scalars = {str(p) for p in func.params if isinstance(p, _tilec.Var)}
+    if not scalars:
+        return []
+    found = []
+    for ln in func.script().splitlines():
+        for call, _ in _kernel_calls(ln):
+            for arg in call.args:
+                for n in ast.walk(arg):
+                    if isinstance(n, ast.Name) and n.id in scalars and n.id not in found:
+                        found.append(n.id)
+    return found
+
+
+def _kernel_calls(line: str) -> list:
+    """[(the T.Kernel call, column of the parsed text in `line`)] of a `with T.Kernel(...)` line."""
+    stripped = line.lstrip()
+    if not (stripped.startswith("with T.Kernel(") or stripped.startswith("with T.ClusterKernel(")):
+        return []
+    try:
+        tree = ast.parse(stripped + "\n    pass\n")
+    except SyntaxError:
+        return []
+    node = tree.body[0]
+    if not isinstance(node, ast.With) or not isinstance(node.items[0].context_expr, ast.Call):
+        return []
+    return [(node.items[0].context_expr, len(line) - len(stripped))]
+
+
+def lift_grid_scalars(func: Any, names: list) -> tuple:
+    """Rewrites a function whose grid extents use the scalar parameters `names` (which the launch
+    plan cannot: its grid comes from tensor dimensions) into one whose grids use a new symbolic
+    dimension per scalar, the length of a hidden int8 workspace parameter that the MultiKernel
+    allocates at each call with the scalar's value as its length. Returns (the new function,
+    [workspace names], {symbol: scalar})."""
+    from .script import from_script
+
+    text = func.script()
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+    def fresh(base: str) -> str:
+        name, k = base, 1
+        while name in words:
+            name, k = f"{base}_{k}", k + 1
+        words.add(name)
+        return name
+
+    symbols = {s: fresh(f"{s}_grid") for s in names}
+    workspaces = {s: fresh(f"{s}_grid_extent") for s in names}
+    lines = text.splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+    while not lines[end].rstrip().endswith(":"):
+        end += 1
+    close = lines[end].rstrip().rfind(")")
+    extra = "".join(f", {workspaces[s]}: T.Tensor(({symbols[s]},), \"int8\")" for s in names)
+    lines[end] = lines[end][:close] + extra + lines[end][close:]
+    for i in range(end + 1, len(lines)):
+        for call, col in _kernel_calls(lines[i]):
+            spans = [(n.col_offset + col, n.end_col_offset + col, symbols[n.id]) for arg in call.args
+                     for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id in symbols]
+            for a, b, sym in sorted(spans, reverse=True):
+                lines[i] = lines[i][:a] + sym + lines[i][b:]
+    decls = [f'{symbols[s]} = T.dynamic("{symbols[s]}")' for s in names]
+    new = from_script("\n".join(decls + lines) + "\n", filename=f"<{func.name}>")
+    return new, [workspaces[s] for s in names], {symbols[s]: s for s in names}
+
+
+def compile_split(func: Any, backend: Callable, options: dict, extra_workspaces: Sequence[str] = (),
+                  derived_symbols: Optional[dict] = None) -> "MultiKernel":
     from .script import from_script
 
     header, common, blocks = kernel_blocks(func)
@@ -58,15 +131,17 @@ def compile_split(func: Any, backend: Callable, options: dict) -> "MultiKernel":
         text = "\n".join(header + common + block) + "\n"
         part = from_script(text, filename=f"<{func.name}: kernel {k}>")
         kernels.append(backend(part, **dict(options, out_idx=None)))
-    workspaces = [n for n in func.attrs.get(WORKSPACES_ATTR, "").split(",") if n]
-    return MultiKernel(func.name, kernels, options.get("out_idx"), workspaces)
+    workspaces = [n for n in func.attrs.get(WORKSPACES_ATTR, "").split(",") if n] + list(extra_workspaces)
+    return MultiKernel(func.name, kernels, options.get("out_idx"), workspaces, derived_symbols)
 
 
 class MultiKernel:
     """Several compiled kernels over one parameter list, run in order by one call."""
 
-    def __init__(self, name: str, kernels: list, out_idx: Optional[Sequence[int]], workspaces: list):
+    def __init__(self, name: str, kernels: list, out_idx: Optional[Sequence[int]], workspaces: list,
+                 derived_symbols: Optional[dict] = None):
         self.kernel_name = name
+        self.derived_symbols = dict(derived_symbols or {})  # symbolic dimension -> scalar parameter
         self.kernels = kernels
         self._all = kernels[0].params()  # every part has the function's parameters, in order
         self.workspaces = set(workspaces)
@@ -135,6 +210,8 @@ class MultiKernel:
                         symbols.setdefault(d, int(n))
             elif p["kind"] == "scalar":
                 symbols.setdefault(p["name"], a)
+        for sym, scalar in self.derived_symbols.items():  # a grid extent from a scalar parameter
+            symbols[sym] = max(int(symbols[scalar]), 0)
         shapes = param_shapes(self.kernels[0], symbols)
         full = []
         outputs = []

@@ -27,6 +27,7 @@ from .atomic_vec import atomic_addx2, atomic_addx4
 from .bitcast import reinterpret
 from .persistent import Persistent
 from .views import im2col
+from .warp import shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up
 
 c2d_im2col = im2col
 from .eager import annotate_compile_flags, annotate_pass_configs, const, empty

@@ -20,9 +20,10 @@ import run_corpus
 # examples that need much host memory in CPU mode (an OOM-killed run counts as "program").
 # 2026-12-01 (compat2): 51 pass; the floor leaves two (deepseek_mla/example_mla_decode_paged.py
 # sits near the 120 s limit on 2 busy cores, and OOM kills vary with the machine).
-# 2026-12-01 (fourth session, after the attention, sync-uniformity and first-hour merges): 53 pass
-# (18 min on 2 busy cores); the floor keeps the same two of slack.
-FLOOR = 51
+# 2026-12-01 (fourth session, after the attention, sync-uniformity and first-hour merges): 53 pass;
+# then (grid extents from scalars, warp shuffles) 57 (19 min on 2 busy cores; hadamard needs scipy,
+# one varlen example needs much host memory): the floor keeps two of slack.
+FLOOR = 55
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

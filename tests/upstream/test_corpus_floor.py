@@ -22,8 +22,8 @@ import run_corpus
 # sits near the 120 s limit on 2 busy cores, and OOM kills vary with the machine).
 # 2026-12-01 (fourth session, after the attention, sync-uniformity and first-hour merges): 53 pass;
 # then (grid extents from scalars, warp shuffles) 57 (19 min on 2 busy cores; hadamard needs scipy,
-# one varlen example needs much host memory): the floor keeps two of slack.
-FLOOR = 55
+# one varlen example needs much host memory): the floor keeps three of slack.
+FLOOR = 54
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

@@ -511,6 +511,16 @@ bool is_barrier_stmt(const Stmt& s) {
   return c && intrinsic_effect(c->op) == "barrier";
 }
 
+bool contains_barrier(const Stmt& s) {
+  bool found = false;
+  for_each_node(s, [&](const Node* node) {
+    if (node->kind != NodeKind::kEvaluate) return;
+    auto* c = static_cast<const EvaluateNode*>(node)->value.as<CallNode>();
+    found |= c && intrinsic_effect(c->op) == "barrier";
+  });
+  return found;
+}
+
 Stmt call_stmt(const std::string& op, std::vector<Expr> args, const SourceLoc& loc) {
   return evaluate(call(DataType::Void(), op, std::move(args), loc), loc);
 }

@@ -15,6 +15,7 @@
 
 #include "tilec/arith/analyzer.h"
 #include "tilec/ir/stmt.h"
+#include "tilec/ops/op_behaviour.h"
 #include "tilec/passes/pass.h"
 
 namespace tilec::passes::back {
@@ -93,6 +94,8 @@ std::vector<Expr> strides_of(const ir::Buffer& b);
 
 // Whether `s` is a call to a barrier intrinsic (effect "barrier": block or named barrier).
 bool is_barrier_stmt(const ir::Stmt& s);
+// Whether a barrier call (effect "barrier") appears anywhere in `s`.
+bool contains_barrier(const ir::Stmt& s);
 
 // Evaluate(call(void, op, args)): a statement that calls an intrinsic for its effect.
 ir::Stmt call_stmt(const std::string& op, std::vector<Expr> args, const ir::SourceLoc& loc = {});
@@ -107,6 +110,21 @@ int64_t element_bytes(ir::DataType t);
 bool config_flag(const PassContext& ctx, const std::string& key, bool fallback = false);
 // Reads a string config value, "" when the key is unset or unknown to this build.
 std::string config_string(const PassContext& ctx, const std::string& key);
+
+// Instruction-selection queries (ops::OpEnv) answered from a pass context for `threads`
+// threads: warp_specialize's consumers, explain().
+class PassOpEnv : public ops::OpEnv {
+ public:
+  PassOpEnv(const PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
+  const target::Target& target() const override { return ctx_.target(); }
+  int64_t num_threads() const override { return threads_; }
+  bool config_flag(const std::string& key) const override { return back::config_flag(ctx_, key); }
+  std::string config_string(const std::string& key) const override { return back::config_string(ctx_, key); }
+
+ private:
+  const PassContext& ctx_;
+  int64_t threads_;
+};
 
 // The KernelLaunch of a lowered function (under Let/Annotate wrappers); null if none.
 const ir::KernelLaunchNode* find_kernel(const ir::Stmt& body);

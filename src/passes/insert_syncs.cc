@@ -82,6 +82,8 @@ using namespace ir;
 
 namespace {
 
+using back::contains_barrier;
+
 using VarSet = std::unordered_set<const VarNode*>;
 
 struct Access {
@@ -514,15 +516,6 @@ class SyncPlanner {
     return need ? with_barrier_before(out) : out;
   }
 
-  static bool contains_barrier(const Stmt& s) {
-    bool found = false;
-    for_each_node(s, [&](const Node* node) {
-      if (node->kind != NodeKind::kEvaluate) return;
-      auto* c = static_cast<const EvaluateNode*>(node)->value.as<CallNode>();
-      found |= c && back::intrinsic_effect(c->op) == "barrier";
-    });
-    return found;
-  }
 
   // A branch on the thread index (or on memory): its statements are placed as if every
   // thread ran them; barriers that lands inside are then moved out by hoist_barriers.

@@ -241,6 +241,7 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
   TILEC_ICHECK(f.defined()) << "run_passes on a null function";
   const std::string kernel = f->name;
   const bool dump_ir = !knobs::dump_ir().empty();
+  const bool dump_ir_diff = dump_ir && knobs::dump_ir_diff();
   const bool dump_dir = !knobs::dump_dir().empty();
   const bool time_passes = knobs::time_passes();
 
@@ -271,7 +272,7 @@ ir::PrimFunc run_passes(const std::vector<Pass>& passes, ir::PrimFunc f, PassCon
     if (time_passes)
       timings.push_back({pass.name, std::chrono::duration<double, std::milli>(stop - start).count()});
     if (dump_ir && knobs::dump_ir_matches(kernel, pass.name) && changed_by_pass(f, out)) {
-      if (knobs::dump_ir_diff())
+      if (dump_ir_diff)
         std::cerr << "# ---- tilec: IR of '" << kernel << "': what pass '" << pass.name << "' changed ----\n"
                   << support::unified_diff(ir::script(f), ir::script(out), "before " + pass.name,
                                            "after " + pass.name)

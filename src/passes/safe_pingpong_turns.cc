@@ -48,14 +48,7 @@ bool has_turns(const Stmt& body) {
   return found;
 }
 
-bool contains_barrier(const Stmt& s) {
-  bool found = false;
-  for_each_node(s, [&](const Node* n) {
-    auto* c = dynamic_cast<const CallNode*>(n);
-    found |= c && back::intrinsic_effect(c->op) == "barrier";
-  });
-  return found;
-}
+using back::contains_barrier;
 
 // Statements a barrier may move back over: they touch no memory the barrier orders.
 bool movable_over(const Stmt& s) {

@@ -87,18 +87,7 @@ constexpr int64_t kProducerThreads = 128;
 constexpr int64_t kPingpongBarrier = 14;
 
 // Selection queries on the consumers' threads.
-class ConsumerEnv : public ops::OpEnv {
- public:
-  ConsumerEnv(const PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
-  const target::Target& target() const override { return ctx_.target(); }
-  int64_t num_threads() const override { return threads_; }
-  bool config_flag(const std::string& key) const override { return back::config_flag(ctx_, key); }
-  std::string config_string(const std::string& key) const override { return back::config_string(ctx_, key); }
-
- private:
-  const PassContext& ctx_;
-  int64_t threads_;
-};
+using ConsumerEnv = back::PassOpEnv;
 
 using back::reads_memory;
 

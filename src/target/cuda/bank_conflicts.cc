@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "layout/int_eval.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/stmt.h"
 #include "tilec/ir/visitor.h"
@@ -26,7 +27,13 @@ namespace {
 
 using namespace ir;
 
-void each_node(const Expr& e, const std::function<void(const Node*)>& fn) { for_each_node(evaluate(e, {}), fn); }
+// Every expression node of `e` (back::any_node, never stopping early).
+void each_node(const Expr& e, const std::function<void(const ExprNode*)>& fn) {
+  passes::back::any_node(e, [&](const ExprNode* n) {
+    fn(n);
+    return false;
+  });
+}
 
 class ConflictFinder {
  public:
@@ -89,11 +96,11 @@ class ConflictFinder {
     // Addresses handed to intrinsics (cp.async, ldmatrix, wgmma descriptors, TMA) are not loads
     // by the threads: those instructions have their own access patterns.
     std::set<const Node*> addressed;
-    each_node(e, [&](const Node* n) {
+    each_node(e, [&](const ExprNode* n) {
       auto* c = dynamic_cast<const CallNode*>(n);
       if (c && c->op == "tl.address_of" && !c->args.empty()) addressed.insert(c->args[0].get());
     });
-    each_node(e, [&](const Node* n) {
+    each_node(e, [&](const ExprNode* n) {
       if (auto* l = dynamic_cast<const BufferLoadNode*>(n); l && !addressed.count(n))
         access(l->buffer, l->indices, false, l->loc);
     });
@@ -103,7 +110,7 @@ class ConflictFinder {
   Expr resolved(const Expr& e, int depth = 0) const {
     if (depth > 16) return e;
     VarMap m;
-    each_node(e, [&](const Node* n) {
+    each_node(e, [&](const ExprNode* n) {
       auto* v = dynamic_cast<const VarNode*>(n);
       if (!v) return;
       auto it = lets_.find(v);
@@ -130,16 +137,15 @@ class ConflictFinder {
     // Every variable but the thread index at its first value.
     VarMap fix;
     bool ok = true;
-    each_node(idx, [&](const Node* n) {
-      auto* v = dynamic_cast<const VarNode*>(n);
-      if (!v || v == tx_.get()) return;
-      auto it = fixed_.find(v);
+    for (const Var& v : passes::back::free_vars(idx)) {
+      if (v.get() == tx_.get()) continue;
+      auto it = fixed_.find(v.get());
       if (it == fixed_.end()) {
         ok = false;
-        return;
+        break;
       }
-      fix[v] = int_imm(it->second, v->dtype);
-    });
+      fix[v.get()] = int_imm(it->second, v->dtype);
+    }
     if (!ok) return;
     if (!fix.empty()) idx = substitute(idx, fix);
     std::vector<Var> slots = {tx_};

@@ -21,18 +21,7 @@ namespace {
 
 using namespace ir;
 
-class Env : public ops::OpEnv {
- public:
-  Env(const passes::PassContext& ctx, int64_t threads) : ctx_(ctx), threads_(threads) {}
-  const target::Target& target() const override { return ctx_.target(); }
-  int64_t num_threads() const override { return threads_; }
-  bool config_flag(const std::string& key) const override { return passes::back::config_flag(ctx_, key); }
-  std::string config_string(const std::string& key) const override { return passes::back::config_string(ctx_, key); }
-
- private:
-  const passes::PassContext& ctx_;
-  int64_t threads_;
-};
+using Env = passes::back::PassOpEnv;
 
 std::string region_text(const BufferRegion& r) { return r.buffer->name; }
 
@@ -179,10 +168,15 @@ class Explainer {
 }  // namespace
 
 std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx) {
-  std::vector<passes::Pass> prefix;
+  // The pipeline once: up to layout inference for the tile-level questions, then on from that
+  // IR to flatten_buffers for the bank-conflict reading.
+  std::vector<passes::Pass> prefix, rest;
   for (auto& p : pipeline::cuda_pipeline(ctx.target())) {
-    if (p.name == "layout_inference") break;
-    prefix.push_back(std::move(p));
+    if (!rest.empty() || p.name == "layout_inference") {
+      if (rest.empty() || rest.back().name != "flatten_buffers") rest.push_back(std::move(p));
+    } else {
+      prefix.push_back(std::move(p));
+    }
   }
   ir::PrimFunc g = passes::run_passes(prefix, f, ctx);
   std::vector<ExplainLine> out;
@@ -219,12 +213,7 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     if (!seen) out.push_back(l);
   }
   // Shared-memory bank conflicts, read from the lowered index expressions.
-  std::vector<passes::Pass> to_flat;
-  for (auto& p : pipeline::cuda_pipeline(ctx.target())) {
-    to_flat.push_back(std::move(p));
-    if (to_flat.back().name == "flatten_buffers") break;
-  }
-  std::vector<BankConflict> conflicts = shared_bank_conflicts(passes::run_passes(to_flat, f, ctx));
+  std::vector<BankConflict> conflicts = shared_bank_conflicts(passes::run_passes(rest, g, ctx));
   std::stable_sort(conflicts.begin(), conflicts.end(),
                    [](const BankConflict& a, const BankConflict& b) { return a.loc.line < b.loc.line; });
   for (const auto& c : conflicts) {

@@ -23,3 +23,14 @@ def bench(fn, warmup=10, rep=50, flush_l2=False):
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times)
+
+
+def bench_rounds(fns, rounds=5, warmup=3, rep=20):
+    """{name: median ms} for the callables in `fns` ({name: fn}), timed in `rounds` rounds that
+    alternate between them (the GPU's clocks drift within a run: each sees the same conditions);
+    each takes the median of its rounds' medians."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(bench(fn, warmup=warmup, rep=rep))
+    return {name: statistics.median(ts) for name, ts in times.items()}

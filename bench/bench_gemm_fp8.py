@@ -23,7 +23,7 @@ def main():
     args = ap.parse_args()
     import torch
     import tilec
-    from _timing import bench
+    from _timing import bench_rounds
     from gemm_fp8 import fp8_gemm
 
     rows = []
@@ -37,12 +37,9 @@ def main():
         ref = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
         torch.cuda.synchronize()
         err = ((c.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-        ts, tr = [], []
-        for _ in range(5):
-            ts.append(bench(lambda: kernel(a, b, sa, sb), warmup=3, rep=20))
-            tr.append(bench(lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16),
-                            warmup=3, rep=20))
-        t, t_ref = statistics.median(ts), statistics.median(tr)
+        med = bench_rounds({"ours": lambda: kernel(a, b, sa, sb),
+                            "ref": lambda: torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)})
+        t, t_ref = med["ours"], med["ref"]
         flops = 2.0 * M * N * K
         rows.append({"shape": f"{M}x{N}x{K}", "tilec_tflops": flops / t / 1e9, "scaled_mm_tflops": flops / t_ref / 1e9,
                      "ratio": t_ref / t, "err": err})

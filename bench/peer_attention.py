@@ -99,7 +99,7 @@ def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     sys.path.insert(0, HERE)
-    from _timing import bench
+    from _timing import bench_rounds
 
     if impl == "tilec":
         sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -132,22 +132,18 @@ def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128):
                     peers[key] = sdpa
                 except RuntimeError as e:
                     print(f"  SDPA {key} unavailable: {str(e).splitlines()[0][:120]}")
-            ts, tp = [], {k: [] for k in peers}
-            for _ in range(5):
-                ts.append(bench(lambda: kernel(q, k, v), warmup=3, rep=20))
-                for key, fn in peers.items():
-                    tp[key].append(bench(fn, warmup=3, rep=20))
+            med = bench_rounds({"ours": lambda: kernel(q, k, v), **peers})
         except Exception as e:  # reported in the table, not fatal
             print(f"  {impl} {name}: failed: {str(e).splitlines()[0][:300]}", flush=True)
             continue
-        t = statistics.median(ts)
+        t = med["ours"]
         row = {"impl": label or impl, "shape": name, "dtype": dtype, "ms": t, "tflops": flops / t / 1e9,
                "err": err, "compile_s": compile_s}
-        for key, times in tp.items():
-            row[f"{key}_tflops"] = flops / statistics.median(times) / 1e9
-            row[f"vs_{key}"] = statistics.median(times) / t
+        for key in peers:
+            row[f"{key}_tflops"] = flops / med[key] / 1e9
+            row[f"vs_{key}"] = med[key] / t
         rows.append(row)
-        peer_txt = ", ".join(f"{k} {row[f'{k}_tflops']:.0f} ({row[f'vs_{k}']:.3f}x)" for k in tp)
+        peer_txt = ", ".join(f"{k} {row[f'{k}_tflops']:.0f} ({row[f'vs_{k}']:.3f}x)" for k in peers)
         print(f"  {impl} {name} {dtype}: {row['tflops']:.0f} TFLOP/s; {peer_txt}; err {err:.1e}, "
               f"compile {compile_s:.2f} s", flush=True)
     return rows

@@ -57,7 +57,7 @@ def run(impl, dtype, quick, configs, pass_configs=None, label=None):
     import torch
 
     sys.path.insert(0, HERE)
-    from _timing import bench
+    from _timing import bench_rounds
 
     if impl == "tilec":
         sys.path.insert(0, os.path.join(HERE, "..", "python"))
@@ -87,11 +87,8 @@ def run(impl, dtype, quick, configs, pass_configs=None, label=None):
                 err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
                 # The GPU's clocks drift during a run: ours and cuBLAS alternate in rounds and
                 # each takes the median of its rounds, so both see the same conditions.
-                ts, tc = [], []
-                for _ in range(5):
-                    ts.append(bench(lambda: kernel(a, b), warmup=3, rep=20))
-                    tc.append(bench(lambda: torch.matmul(a, b), warmup=3, rep=20))
-                t, t_cublas = statistics.median(ts), statistics.median(tc)
+                med = bench_rounds({"ours": lambda: kernel(a, b), "cublas": lambda: torch.matmul(a, b)})
+                t, t_cublas = med["ours"], med["cublas"]
             except Exception as e:  # reported in the table, not fatal
                 print(f"  {impl} {M}x{N}x{K} {name}: failed: {str(e).splitlines()[0][:300]}", flush=True)
                 continue

@@ -72,3 +72,29 @@ def test_a_cpp_program_loads_the_export_and_checks_arguments(tmp_path):
     assert lines[0] == "axpy(A: float16[n, 64], B: float16[n, 64], alpha: float32) -> C: float16[n, 64]"
     assert lines[1] == "checked"
     assert "argument 'B' of kernel axpy" in lines[2] and "dimension 1: expected 64, got 32" in lines[2]
+
+
+MISSING = textwrap.dedent('''
+    #include <cstdio>
+    #include "tilec/runtime/aot.h"
+    int main(int argc, char** argv) {
+      try {
+        tilec::runtime::AotKernel k(argv[1]);
+      } catch (const std::exception& e) {
+        std::printf("%s\\n", e.what());
+      }
+    }
+''')
+
+
+@pytest.mark.skipif(not (os.path.exists(LIB) and shutil.which("g++")), reason="needs build/libtilec.a and g++")
+def test_loading_a_missing_or_broken_export_says_what_to_do(tmp_path):
+    (tmp_path / "load.cc").write_text(MISSING)
+    exe = tmp_path / "load"
+    subprocess.run(["g++", "-std=c++20", "-I", os.path.join(ROOT, "include"), str(tmp_path / "load.cc"), LIB, "-ldl",
+                    "-lpthread", "-o", str(exe)], check=True, capture_output=True, timeout=300)
+    missing = subprocess.run([str(exe), str(tmp_path / "nope.tkc")], capture_output=True, text=True).stdout
+    assert "cannot read the exported kernel" in missing and "kernel.export(dir)" in missing
+    (tmp_path / "broken.tkc").write_text("not a kernel")
+    broken = subprocess.run([str(exe), str(tmp_path / "broken.tkc")], capture_output=True, text=True).stdout
+    assert "is not a usable tilec kernel" in broken and "export it again" in broken

@@ -143,3 +143,9 @@ def test_par_compile_keeps_the_order_and_reports_failures():
     assert "grid (32)" in kernels[0].launch_plan_summary() and "grid (8)" in kernels[2].launch_plan_summary()
     with pytest.raises(tilec.CompileError):
         tilec.par_compile(funcs, out_idx=[-1], target="sm_80")
+
+
+def test_nothing_compiles_is_an_error_naming_the_first_reason():
+    with pytest.raises(tilec.CompileError, match=r"none of the 2 configurations compiled; the first error "
+                                                 r"\(\{'block': 8192\}\): block 8192 is larger than the tensor"):
+        _tuner([{"block": 8192}, {"block": 16384}], []).run()

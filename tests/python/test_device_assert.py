@@ -66,3 +66,12 @@ def test_print_of_a_whole_buffer_prints_every_element_with_its_indices(capfd):
     if tilec._tilec.nvrtc_available()[0]:
         src = tilec.compile(show, target="sm_80").get_kernel_source()
         assert src.count("tl::print(") == 2, src
+
+
+def test_print_refuses_barriers():
+    with pytest.raises(tilec.CompileError, match="T.print cannot print the barriers"):
+        @T.prim_func
+        def bad(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                bars = T.alloc_barrier([1])
+                T.print(bars)

@@ -1,8 +1,9 @@
-// Pass insert_syncs: __syncthreads where shared memory accesses of different threads conflict.
 // Size: over 800 lines (886) since the uniformity rule joined it; not split yet because the
 // divergence analysis, the exposure walk and the barrier placement share the Planner's state
 // (divergent_, ranges_, loop extents). The next split: the uniformity rule (which expressions
 // are the same in every thread, read-only tensors) into its own file with a small interface.
+//
+// Pass insert_syncs: __syncthreads where shared memory accesses of different threads conflict.
 //
 // Input:  lowered IR after plan_shared_memory (shared.dyn buffers carry their arena offsets,
 //         so buffers that share bytes are known to alias). Barriers may already be present.

@@ -1,9 +1,10 @@
-// Pass warp_specialize: a pipelined GEMM main loop on sm_90a becomes a producer warpgroup
 // Size: over 800 lines; not split yet because the role rewrite, the copy groups, the ping-pong
 // turns and the rotated attention step all build one consumer loop from the same Plan and
 // slot/phase expressions. The next split: Plan, CopyGroup and Rotation with copy_groups(),
 // rotation() and pingpong_gemm() into warp_specialize_plan.{h,cc}, the persistent tile loop
 // into its own file.
+//
+// Pass warp_specialize: a pipelined GEMM main loop on sm_90a becomes a producer warpgroup
 // that issues TMA loads and consumer warpgroups that run wgmma, handing the pipeline's
 // shared buffers back and forth through mbarriers (MODEL.md "Software pipelining", the
 // sm_90 form; HOPPER.md section 5).

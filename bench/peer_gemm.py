@@ -24,9 +24,11 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (16384, 8
           (8192, 1024, 8192)]
 CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "quickstart": (128, 128, 32, 3, 128)}
 # tilec-only variants of the team config (experiments, not the peer comparison): the tile order
-# without T.use_swizzle, and 2-CTA clusters along N (the A tile multicast to both CTAs).
+# without T.use_swizzle, 2-CTA clusters along N (the A tile multicast to both CTAs) and along M
+# (the B tile multicast).
 VARIANTS = {f"{base}_{what}": (base, kw) for base in ("team", "team_s4")
-            for what, kw in (("noswizzle", {"swizzle": False}), ("cluster2", {"swizzle": False, "cluster": (2, 1, 1)}))}
+            for what, kw in (("noswizzle", {"swizzle": False}), ("cluster2", {"swizzle": False, "cluster": (2, 1, 1)}),
+                             ("cluster2m", {"swizzle": False, "cluster": (1, 2, 1)}))}
 
 
 def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",

@@ -71,11 +71,15 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.pingpong", true,
      "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
      "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},
-    {"tilec.intra_wg_overlap", false,
+    {"tilec.intra_wg_overlap", true,
      "A warp-specialized step S = gemm(...); softmax; O += gemm(P, V) (attention) is rotated: step k issues "
      "S_k and P_{k-1} V_{k-1} together and runs the softmax of S_k while P V runs (FlashAttention-3's "
      "intra-warpgroup overlap). Off by default: not yet validated on the GPU (its first version deadlocked: a barrier "
      "inside a ping-pong turn, which safe_pingpong_turns now moves out)."},
+    {"tilec.tma_multicast", true,
+     "In a kernel with clusters, a tile every CTA of the cluster loads alike is loaded in bands, each multicast "
+     "to all of them (one L2 read instead of one per CTA). False: each CTA loads its own copy. Only speed "
+     "changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

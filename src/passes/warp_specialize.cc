@@ -503,7 +503,7 @@ class WarpSpecializer : public IRMutator {
       Stmt st = substitute(p.body.stmts[j], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
       auto* c = st.as<TileOpNode>();
-      if (cdim >= 0 && csize <= 16 && cluster_invariant(region_arg(*c, 0))) {
+      if (cdim >= 0 && csize <= 16 && ctx_.get_bool("tilec.tma_multicast") && cluster_invariant(region_arg(*c, 0))) {
         Expr rank = ir::call(DataType::Int(32), "tl.block_rank_in_cluster", {}, loc);
         if (auto band = ops::tma_row_band(*c, csize, rank)) {
           produce.push_back(make_tile_op("tma_copy", *band, {{"barrier", full_slot}, {"cluster_mask", cta_mask}}, c->loc));

@@ -1,6 +1,6 @@
 """FP8 (e4m3) GEMM with per-tensor scales: tilec (examples/gemm_fp8.py) vs torch._scaled_mm
 (cuBLASLt) in the same process, in alternating rounds (5 x 20 runs, medians), bf16 output.
-    python bench/bench_gemm_fp8.py [--quick] [--json out.json]"""
+    python bench/bench_gemm_fp8.py [--quick] [--json out.json] [--pass-configs JSON] [--tile M,N,K,STAGES]"""
 import argparse
 import json
 import os
@@ -20,7 +20,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="")
+    ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs (tilec variants)")
+    ap.add_argument("--tile", default="128,256,128,3", help="block_M,block_N,block_K,num_stages")
     args = ap.parse_args()
+    bm, bn, bk, stages = (int(x) for x in args.tile.split(","))
+    kw = {"pass_configs": json.loads(args.pass_configs)} if args.pass_configs else {}
     import torch
     import tilec
     from _timing import bench_rounds
@@ -32,7 +36,8 @@ def main():
         b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
         sa = torch.tensor([0.5], device="cuda")
         sb = torch.tensor([0.25], device="cuda")
-        kernel = tilec.compile(fp8_gemm(M, N, K), target="auto", out_idx=[4])
+        kernel = tilec.compile(fp8_gemm(M, N, K, block_M=bm, block_N=bn, block_K=bk, num_stages=stages), target="auto",
+                               out_idx=[4], **kw)
         c = kernel(a, b, sa, sb)
         ref = torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
         torch.cuda.synchronize()

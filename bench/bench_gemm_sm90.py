@@ -3,7 +3,7 @@ when upstream TileLang is importable in a second interpreter, the same program t
 compiled by it — all in the same run.
 
     python bench/bench_gemm_sm90.py [--dtype bfloat16] [--quick] [--json out.json]
-           [--peer-python "PYTHONPATH=/tmp/tlsite python3"]
+           [--peer-python "PYTHONPATH=/tmp/tlsite python3"] [--pass-configs JSON]
 
 The shapes are issue 8's: (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384),
 (16384, 8192, 1024), (4096, 28672, 8192), (8192, 1024, 8192). For each shape every tile
@@ -33,6 +33,7 @@ CONFIGS = [
     ("128x256x64 s4 t256", 128, 256, 64, 4, 256),
 ]
 QUICKSTART = ("128x128x32 s3 t128 (quickstart)", 128, 128, 32, 3, 128)
+PASS_CONFIGS = {}  # --pass-configs: tilec variants
 
 
 def time_ours(M, N, K, dtype, cfg, a, b, c, ref):
@@ -41,7 +42,8 @@ def time_ours(M, N, K, dtype, cfg, a, b, c, ref):
     from gemm import matmul
 
     name, bm, bn, bk, st, th = cfg
-    kernel = tilec.compile(matmul(M, N, K, bm, bn, bk, dtype=dtype, num_stages=st, threads=th), target="auto")
+    kernel = tilec.compile(matmul(M, N, K, bm, bn, bk, dtype=dtype, num_stages=st, threads=th), target="auto",
+                           pass_configs=PASS_CONFIGS or None)
     c.fill_(float("nan"))
     kernel(a, b, c)
     import torch
@@ -56,7 +58,10 @@ def main():
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--quick", action="store_true", help="the first two shapes only")
     ap.add_argument("--json", default="")
+    ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs (tilec variants)")
     args = ap.parse_args()
+    if args.pass_configs:
+        PASS_CONFIGS.update(json.loads(args.pass_configs))
     import torch
     from _timing import bench
 

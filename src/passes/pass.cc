@@ -80,6 +80,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "In a kernel with clusters, a tile every CTA of the cluster loads alike is loaded in bands, each multicast "
      "to all of them (one L2 read instead of one per CTA). False: each CTA loads its own copy. Only speed "
      "changes."},
+    {"tilec.stage_output_tiles", true,
+     "sm_90: a GEMM-like kernel's T.copy of a whole fragment to global memory after its pipelined loop goes "
+     "through a new shared buffer and one TMA store (stage_output_tiles), when the shared memory fits. Only "
+     "speed changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

@@ -17,6 +17,8 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)
       pipeline_planning_pass(),
   };
+  // sm_90: a GEMM's result tile leaves through shared memory and a TMA store.
+  if (target.has_tma()) list.push_back(stage_output_tiles_pass());
   // sm_90a: a TMA-fed wgmma main loop becomes producer / consumer warpgroups over mbarriers.
   if (target.has_wgmma()) list.push_back(warp_specialize_pass());
   // Injection works on tile ops (T.copy -> T.async_copy, buffers get one version per

@@ -71,13 +71,15 @@ TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
   EXPECT_NE(src.find("__launch_bounds__(384, 1)"), std::string::npos) << src;
   EXPECT_NE(src.find("tl::setmaxnreg_dec<24>()"), std::string::npos);
   EXPECT_NE(src.find("tl::setmaxnreg_inc<240>()"), std::string::npos);
-  // Two tensor maps: A (box 64 x 128) and B (box 64 x 64, four per stage).
-  ASSERT_EQ(c.mod.plan.tma_descs.size(), 2u);
+  // Three tensor maps: A (box 64 x 128), B (box 64 x 64, four per stage) and C, whose tile
+  // leaves through shared memory (stage_output_tiles) in four 64-column TMA stores.
+  ASSERT_EQ(c.mod.plan.tma_descs.size(), 3u);
   EXPECT_EQ(c.mod.plan.tma_descs[0].box, (std::vector<int64_t>{64, 128}));
   EXPECT_EQ(c.mod.plan.tma_descs[1].box, (std::vector<int64_t>{64, 64}));
   EXPECT_EQ(c.mod.plan.tma_descs[0].swizzle, 3);
   EXPECT_EQ(count(src, "tl::tma_load("), 5) << src;
-  EXPECT_EQ(count(src, "const __grid_constant__ tl::TmaDescriptor"), 2);
+  EXPECT_EQ(count(src, "tl::tma_store("), 4) << src;
+  EXPECT_EQ(count(src, "const __grid_constant__ tl::TmaDescriptor"), 3);
   EXPECT_NE(src.find("tl::wgmma_gemm_ss<128, 256, 64, 2, 1, false, false, false, tl::WgTile<128, 64, 3>, "
                      "tl::WgTile<64, 256, 3>, tl::kWgmmaBF16, 256, -1>"),
             std::string::npos)
@@ -94,8 +96,10 @@ TEST(GemmSm90, TeamGemmIsWarpSpecializedWithTmaAndWgmma) {
   EXPECT_EQ(c.mod.plan.persistent_blocks_per_sm, 1);
   EXPECT_EQ(ir::script(c.mod.plan.grid[0]), "512");
   EXPECT_GE(count(src, "tl::grid_dim_x()"), 4) << src;
-  // 3 stages of 48 KiB plus the 1 KiB the kernel aligns its arena with.
-  EXPECT_EQ(c.mod.plan.dynamic_shared_bytes, 3 * 49152 + 1024);
+  // 3 stages of 48 KiB, the staged 128 x 256 bf16 C tile (64 KiB, beside them: the producer
+  // fills the next tile's stages during this tile's store) and the 1 KiB the kernel aligns
+  // its arena with.
+  EXPECT_EQ(c.mod.plan.dynamic_shared_bytes, 3 * 49152 + 65536 + 1024);
   if (c.bin.ptx.empty()) GTEST_SKIP() << "NVRTC not found";
   for (const char* ins : {"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
                           "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
@@ -121,7 +125,7 @@ TEST(GemmSm90, QuickstartGemmGetsTmaAndWgmmaUnchanged) {
   EXPECT_NE(src.find("tl::setmaxnreg_inc<232>()"), std::string::npos) << src;
   // K tile of 32 halves = 64-byte rows: the 64B swizzle for A, 128B for B (128 columns).
   EXPECT_NE(src.find("tl::WgTile<128, 32, 2>, tl::WgTile<32, 128, 3>"), std::string::npos) << src;
-  ASSERT_EQ(c.mod.plan.tma_descs.size(), 2u);
+  ASSERT_EQ(c.mod.plan.tma_descs.size(), 3u);  // A, B, and the staged C tile's store
   EXPECT_EQ(c.mod.plan.tma_descs[0].swizzle, 2);
   if (c.bin.ptx.empty()) GTEST_SKIP() << "NVRTC not found";
   EXPECT_NE(c.bin.ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
@@ -141,9 +145,11 @@ TEST(GemmSm90, ConfigsTurnThePartsOff) {
     passes::PassContext ctx(sm90a());
     ctx.set("tl.disable_warp_specialized", true);
     cuda::DeviceModule m = cuda::lower_to_cuda(build_example_gemm(team_gemm()), ctx);
-    // No producer: cp.async pipeline, still wgmma, 256 threads.
+    // No producer: cp.async pipeline, still wgmma, 256 threads; TMA only for the staged C
+    // tile's store.
     EXPECT_EQ(m.plan.block[0], 256);
-    EXPECT_TRUE(m.plan.tma_descs.empty());
+    ASSERT_EQ(m.plan.tma_descs.size(), 1u);
+    EXPECT_EQ(m.source.find("tl::tma_load"), std::string::npos);
     EXPECT_NE(m.source.find("tl::wgmma_gemm_ss<"), std::string::npos);
     EXPECT_NE(m.source.find("tl::cp_async_cg16"), std::string::npos);
     // cp.async writes reach wgmma through the async proxy: fenced before the barrier.

@@ -46,6 +46,14 @@ Pass pipeline_planning_pass();
 //   threads, its block barriers become named barriers. UserError on bad groups.
 Pass lower_warp_roles_pass();
 
+// stage_output_tiles (src/passes/stage_output_tiles.cc)
+//   in:  planned tile IR.   out: on targets with TMA (config tilec.stage_output_tiles), a
+//   kernel's T.copy(whole fragment -> global region) after a pipelined loop with a gemm
+//   becomes T.copy(fragment -> new shared buffer); T.copy(buffer -> region) when the
+//   shared memory still fits (stages side by side; two blocks for 128 threads) and the
+//   region's innermost extent is whole 16-byte units. Runs before warp_specialize.
+Pass stage_output_tiles_pass();
+
 // warp_specialize (src/passes/warp_specialize.cc)
 //   in:  planned tile IR.   out: on sm_90a, a kernel whose one pipelined loop fills shared
 //   buffers by TMA-able copies read only by wgmma gemms becomes 128 more threads: a

@@ -1,0 +1,206 @@
+// Pass stage_output_tiles: on sm_90, a GEMM-like kernel's result tile goes to global memory
+// through shared memory (one TMA store) instead of from the registers.
+//
+// Input:  planned tile IR (after pipeline_planning). A kernel whose body (its spine: the
+//         statements under the kernel's Lets, Allocates and Annotates) holds a T.Pipelined
+//         loop with a T.gemm and, after it, a statement
+//           T.copy(F, G[region])          F a whole fragment of rank >= 2, G global
+//         whose region has F's shape once its unit dimensions are dropped.
+// Output: that copy becomes
+//           S = T.alloc_shared(F.shape, G.dtype)   (an Allocate around the spine's Seq)
+//           T.copy(F, S); T.copy(S, G[region])
+//         which the later passes lower as if the program had written it: a swizzled shared
+//         layout for the fragment's stores, and a TMA store (bulk, asynchronous, whole
+//         128-byte lines; out-of-bounds rows of a partial tile dropped by the hardware)
+//         issued by one thread after a barrier of the writers.
+// When:   target has TMA; config tilec.stage_output_tiles (default on), tl.disable_tma_lower off; the copy carries no
+//         keyword arguments but disable_tma=False; G has compact strides and the region's
+//         innermost extent is a multiple of 16 bytes (TMA's box rule); and the kernel's shared
+//         memory with S still fits — pipelined buffers counted once per stage, side by side
+//         (as a persistent kernel needs them), and twice over for a one-warpgroup kernel
+//         (which runs two blocks per SM).
+// Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
+//         over 16 rows, and the store sits on the consumer warps' critical path. Staged, the
+//         stores to shared memory are conflict-free and the global write is one bulk
+//         transfer that overlaps what follows. FP8 GEMM with K = 1024 (8 main-loop steps per
+//         tile) spent a fifth of its time in that epilogue.
+// Before: warp_specialize (which then counts S in its persistence check) and layout inference.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+
+constexpr int64_t kSmemPerSm = 228 * 1024;  // sm_90: shared memory of one SM
+constexpr int64_t kReservedPerBlock = 1024;  // the driver's reserve per resident block
+
+int64_t const_or(const Expr& e, int64_t fallback) {
+  const int64_t* v = as_const_int(e);
+  return v ? *v : fallback;
+}
+
+int64_t buffer_bytes(const Buffer& b) {
+  int64_t n = b->dtype.bytes();
+  for (const auto& e : b->shape) n *= const_or(e, int64_t{1} << 20);  // unknown: too big to stage
+  return (n + 1023) / 1024 * 1024;
+}
+
+bool contains_gemm(const Stmt& s) {
+  bool found = false;
+  for_each_node(s, [&](const Node* n) {
+    if (auto* t = dynamic_cast<const TileOpNode*>(n); t && t->op == "gemm") found = true;
+  });
+  return found;
+}
+
+// Shared bytes of the kernel: buffers filled inside a pipelined loop once per stage.
+int64_t shared_bytes(const Stmt& kernel_body) {
+  std::map<const BufferNode*, int64_t> stages;
+  for_each_node(kernel_body, [&](const Node* n) {
+    auto* f = dynamic_cast<const ForNode*>(n);
+    if (!f || f->for_kind != ForKind::kPipelined || f->pipeline.num_stages < 2) return;
+    for_each_node(f->body, [&](const Node* m) {
+      auto* t = dynamic_cast<const TileOpNode*>(m);
+      if (!t || t->op != "copy" || t->args.size() < 2) return;
+      if (auto* dst = std::get_if<BufferRegion>(&t->args[1]); dst && is_shared(dst->buffer->scope))
+        stages[dst->buffer.get()] = std::max<int64_t>(stages[dst->buffer.get()], f->pipeline.num_stages);
+    });
+  });
+  int64_t bytes = 0;
+  for_each_node(kernel_body, [&](const Node* n) {
+    auto* a = dynamic_cast<const AllocateNode*>(n);
+    if (!a || !is_shared(a->buffer->scope)) return;
+    auto it = stages.find(a->buffer.get());
+    bytes += buffer_bytes(a->buffer) * (it == stages.end() ? 1 : it->second);
+  });
+  return bytes;
+}
+
+// The staged form's shape, when `op` is a copy this pass rewrites.
+std::optional<std::vector<Expr>> stageable(const TileOpNode& op) {
+  if (op.op != "copy" || op.args.size() != 2) return std::nullopt;
+  for (const auto& [key, value] : op.attrs) {  // only the default disable_tma=False
+    auto* b = std::get_if<bool>(&value);
+    if (key != "disable_tma" || !b || *b) return std::nullopt;
+  }
+  auto* src = std::get_if<BufferRegion>(&op.args[0]);
+  auto* dst = std::get_if<BufferRegion>(&op.args[1]);
+  if (!src || !dst || src->buffer->scope != Scope::kFragment || dst->buffer->scope != Scope::kGlobal) return std::nullopt;
+  const Buffer& frag = src->buffer;
+  if (frag->shape.size() < 2 || src->region.size() != frag->shape.size()) return std::nullopt;
+  for (size_t d = 0; d < frag->shape.size(); ++d) {
+    const int64_t* lo = as_const_int(src->region[d].min);
+    if (!lo || *lo != 0 || const_or(src->region[d].extent, -1) != const_or(frag->shape[d], -2)) return std::nullopt;
+  }
+  if (!dst->buffer->strides.empty() || dst->region.empty()) return std::nullopt;
+  std::vector<int64_t> kept;  // the region's non-unit extents
+  for (const auto& r : dst->region) {
+    int64_t e = const_or(r.extent, -1);
+    if (e < 1) return std::nullopt;
+    if (e > 1) kept.push_back(e);
+  }
+  if (kept.size() != frag->shape.size()) return std::nullopt;
+  for (size_t d = 0; d < kept.size(); ++d)
+    if (kept[d] != const_or(frag->shape[d], -1)) return std::nullopt;
+  // TMA's box: the innermost extent in whole 16-byte units, and the region's innermost
+  // dimension the tensor's own (contiguous).
+  if (const_or(dst->region.back().extent, 1) * dst->buffer->dtype.bytes() % 16 != 0) return std::nullopt;
+  return frag->shape;
+}
+
+class StageOutputTiles : public IRMutator {
+ public:
+  explicit StageOutputTiles(const PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    int64_t threads = 1;
+    for (int64_t t : op->threads) threads *= t;
+    blocks_per_sm_ = threads <= 128 ? 2 : 1;
+    budget_ = std::min<int64_t>(ctx_.target().max_shared_memory_per_block(), kSmemPerSm / blocks_per_sm_) -
+              kReservedPerBlock - shared_bytes(op->body);
+    Stmt body = spine(op->body);
+    if (body.same_as(op->body)) return s;
+    auto n = std::make_shared<KernelLaunchNode>(*op);
+    n->body = body;
+    return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
+  }
+
+ private:
+  // Down the kernel's wrappers to its statement list.
+  Stmt spine(const Stmt& s) {
+    if (auto* l = s.as<LetNode>()) {
+      Stmt b = spine(l->body);
+      return b.same_as(l->body) ? s : let(l->var, l->value, b, l->loc);
+    }
+    if (auto* a = s.as<AllocateNode>()) {
+      Stmt b = spine(a->body);
+      return b.same_as(a->body) ? s : allocate(a->buffer, b, a->loc);
+    }
+    if (auto* an = s.as<AnnotateNode>()) {
+      Stmt b = spine(an->body);
+      if (b.same_as(an->body)) return s;
+      auto n = std::make_shared<AnnotateNode>(*an);
+      n->body = b;
+      return Stmt(std::shared_ptr<const AnnotateNode>(std::move(n)));
+    }
+    if (auto* q = s.as<SeqNode>()) return stage_in(s, q);
+    return s;
+  }
+
+  Stmt stage_in(const Stmt& s, const SeqNode* q) {
+    std::vector<Stmt> out;
+    std::vector<Buffer> staged;
+    bool after_gemm_loop = false;
+    for (const Stmt& st : q->stmts) {
+      if (auto* f = st.as<ForNode>(); f && f->for_kind == ForKind::kPipelined && contains_gemm(st)) after_gemm_loop = true;
+      auto* t = st.as<TileOpNode>();
+      std::optional<std::vector<Expr>> shape = after_gemm_loop && t ? stageable(*t) : std::nullopt;
+      if (!shape) {
+        out.push_back(st);
+        continue;
+      }
+      const BufferRegion& src = std::get<BufferRegion>(t->args[0]);
+      const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
+      Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
+      if (buffer_bytes(stage) > budget_) {
+        out.push_back(st);
+        continue;
+      }
+      budget_ -= buffer_bytes(stage);
+      staged.push_back(stage);
+      out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, t->loc));
+      out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, t->loc));
+    }
+    if (staged.empty()) return s;
+    Stmt body = seq(out, s->loc);
+    for (auto it = staged.rbegin(); it != staged.rend(); ++it) body = allocate(*it, body, s->loc);
+    return body;
+  }
+
+  const PassContext& ctx_;
+  int64_t blocks_per_sm_ = 1;
+  int64_t budget_ = 0;
+};
+
+}  // namespace
+
+Pass stage_output_tiles_pass() {
+  return {"stage_output_tiles", [](const PrimFunc& f, PassContext& ctx) {
+            if (!ctx.target().has_tma() || !ctx.get_bool("tilec.stage_output_tiles") ||
+                ctx.get_bool("tl.disable_tma_lower"))
+              return f;
+            return with_body(f, StageOutputTiles(ctx).mutate(f->body));
+          }};
+}
+
+}  // namespace tilec::passes

@@ -1,0 +1,84 @@
+"""stage_output_tiles: on sm_90 a GEMM's result tile goes fragment -> shared -> one TMA store,
+when the shared memory fits; otherwise, and when asked not to, the copy stays as written."""
+import os
+import sys
+
+import pytest
+
+import tilec
+import tilec.language as T
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+
+
+def _gemm(M=1024, N=1024, K=1024, bm=128, bn=256, bk=64, stages=3, threads=256, out="bfloat16", **copy_kw):
+    @T.prim_func
+    def g(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), out)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            As = T.alloc_shared((bm, bk), "bfloat16")
+            Bs = T.alloc_shared((bk, bn), "bfloat16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[by * bm, bx * bn], **copy_kw)
+
+    return g
+
+
+def _src(f, target="sm_90a", **pc):
+    return tilec.compile(f, target=target, pass_configs=pc or None).get_kernel_source()
+
+
+def test_result_tile_leaves_through_shared_memory_and_tma():
+    src = _src(_gemm())
+    assert "Cl_staged" in src and src.count("tl::tma_store(") == 4, src
+    assert "tl::store(&C[" not in src and "C[(" not in src, src
+    # Still persistent: the staged tile sits beside the stages, not over them.
+    assert "tl::grid_dim_x()" in src, src
+
+
+def test_partial_tiles_and_float_outputs_are_staged_too():
+    src = _src(_gemm(M=1000, N=768, out="float32", bn=128))
+    assert "Cl_staged" in src and "tl::tma_store(" in src, src
+
+
+def test_copy_stays_when_asked_or_when_it_does_not_fit():
+    assert "Cl_staged" not in _src(_gemm(), **{"tilec.stage_output_tiles": False})
+    assert "Cl_staged" not in _src(_gemm(), **{"tl.disable_tma_lower": True})
+    assert "Cl_staged" not in _src(_gemm(disable_tma=True))
+    # 4 stages of 48 KiB + a 64 KiB tile > 227 KiB: written from the registers as before.
+    assert "Cl_staged" not in _src(_gemm(stages=4))
+    # One warpgroup runs two blocks per SM: 2 x (3 x 48 KiB + 32 KiB) does not fit.
+    assert "Cl_staged" not in _src(_gemm(bn=128, bk=128, threads=128))
+    assert "Cl_staged" in _src(_gemm(bn=128, bk=32, threads=128))
+    # No TMA on sm_80.
+    assert "Cl_staged" not in _src(_gemm(), target="sm_80")
+
+
+def test_kernels_without_a_gemm_loop_are_left_alone():
+    @T.prim_func
+    def scale(A: T.Tensor((256, 256), "float32"), C: T.Tensor((256, 256), "float32")):
+        with T.Kernel(2, threads=128) as bx:
+            f = T.alloc_fragment((128, 256), "float32")
+            T.copy(A[bx * 128, 0], f)
+            for i, j in T.Parallel(128, 256):
+                f[i, j] = f[i, j] * 2.0
+            T.copy(f, C[bx * 128, 0])
+
+    assert "_staged" not in _src(scale)
+
+
+def test_fp8_example_and_attention_output_are_staged():
+    from flash_attention import flash_attention
+    from gemm_fp8 import fp8_gemm
+
+    src = _src(fp8_gemm(4096, 4096, 1024))
+    assert "C_local_staged" in src and src.count("tl::tma_store(") == 4, src
+    src = _src(flash_attention(1, 2, 512, 128))
+    assert "acc_o_staged" in src and "tl::tma_store(tma_Output" in src, src

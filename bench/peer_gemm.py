@@ -25,14 +25,16 @@ SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (16384, 8
 CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "quickstart": (128, 128, 32, 3, 128)}
 # tilec-only variants of the team config (experiments, not the peer comparison): the tile order
 # without T.use_swizzle, 2-CTA clusters along N (the A tile multicast to both CTAs) and along M
-# (the B tile multicast).
+# (the B tile multicast). `_direct`: C written straight from the accumulator fragment, as the
+# quickstart of seeds/000 section 1 writes it (no C_shared in the program text).
 VARIANTS = {f"{base}_{what}": (base, kw) for base in ("team", "team_s4")
             for what, kw in (("noswizzle", {"swizzle": False}), ("cluster2", {"swizzle": False, "cluster": (2, 1, 1)}),
                              ("cluster2m", {"swizzle": False, "cluster": (1, 2, 1)}))}
+VARIANTS.update({f"{base}_direct": (base, {"direct": True}) for base in ("team", "team_s4", "quickstart")})
 
 
 def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",
-            swizzle=True, cluster=None):
+            swizzle=True, cluster=None, direct=False):
     extra = {"cluster_dims": cluster} if cluster else {}
 
     @T.prim_func
@@ -52,7 +54,24 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
             T.copy(C_local, C_shared)
             T.copy(C_shared, C[by * block_M, bx * block_N])
 
-    return main
+    # The quickstart's text: C written from the fragment (tilec stages it through shared
+    # memory itself on sm_90: stage_output_tiles).
+    @T.prim_func
+    def main_direct(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            if swizzle:
+                T.use_swizzle(10)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main_direct if direct else main
 
 
 def run(impl, dtype, quick, configs, pass_configs=None, label=None):
@@ -75,7 +94,7 @@ def run(impl, dtype, quick, configs, pass_configs=None, label=None):
         ref = (a @ b).float()
         flops = 2.0 * M * N * K
         for name in configs:
-            if name == "quickstart" and (M, N, K) not in SHAPES[:2]:
+            if name.startswith("quickstart") and (M, N, K) not in SHAPES[:2]:
                 continue
             base, variant = VARIANTS.get(name, (name, {}))
             bm, bn, bk, st, th = CONFIGS[base]

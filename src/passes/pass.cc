@@ -84,6 +84,9 @@ const std::vector<ConfigKey> kConfigKeys = {
      "sm_90: a GEMM-like kernel's T.copy of a whole fragment to global memory after its pipelined loop goes "
      "through a new shared buffer and one TMA store (stage_output_tiles), when the shared memory fits. Only "
      "speed changes."},
+    {"tilec.longest_blocks_first", true,
+     "A kernel whose main loop's trip count grows with one block index (causal attention) launches its "
+     "blocks in decreasing order of that index, longest first (order_blocks_by_work). Only speed changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

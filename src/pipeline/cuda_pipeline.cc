@@ -14,6 +14,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       verify_pass(),
       simplify_pass(),
       rasterize_blocks_pass(),
+      order_blocks_by_work_pass(),
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)
       pipeline_planning_pass(),
   };

@@ -31,6 +31,12 @@ Pass simplify_pass();
 //   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
 Pass rasterize_blocks_pass();
 
+// order_blocks_by_work (src/passes/order_blocks_by_work.cc)
+//   in:  tile IR after rasterize_blocks.   out: a kernel with a spine loop whose trip count
+//   depends only on block index b and grows with it gets a fresh hardware index b_hw and
+//   b = Let(g - 1 - b_hw): longest blocks first (config tilec.longest_blocks_first).
+Pass order_blocks_by_work_pass();
+
 // pipeline_planning (src/passes/pipeline_planning.cc)
 //   in:  verified tile IR.   out: every For of kind Pipelined with num_stages >= 2 (or an
 //   explicit `stage`) has a flat Seq body (Lets inlined) and explicit `stage` / `order`

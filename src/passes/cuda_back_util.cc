@@ -78,14 +78,27 @@ void collect_terms(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, 
     auto* b = e.as<BinaryNode>();
     if (auto* c = as_const_int(b->b)) return collect_terms(b->a, scale * *c, out);
     if (auto* c = as_const_int(b->a)) return collect_terms(b->b, scale * *c, out);
-    // (x * k) * y: the constant factor of either side multiplies the product.
+    // (x * k) * y: the constant factor of either side multiplies the product, which keeps
+    // the rest of each side: (gl * x') * (gr * y') = (gl gr) * (x' y'). (The term is
+    // coefficient times expression: the expression must not keep the factor too — it once
+    // did, and a runtime alignment check read bz * (107 M) as bz * 107 * M * 107.)
     std::vector<std::pair<int64_t, Expr>> left, right;
     collect_terms(b->a, 1, &left);
     collect_terms(b->b, 1, &right);
     int64_t gl = 0, gr = 0;
     for (auto& [k, t] : left) gl = gcd64(gl, k);
     for (auto& [k, t] : right) gr = gcd64(gr, k);
-    out->push_back({scale * (gl == 0 ? 1 : gl) * (gr == 0 ? 1 : gr), e});
+    gl = gl == 0 ? 1 : gl;
+    gr = gr == 0 ? 1 : gr;
+    auto rest = [&](const std::vector<std::pair<int64_t, Expr>>& terms, int64_t g) {
+      Expr r;
+      for (const auto& [k, t] : terms) {
+        Expr term = t ? (k / g == 1 ? t : mul(t, int_imm(k / g, e->dtype))) : int_imm(k / g, e->dtype);
+        r = r ? add(r, term) : term;
+      }
+      return r;
+    };
+    out->push_back({scale * gl * gr, gl == 1 && gr == 1 ? e : mul(rest(left, gl), rest(right, gr))});
     return;
   }
   out->push_back({scale, e});

@@ -7,6 +7,7 @@
 #include "passes/cuda_back_util.h"
 #include "tilec/arith/analyzer.h"
 #include "tilec/ir/builder.h"
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/structural.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
@@ -251,6 +252,45 @@ TEST(Vectorize, SymbolicRowStrideGetsARuntimeAlignmentCheck) {
             "    r[v] = A[by][bx * 128 + tx * 4 + v] * 2.0f;\n"
             "  }\n"
             "}\n");
+}
+
+// A 3-D tensor (4, m, 107): the batch stride 107 m is a product of a constant and a symbol.
+// The check keeps the offset's value modulo 4 (the fuzzer found a check that counted the 107
+// twice, bz * 107 * m * 107, which passes misaligned rows: a misaligned-address fault).
+TEST(Vectorize, ProductStrideAlignmentCheckKeepsTheOffsetsValue) {
+  Builder b("k");
+  Var m = b.dynamic("m");
+  Buffer A = b.tensor("A", {int_imm(4), m, int_imm(107)}, Float32());
+  auto bxyz = b.begin_kernel({int_imm(8), int_imm(8), int_imm(4)}, {32});
+  Var tx = b.thread_vars()[0];
+  Buffer r = b.alloc("r", {int_imm(4)}, Float32(), Scope::kLocal);
+  Var v = b.begin_for("v", int_imm(0), int_imm(4), ForKind::kVectorized);
+  b.store(r, {v}, buffer_load(A, {bxyz[2], bxyz[1] * 32 + tx, bxyz[0] * 16 + v}));
+  b.end_frame();
+  b.end_frame();
+  PrimFunc out = run_pass(passes::vectorize_pass(), b.finish());
+  EXPECT_TRUE(contains(body_text(out), "if (((bz * m * 107 + tx * 107) & 3) == 0) {")) << body_text(out);
+}
+
+TEST(CudaBackUtil, NonDivisiblePartIsCongruentToTheExpression) {
+  Var x = make_var("x", Int32()), y = make_var("y", Int32()), z = make_var("z", Int32());
+  // x * (107 * y) + z * (6 * (y + 2)) + 12 * x + 5
+  Expr e = x * (int_imm(107) * y) + z * (int_imm(6) * (Expr(y) + 2)) + int_imm(12) * x + 5;
+  Expr rest = passes::back::non_divisible_part(e, 4);
+  ASSERT_TRUE(rest.defined());
+  for (int xv = 0; xv < 5; ++xv)
+    for (int yv = 0; yv < 5; ++yv)
+      for (int zv = 0; zv < 5; ++zv) {
+        VarMap vm;
+        vm[x.get()] = int_imm(xv);
+        vm[y.get()] = int_imm(yv);
+        vm[z.get()] = int_imm(zv);
+        Expr ea = arith::simplify(substitute(e, vm)), eb = arith::simplify(substitute(rest, vm));
+        const int64_t* a = as_const_int(ea);
+        const int64_t* b = as_const_int(eb);
+        ASSERT_TRUE(a && b);
+        EXPECT_EQ(((*a - *b) % 4 + 4) % 4, 0) << xv << " " << yv << " " << zv;
+      }
 }
 
 TEST(Vectorize, LaneWiseArithmeticAndCasts) {

@@ -14,7 +14,7 @@ import tilec.language as T  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-LIB = os.path.join(ROOT, "build-gpu", "libtilec.a")
+LIB = os.path.join(ROOT, "build-gpu", "libtilec_runtime.a")
 N = T.dynamic("n")
 
 
@@ -52,7 +52,7 @@ MAIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.skipif(not (os.path.exists(LIB) and shutil.which("g++")), reason="needs build-gpu/libtilec.a and g++")
+@pytest.mark.skipif(not (os.path.exists(LIB) and shutil.which("g++")), reason="needs build-gpu/libtilec_runtime.a and g++")
 def test_exported_kernel_runs_from_cpp(tmp_path):
     out = tmp_path / "aot"
     tilec.compile(axpy, out_idx=[-1], target="auto").export(str(out))

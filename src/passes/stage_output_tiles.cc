@@ -18,7 +18,8 @@
 //         innermost extent is a multiple of 16 bytes (TMA's box rule); and the kernel's shared
 //         memory with S still fits — pipelined buffers counted once per stage, side by side
 //         (as a persistent kernel needs them), and twice over for a one-warpgroup kernel
-//         (which runs two blocks per SM).
+//         (which runs two blocks per SM). A copy left as written for want of shared memory is
+//         named in the function attribute tilec.output_not_staged (kernel.explain() shows it).
 // Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
 //         over 16 rows, and the store sits on the consumer warps' critical path. Staged, the
 //         stores to shared memory are conflict-free and the global write is one bulk
@@ -32,6 +33,7 @@
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
 
 namespace tilec::passes {
@@ -173,6 +175,10 @@ class StageOutputTiles : public IRMutator {
       const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
       Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
       if (buffer_bytes(stage) > budget_) {
+        why_not_ += (why_not_.empty() ? "" : "; ") + src.buffer->name + ": its " +
+                    std::to_string(buffer_bytes(stage) / 1024) + " KiB tile does not fit beside the kernel's other " +
+                    "shared memory (" + std::to_string(std::max<int64_t>(budget_, 0) / 1024) + " KiB left" +
+                    (blocks_per_sm_ > 1 ? ", two blocks per SM" : "") + ")";
         out.push_back(st);
         continue;
       }
@@ -188,6 +194,11 @@ class StageOutputTiles : public IRMutator {
   }
 
   const PassContext& ctx_;
+
+ public:
+  std::string why_not_;  // the copies left as written for want of shared memory
+
+ private:
   int64_t blocks_per_sm_ = 1;
   int64_t budget_ = 0;
 };
@@ -199,7 +210,12 @@ Pass stage_output_tiles_pass() {
             if (!ctx.target().has_tma() || !ctx.get_bool("tilec.stage_output_tiles") ||
                 ctx.get_bool("tl.disable_tma_lower"))
               return f;
-            return with_body(f, StageOutputTiles(ctx).mutate(f->body));
+            StageOutputTiles st(ctx);
+            PrimFunc g = with_body(f, st.mutate(f->body));
+            if (st.why_not_.empty()) return g;
+            AttrMap attrs = g->attrs;
+            attrs.emplace_back(kOutputNotStagedAttr, st.why_not_);
+            return make_prim_func(g->name, g->params, g->body, std::move(attrs), g->loc);
           }};
 }
 

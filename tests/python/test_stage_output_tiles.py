@@ -82,3 +82,11 @@ def test_fp8_example_and_attention_output_are_staged():
     assert "C_local_staged" in src and src.count("tl::tma_store(") == 4, src
     src = _src(flash_attention(1, 2, 512, 128))
     assert "acc_o_staged" in src and "tl::tma_store(tma_Output" in src, src
+
+
+def test_explain_says_which_result_copies_are_staged_and_why_not():
+    staged = tilec.compile(_gemm(), target="sm_90a").explain(show=False)
+    assert "TMA store of the result tile, staged through shared memory by the compiler" in staged, staged
+    kept = tilec.compile(_gemm(stages=4), target="sm_90a").explain(show=False)
+    assert "each thread stores its own elements (local.fragment -> global)" in kept, kept
+    assert "not staged through shared memory for one TMA store: its 64 KiB tile does not fit" in kept, kept

@@ -47,6 +47,9 @@ inline constexpr const char* kMinBlocksPerSmAttr = "tilec.min_blocks_per_sm";
 // PrimFunc attr (string): why warp_specialize left a kernel's pipelined loop on the plain
 // path (kernel.explain() reports it).
 inline constexpr const char* kNotWarpSpecializedAttr = "tilec.not_warp_specialized";
+// stage_output_tiles: why a result copy (fragment -> global) stays as written, "F: reason"
+// per copy, "; "-separated (kernel.explain() reports it at the copy).
+inline constexpr const char* kOutputNotStagedAttr = "tilec.output_not_staged";
 // PrimFunc attr (int64 B): a persistent kernel (warp_specialize): its grid[0] counts tiles
 // and the runtime launches at most SMs x B blocks (LaunchPlan::persistent_blocks_per_sm).
 inline constexpr const char* kPersistentAttr = "tilec.persistent_blocks_per_sm";

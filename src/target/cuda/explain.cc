@@ -136,7 +136,10 @@ class Explainer {
     else if (!prefer.empty() && prefer != "tma") no_tma = "the copy prefers instruction \"" + prefer + "\"";
     else no_tma = ops::why_not_tma(op);
     if (store) {
-      if (no_tma.empty()) {
+      if (no_tma.empty() && staged_by_compiler(src.buffer)) {
+        l.chosen = "TMA store of the result tile, staged through shared memory by the compiler "
+                   "(stage_output_tiles; tilec.stage_output_tiles=False keeps the register stores)";
+      } else if (no_tma.empty()) {
         l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
       } else {
         l.chosen = "vectorized copy by the block's threads";
@@ -152,6 +155,16 @@ class Explainer {
       }
       if (env.target().has_cp_async() && !pipelined)
         l.rejected.push_back("no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)");
+    } else if (src.buffer->scope == Scope::kFragment && dst.buffer->scope == Scope::kGlobal && tma_target) {
+      l.chosen = "each thread stores its own elements (local.fragment -> global)";
+      const std::string key = src.buffer->name + ": ";
+      for (size_t at = not_staged_.find(key); at != std::string::npos; at = not_staged_.find(key, at + 1)) {
+        if (at != 0 && not_staged_.compare(at - 2, 2, "; ") != 0) continue;
+        size_t end = not_staged_.find("; ", at);
+        l.rejected.push_back("not staged through shared memory for one TMA store: " +
+                             not_staged_.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size()));
+        break;
+      }
     } else if (src.buffer->scope == Scope::kGlobal || dst.buffer->scope == Scope::kGlobal ||
                is_shared(src.buffer->scope) || is_shared(dst.buffer->scope)) {
       l.chosen = std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) + " -> " +
@@ -162,7 +175,16 @@ class Explainer {
     lines.push_back(l);
   }
 
+  // A shared buffer stage_output_tiles made (named after the fragment, "_staged").
+  static bool staged_by_compiler(const Buffer& b) {
+    const std::string suffix = "_staged";
+    return b->name.size() > suffix.size() && b->name.compare(b->name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+
   const passes::PassContext& ctx_;
+
+ public:
+  std::string not_staged_;  // stage_output_tiles' reasons (kOutputNotStagedAttr)
 };
 
 }  // namespace
@@ -203,6 +225,9 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
                    "(full/empty mbarriers per stage)",
                    {}});
   Explainer e(ctx);
+  for (const auto& [key, value] : g->attrs)
+    if (key == passes::kOutputNotStagedAttr)
+      if (auto* why = std::get_if<std::string>(&value)) e.not_staged_ = *why;
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).
   std::stable_sort(e.lines.begin(), e.lines.end(),

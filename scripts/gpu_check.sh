@@ -79,6 +79,10 @@ if want fuzz; then
 fi
 if want bench; then
   run_step "benchmarks" bench.log "$PY" bench/run_all.py "$OUT"
+  # Issue 10's backward (vs cuDNN) and MLA decoding (vs the roofline, FlashMLA's H800 ratio).
+  run_step "attention backward + MLA" attention_more.log "$PY" bench/bench_attention_more.py \
+    --json "$OUT/attention_more.json"
+  tail -n 20 "$OUT/attention_more.log"
 fi
 
 echo

@@ -1,0 +1,210 @@
+"""Issue 10's other attention targets: the FlashAttention backward against cuDNN's SDPA backward,
+and MLA decoding against the roofline (with FlashMLA's published H800 ratio as the bar).
+
+    python bench/bench_attention_more.py [--part bwd|mla|all] [--quick] [--json out.json]
+    python bench/bench_attention_more.py --compile-only      (no GPU: builds every program for sm_90a)
+
+Backward (bf16, the FlashAttention-3 paper's grid restricted to issue 10's rows: head dim 64 and
+128, seqlen 2k-8k, batch x seqlen = 16k, hidden 2048, causal and not): tilec's three kernels
+(examples/flash_attention_bwd.py: preprocess Delta, main dK/dV with dQ by float32 atomics,
+postprocess dQ; the dQ accumulator's zeroing counted too) against torch SDPA's cuDNN back end's
+backward (torch.autograd.grad of one forward, retained), timed in alternating rounds
+(bench/_timing.py). FLOPs: 2.5 x the forward's 4 b h s^2 d (halved when causal), the usual
+convention (five matrix products against two).
+
+MLA decoding (examples/mla_decode.py: h_q 128, d 576 / dv 512, paged cache with 64-token pages,
+bf16; batch 64 / 128, KV length 1k-32k, num_split the best of --splits): TFLOP/s = 2 b h_q s (576 +
+512) / t; GB/s = (KV cache b s 576 + Q b h_q 576 + O b h_q 512) x 2 bytes / t. Roofline of this GPU:
+H200 4.8 TB/s HBM3e, 989 TFLOP/s dense bf16 (ridge 206 FLOP/B; MLA with h_q 128 sits at about
+240 FLOP/B, compute-bound). FlashMLA's published H800 SXM5 figures: 3000 GB/s memory-bound (of
+3.35 TB/s: 0.896) and 580 TFLOP/s compute-bound (of 989: 0.586); issue 10's target is 0.9 x that
+fraction of the bound that applies.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
+
+H200_BYTES_PER_S = 4.8e12
+H200_FLOPS = 989e12
+FLASHMLA_H800 = {"memory": 3000e9 / 3.35e12, "compute": 580e12 / 989e12}  # fractions of the H800's roof
+
+BWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128) for c in (False, True) for s in (2048, 4096, 8192)]
+MLA_SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 8192), (128, 32768)]
+
+
+def bwd_flops(b, h, s, d, causal):
+    return 2.5 * 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
+
+
+def mla_counts(batch, seqlen, h_q=128, dim=576, dv=512):
+    flops = 2.0 * batch * h_q * seqlen * (dim + dv)
+    bytes_ = 2.0 * (batch * seqlen * dim + batch * h_q * dim + batch * h_q * dv)
+    return flops, bytes_
+
+
+def roofline(flops, bytes_):
+    """(bound, seconds at the roof): which of memory and compute limits, and its time."""
+    t_mem, t_cmp = bytes_ / H200_BYTES_PER_S, flops / H200_FLOPS
+    return ("memory", t_mem) if t_mem >= t_cmp else ("compute", t_cmp)
+
+
+def bwd_programs(b, h, s, d, causal, dtype="bfloat16"):
+    import flash_attention as fwd
+    from tilec.ops.attention_kernels import flash_attention_bwd
+
+    return (fwd.flash_attention(b, h, s, d, causal, dtype=dtype, return_lse=True),
+            *flash_attention_bwd(b, h, s, d, causal, dtype))
+
+
+def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
+    from mla_decode import mla_decode
+
+    max_pages = math.ceil(seqlen / page_size)
+    return mla_decode(batch, 128, batch * max_pages, max_pages, num_split, dtype=dtype, num_stages=2), max_pages
+
+
+def run_bwd(quick):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tilec
+    from _timing import bench_rounds
+
+    rows = []
+    for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
+        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto") for p in bwd_programs(b, h, s, d, causal))
+        shape = (b, s, h, d)
+        q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
+        o = torch.empty_like(q)
+        lse = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
+        fwd_k(q, k, v, o, lse)
+        delta = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
+        dq_acc = torch.empty(shape, dtype=torch.float32, device="cuda")
+        dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+
+        def ours():
+            prep(o, do, delta)
+            dq_acc.zero_()
+            bwd(q, k, v, do, lse, delta, dq_acc, dk, dv)
+            post(dq_acc, dq)
+
+        qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
+        dot = do.transpose(1, 2).contiguous()
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+
+        def cudnn():
+            return torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True)
+
+        ours()
+        ref = cudnn()
+        torch.cuda.synchronize()
+        err = max(((got.float() - want.transpose(1, 2).float()).abs().max() / want.float().abs().max()).item()
+                  for got, want in zip((dq, dk, dv), ref))
+        med = bench_rounds({"ours": ours, "cudnn": cudnn})
+        fl = bwd_flops(b, h, s, d, causal)
+        row = {"shape": name, "tflops": fl / med["ours"] / 1e9, "cudnn_tflops": fl / med["cudnn"] / 1e9,
+               "ratio": med["cudnn"] / med["ours"], "max_rel_err": err}
+        rows.append(row)
+        print(f"  bwd {name}: tilec {row['tflops']:.0f} TFLOP/s, cuDNN {row['cudnn_tflops']:.0f}, "
+              f"ratio {row['ratio']:.3f}, max rel diff {err:.1e}", flush=True)
+    if rows:
+        print(f"geomean backward tilec / cuDNN: {statistics.geometric_mean([r['ratio'] for r in rows]):.3f} "
+              f"(min {min(r['ratio'] for r in rows):.3f}) over {len(rows)} rows")
+    return rows
+
+
+def run_mla(quick, splits):
+    import torch
+
+    import tilec
+    from _timing import bench
+
+    rows = []
+    for (batch, seqlen) in (MLA_SHAPES[:1] + MLA_SHAPES[4:5] if quick else MLA_SHAPES):
+        best = None
+        for ns in splits:
+            (split_p, combine_p), max_pages = mla_programs(batch, seqlen, ns)
+            split, combine = tilec.compile(split_p, target="auto"), tilec.compile(combine_p, target="auto")
+            num_pages = batch * max_pages
+            q = torch.randn(batch, 128, 576, dtype=torch.bfloat16, device="cuda")
+            kv = torch.randn(num_pages, 64, 576, dtype=torch.bfloat16, device="cuda")
+            table = torch.randperm(num_pages, device="cuda").int().reshape(batch, max_pages)
+            lens = torch.full((batch,), seqlen, dtype=torch.int32, device="cuda")
+            o_part = torch.empty(batch, 128, ns, 512, dtype=torch.float32, device="cuda")
+            lse_part = torch.empty(batch, 128, ns, dtype=torch.float32, device="cuda")
+            out = torch.empty(batch, 128, 512, dtype=torch.bfloat16, device="cuda")
+
+            def run():
+                split(q, kv, table, lens, o_part, lse_part)
+                combine(o_part, lse_part, out)
+
+            t = bench(run, warmup=5, rep=30) / 1e3
+            if best is None or t < best[0]:
+                best = (t, ns)
+            del kv
+        t, ns = best
+        flops, bytes_ = mla_counts(batch, seqlen)
+        bound, t_roof = roofline(flops, bytes_)
+        frac = t_roof / t
+        row = {"batch": batch, "seqlen": seqlen, "num_split": ns, "ms": t * 1e3, "tflops": flops / t / 1e12,
+               "gbps": bytes_ / t / 1e9, "bound": bound, "fraction_of_roof": frac,
+               "flashmla_h800_fraction": FLASHMLA_H800[bound], "vs_flashmla_fraction": frac / FLASHMLA_H800[bound]}
+        rows.append(row)
+        print(f"  mla b{batch} s{seqlen} split {ns}: {row['tflops']:.0f} TFLOP/s, {row['gbps']:.0f} GB/s, {bound}-bound, "
+              f"{frac:.3f} of the roof = {row['vs_flashmla_fraction']:.3f} x FlashMLA's H800 fraction "
+              f"({FLASHMLA_H800[bound]:.3f})", flush=True)
+    return rows
+
+
+def compile_only():
+    import tilec
+
+    n = 0
+    for (b, h, s, d, causal) in BWD_SHAPES[:1] + BWD_SHAPES[-1:]:
+        for p in bwd_programs(b, h, s, d, causal):
+            tilec.compile(p, target="sm_90a")
+            n += 1
+    for (batch, seqlen) in MLA_SHAPES[:1]:
+        for p in mla_programs(batch, seqlen, 2)[0]:
+            tilec.compile(p, target="sm_90a")
+            n += 1
+    print(f"compiled {n} programs for sm_90a")
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", choices=["bwd", "mla", "all"], default="all")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--splits", default="1,2,4", help="MLA num_split candidates (the best is reported)")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--compile-only", action="store_true")
+    args = ap.parse_args()
+    if args.compile_only:
+        compile_only()
+        return
+    out = {}
+    if args.part in ("bwd", "all"):
+        out["bwd"] = run_bwd(args.quick)
+    if args.part in ("mla", "all"):
+        out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

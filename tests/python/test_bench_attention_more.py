@@ -1,0 +1,25 @@
+"""bench/bench_attention_more.py without a GPU: every program it times compiles for sm_90a, and
+its roofline arithmetic is what its docstring says."""
+import os
+import sys
+
+import pytest
+
+import tilec
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+
+
+def test_programs_compile_and_the_roofline_is_consistent():
+    import bench_attention_more as b
+
+    assert b.compile_only() == 10
+    flops, bytes_ = b.mla_counts(64, 4096)
+    assert flops == 2.0 * 64 * 128 * 4096 * 1088
+    bound, t = b.roofline(flops, bytes_)
+    assert bound == "compute" and t == pytest.approx(flops / 989e12)  # ~228 FLOP/B > the 206 ridge
+    assert b.roofline(1.0, 1e9)[0] == "memory"
+    assert b.bwd_flops(1, 1, 10, 8, True) == pytest.approx(2.5 * 4 * 100 * 8 * 0.5)

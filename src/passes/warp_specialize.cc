@@ -1,9 +1,3 @@
-// Size: over 800 lines; not split yet because the role rewrite, the copy groups, the ping-pong
-// turns and the rotated attention step all build one consumer loop from the same Plan and
-// slot/phase expressions. The next split: Plan, CopyGroup and Rotation with copy_groups(),
-// rotation() and pingpong_gemm() into warp_specialize_plan.{h,cc}, the persistent tile loop
-// into its own file.
-//
 // Pass warp_specialize: a pipelined GEMM main loop on sm_90a becomes a producer warpgroup
 // that issues TMA loads and consumer warpgroups that run wgmma, handing the pipeline's
 // shared buffers back and forth through mbarriers (MODEL.md "Software pipelining", the
@@ -64,6 +58,9 @@
 //   selects wgmma on T threads; the copies' regions read no memory.
 // Everything else is left to inject_pipeline (cp.async on sm_80+).
 // Before: pipeline_planning.  After: inject_pipeline, layout_inference, lower_tile_ops.
+// Files: the analysis (the spine, copy groups, the rotated step, ping-pong turns) is in
+// warp_specialize_plan.{h,cc}, the persistent tile loop in warp_specialize_tiles.cc; this file
+// checks that a loop qualifies (plan_loop) and rewrites the kernel (rewrite).
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -73,6 +70,7 @@
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
 #include "passes/pipeline_body.h"
+#include "passes/warp_specialize_plan.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -86,6 +84,7 @@ namespace {
 
 using namespace ir;
 namespace pl = pipeline;
+using namespace ws;
 
 constexpr int64_t kProducerThreads = 128;
 // Named barriers 14 and 15: the turns of two consumer warpgroups (tl.pingpong_wait/pass);
@@ -103,70 +102,6 @@ bool region_reads_memory(const BufferRegion& r) {
   return false;
 }
 
-const TileOpNode* tile_op(const Stmt& s) { return s.as<TileOpNode>(); }
-
-// The loop and the wrappers on the way to it.
-struct Spine {
-  const ForNode* loop = nullptr;
-  std::vector<const StmtNode*> wrappers;  // Let / Allocate / Annotate nodes, outermost first
-  VarMap let_values;                      // each wrapper Let's variable -> its value in block indices
-};
-
-// The nodes from `s` down to the first pipelined loop (inclusive); false when there is none.
-bool path_to_loop(const Stmt& s, std::vector<const StmtNode*>* path) {
-  if (!s) return false;
-  path->push_back(s.get());
-  if (auto* f = s.as<ForNode>(); f && f->for_kind == ForKind::kPipelined) return true;
-  std::vector<Stmt> children;
-  if (auto* q = s.as<SeqNode>()) children = q->stmts;
-  if (auto* f = s.as<ForNode>()) children = {f->body};
-  if (auto* i = s.as<IfNode>()) children = {i->then_case, i->else_case};
-  if (auto* l = s.as<LetNode>()) children = {l->body};
-  if (auto* a = s.as<AllocateNode>()) children = {a->body};
-  if (auto* a = s.as<AnnotateNode>()) children = {a->body};
-  for (const auto& c : children)
-    if (path_to_loop(c, path)) return true;
-  path->pop_back();
-  return false;
-}
-
-// The single pipelined loop of a kernel body when only Seqs and wrappers lead to it.
-std::optional<Spine> find_spine(const Stmt& body) {
-  int loops = 0;
-  for_each_node(body, [&](const Node* n) {
-    if (auto* f = dynamic_cast<const ForNode*>(n); f && f->for_kind == ForKind::kPipelined) ++loops;
-  });
-  std::vector<const StmtNode*> path;
-  if (loops != 1 || !path_to_loop(body, &path)) return std::nullopt;
-  Spine sp;
-  sp.loop = static_cast<const ForNode*>(path.back());
-  path.pop_back();
-  for (const StmtNode* n : path) {
-    switch (n->kind) {
-      case NodeKind::kSeq: break;
-      case NodeKind::kLet: {
-        auto* l = static_cast<const LetNode*>(n);
-        sp.let_values[l->var.get()] = substitute(l->value, sp.let_values);
-        sp.wrappers.push_back(n);
-        break;
-      }
-      case NodeKind::kAllocate:
-      case NodeKind::kAnnotate: sp.wrappers.push_back(n); break;
-      default: return std::nullopt;  // inside another loop or a condition
-    }
-  }
-  return sp;
-}
-
-struct Plan {
-  const ForNode* loop = nullptr;
-  pl::Body body;
-  std::vector<size_t> producers;  // stage-0 copies, in body order
-  std::vector<size_t> consumers;  // the rest
-  std::unordered_map<const BufferNode*, Buffer> versioned;  // copied buffer -> (S, ...) buffer
-  int stages = 0;
-  int widest_atom = 0;  // the widest wgmma N of the loop's gemms
-};
 
 class WarpSpecializer : public IRMutator {
  public:
@@ -299,156 +234,6 @@ class WarpSpecializer : public IRMutator {
     return p;
   }
 
-  // Whether the loop's later stages are only wgmma gemms that wait for themselves
-  // (wg_wait 0), into accumulators nothing else in the loop touches, with operands from
-  // shared memory: then their completion may be awaited one iteration late.
-  static bool defer_release(const Plan& p) {
-    for (size_t j : p.consumers) {
-      const TileOpNode* g = tile_op(p.body.stmts[j]);
-      if (!g || g->op != "gemm" || attr_int(*g, "wg_wait", 0) != 0) return false;
-      if (!is_shared(region_arg(*g, 0).buffer->scope) || !is_shared(region_arg(*g, 1).buffer->scope)) return false;
-    }
-    return !p.consumers.empty();
-  }
-
-  // Copies whose buffers the same consumer statements first and last read share one pair of
-  // barriers (a GEMM's A and B); others get their own (attention's K, read by S = Q K^T, and
-  // V, read by O += P V: K's slot refills while P V still reads V).
-  struct CopyGroup {
-    std::vector<size_t> producers;  // indices into the body, in body order
-    size_t first_reader = 0, last_reader = 0;  // indices into p.consumers
-    bool waits_pending = false;                // a reader leaves its wgmmas running (wg_wait != 0)
-    Buffer full, empty;
-  };
-
-  static std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
-    std::vector<CopyGroup> groups;
-    for (size_t j : p.producers) {
-      const BufferNode* dst = region_arg(*tile_op(p.body.stmts[j]), 1).buffer.get();
-      CopyGroup c;
-      c.producers = {j};
-      c.last_reader = p.consumers.empty() ? 0 : p.consumers.size() - 1;
-      bool seen = false;
-      for (size_t q = 0; q < p.consumers.size(); ++q) {
-        if (!pl::accesses(p.body.stmts[p.consumers[q]]).reads.count(dst)) continue;
-        if (!seen) c.first_reader = q;
-        c.last_reader = q;
-        seen = true;
-        if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) c.waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
-      }
-      if (single && !groups.empty()) {
-        CopyGroup& all = groups[0];
-        all.producers.push_back(j);
-        all.last_reader = std::max(all.last_reader, c.last_reader);
-        all.waits_pending |= c.waits_pending;
-        continue;
-      }
-      if (single) c.first_reader = 0;
-      auto same = std::find_if(groups.begin(), groups.end(), [&](const CopyGroup& g) {
-        return g.first_reader == c.first_reader && g.last_reader == c.last_reader;
-      });
-      if (same == groups.end()) {
-        groups.push_back(c);
-      } else {
-        same->producers.push_back(j);
-        same->waits_pending |= c.waits_pending;
-      }
-    }
-    return groups;
-  }
-
-  // The rotated form of a consumer step S = gemm1(...); <B>; O += gemm2(P, V) (attention):
-  // two gemms, the first and the last consumer statement of their own copy groups, gemm1's
-  // result read by B, and nothing before gemm1 or in B's first part touching gemm2's
-  // operands or accumulator. tilec.intra_wg_overlap turns it off.
-  struct Rotation {
-    size_t first_gemm = 0;      // index into p.consumers
-    size_t touches_second = 0;  // the first statement after gemm1 touching gemm2's buffers
-    size_t first_group = 0, second_group = 0;  // the copy groups gemm1 / gemm2 read
-  };
-
-  bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, Rotation* out) const {
-    if (!ctx_.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return false;
-    const size_t n = p.consumers.size();
-    std::vector<size_t> gemms;
-    for (size_t q = 0; q < n; ++q)
-      if (const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]); g && g->op == "gemm") {
-        if (attr_int(*g, "wg_wait", 0) != 0) return false;
-        gemms.push_back(q);
-      }
-    if (gemms.size() != 2 || gemms[1] != n - 1) return false;
-    Rotation r;
-    r.first_gemm = gemms[0];
-    bool found_first = false, found_second = false;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      if (groups[g].first_reader == gemms[0] && groups[g].last_reader == gemms[0]) {
-        r.first_group = g;
-        found_first = true;
-      }
-      if (groups[g].first_reader == n - 1 && groups[g].last_reader == n - 1) {
-        r.second_group = g;
-        found_second = true;
-      }
-    }
-    if (!found_first || !found_second) return false;
-    // gemm2's buffers: its operands and accumulator (the copied buffer aside).
-    pl::Access second = pl::accesses(p.body.stmts[p.consumers[n - 1]]);
-    std::unordered_set<const BufferNode*> touched(second.reads.begin(), second.reads.end());
-    touched.insert(second.writes.begin(), second.writes.end());
-    for (const auto& [b, v] : p.versioned) touched.erase(b);
-    auto touches = [&](size_t q) {
-      pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
-      for (const BufferNode* b : touched)
-        if (a.reads.count(b) || a.writes.count(b)) return true;
-      return false;
-    };
-    for (size_t q = 0; q <= r.first_gemm; ++q)
-      if (touches(q)) return false;
-    // gemm1's result must be read after it (else there is nothing to overlap).
-    pl::Access first = pl::accesses(p.body.stmts[p.consumers[r.first_gemm]]);
-    r.touches_second = n - 1;
-    bool reads_s = false;
-    for (size_t q = r.first_gemm + 1; q + 1 < n; ++q) {
-      pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
-      for (const BufferNode* b : first.writes) reads_s |= a.reads.count(b) > 0;
-      if (touches(q)) {
-        r.touches_second = q;
-        break;
-      }
-    }
-    if (!reads_s) return false;
-    *out = r;
-    return true;
-  }
-
-  // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
-  static Stmt with_wg_wait(const Stmt& st, int64_t n) {
-    auto* g = st.as<TileOpNode>();
-    AttrMap attrs = g->attrs;
-    attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
-                attrs.end());
-    attrs.emplace_back("wg_wait", n);
-    return make_tile_op(g->op, g->args, attrs, g->loc);
-  }
-
-  // The consumer statement (index into p.consumers) at which two consumer warpgroups take
-  // turns: the first gemm, when the step also runs other statements (with gemms only there
-  // is nothing to overlap). nullopt: no turns (other warpgroup counts, tilec.pingpong off).
-  std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads) const {
-    if (threads != 256 || !ctx_.get_bool("tilec.pingpong")) return std::nullopt;
-    std::optional<size_t> first;
-    bool other = false;
-    for (size_t q = 0; q < p.consumers.size(); ++q) {
-      const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]);
-      if (g && g->op == "gemm") {
-        if (!first) first = q;
-      } else {
-        other = true;
-      }
-    }
-    return other ? first : std::nullopt;
-  }
-
   Stmt rewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads) {
     const ForNode* f = p.loop;
     const SourceLoc loc = f->loc;
@@ -457,7 +242,7 @@ class WarpSpecializer : public IRMutator {
     Var k = make_var(f->loop_var->name, it, f->loop_var->loc);
     // Persistent: every block loops over tiles; the pipeline's slots and phases run on
     // across them (tile_i tiles of n steps each came before).
-    const bool persistent = want_persistent(kernel, sp, p);
+    const bool persistent = want_persistent(kernel, sp, p, ctx_);
     Var tile_i = make_var("tile_i", it, loc);
     Expr local = is_zero(f->min) ? Expr(k) : Expr(k) - f->min;
     Expr iter = persistent ? Expr(tile_i) * cast(it, f->extent) + local : local;
@@ -556,7 +341,7 @@ class WarpSpecializer : public IRMutator {
     // Two consumer warpgroups with work besides their gemms (attention: S = Q K^T, softmax,
     // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
     // the tensor cores.
-    const std::optional<size_t> turn = deferred ? std::nullopt : pingpong_gemm(p, threads);
+    const std::optional<size_t> turn = deferred ? std::nullopt : pingpong_gemm(p, threads, ctx_);
     const Expr wg = floordiv(tx, int_imm(128, tx->dtype));
     auto turn_wait = [&] {
       return back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx->dtype) + wg}, loc);
@@ -565,7 +350,7 @@ class WarpSpecializer : public IRMutator {
       return back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx->dtype) - wg}, loc);
     };
     Rotation rotated;
-    const bool rot = !deferred && rotation(p, groups, &rotated);
+    const bool rot = !deferred && rotation(p, groups, ctx_, &rotated);
     for (size_t q = 0; q < p.consumers.size() && !rot; ++q) {
       Stmt st = substitute(p.body.stmts[p.consumers[q]], rename);
       st = pl::VersionAccesses(p.versioned, slot).mutate(st);
@@ -755,85 +540,6 @@ class WarpSpecializer : public IRMutator {
       persistent_ = true;
     }
     return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
-  }
-
-  // ---- persistent tiles ----
-
-  // Persistent unless turned off (tilec.persistent), without clusters, with the same number of
-  // steps for every tile, and when the shared buffers fit without sharing bytes across the
-  // roles (a block's producer fills the next tile's stages during this tile's epilogue).
-  bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) const {
-    if (!ctx_.get_bool("tilec.persistent")) return false;
-    for (int64_t c : kernel->cluster)
-      if (c > 1) return false;
-    for (const auto& b : kernel->block_vars)
-      if (back::uses_var(substitute(p.loop->extent, sp.let_values), b.get()) ||
-          back::uses_var(substitute(p.loop->min, sp.let_values), b.get()))
-        return false;
-    int64_t bytes = 0;
-    for_each_node(kernel->body, [&](const Node* node) {
-      auto* a = dynamic_cast<const AllocateNode*>(node);
-      if (!a || !is_shared(a->buffer->scope)) return;
-      auto v = p.versioned.find(a->buffer.get());
-      const Buffer& b = v == p.versioned.end() ? a->buffer : v->second;
-      int64_t n = b->dtype.bytes();
-      for (const auto& e : b->shape) n *= as_const_int(e) ? *as_const_int(e) : 1 << 20;
-      bytes += (n + 1023) / 1024 * 1024;
-    });
-    return bytes + 2048 <= ctx_.target().max_shared_memory_per_block();
-  }
-
-  struct TileLoop {
-    Var start;               // the hardware block index: the block's first tile
-    Expr total;              // tiles = the original grid's blocks
-    std::vector<Expr> grid;  // the original grid
-    std::vector<Var> block_vars;
-    std::vector<const LetNode*> lets;  // the spine's Lets, recomputed per tile
-  };
-
-  TileLoop tile_loop_parts(const KernelLaunchNode* kernel, const Spine& sp, const SourceLoc& loc) const {
-    TileLoop t;
-    t.start = make_var("tile_start", kernel->block_vars[0]->dtype, loc);
-    t.grid = kernel->grid;
-    t.block_vars = kernel->block_vars;
-    for (const auto& g : kernel->grid) t.total = t.total ? t.total * g : g;
-    for (const StmtNode* w : sp.wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w)) t.lets.push_back(l);
-    return t;
-  }
-
-  // for tile_i in [0, ceildiv(total - start, gridDim.x)):
-  //   tile = start + tile_i * gridDim.x; b0 = tile % G0; b1 = tile / G0 % G1; ...; <spine Lets>; body
-  // The producer's copy binds fresh variables (each variable is bound once in the function).
-  Stmt wrap_in_tile_loop(const TileLoop& t, const Stmt& body, const Var& tile_i, bool fresh, const SourceLoc& loc) const {
-    const DataType dt = t.start->dtype;
-    VarMap rename;
-    auto bind = [&](const Var& v) {
-      if (!fresh) return v;
-      Var nv = make_var(v->name, v->dtype, v->loc);
-      rename[v.get()] = nv;
-      return nv;
-    };
-    Var ti = bind(tile_i);
-    Var tile = make_var("tile", dt, loc);
-    Expr stride = ir::call(dt, "tl.grid_dim_x", {}, loc);
-    // Block d of the original grid: (tile / (G0 ... G_{d-1})) % G_d (the % is a no-op for the
-    // last dimension, tile < total, but tells the analyzer its range).
-    std::vector<std::pair<Var, Expr>> lets;
-    Expr below = nullptr;
-    for (size_t d = 0; d < t.block_vars.size(); ++d) {
-      Expr g = cast(dt, t.grid[d]);
-      Expr q = below ? floordiv(Expr(tile), below) : Expr(tile);
-      Expr v = floormod(q, g);
-      lets.emplace_back(bind(t.block_vars[d]), v);
-      below = below ? below * g : g;
-    }
-    for (const LetNode* l : t.lets) lets.emplace_back(bind(l->var), fresh ? substitute(l->value, rename) : l->value);
-    Stmt inner = fresh ? substitute(body, rename) : body;
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it) inner = let(it->first, it->second, inner, loc);
-    inner = let(tile, Expr(t.start) + Expr(ti) * stride, inner, loc);
-    Expr count = floordiv(cast(dt, t.total) - t.start + stride - int_imm(1, dt), stride);
-    return make_for(ti, int_imm(0, dt), count, ForKind::kSerial, inner, loc);
   }
 
   const PassContext& ctx_;

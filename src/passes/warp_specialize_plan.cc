@@ -1,0 +1,206 @@
+// warp_specialize_plan.h: the analysis half of warp_specialize — the spine, copy groups,
+// the rotated attention step and the ping-pong turn.
+#include "passes/warp_specialize_plan.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+
+namespace tilec::passes::ws {
+
+using namespace ir;
+namespace pl = pipeline;
+
+const TileOpNode* tile_op(const Stmt& s) { return s.as<TileOpNode>(); }
+
+namespace {
+
+
+// The nodes from `s` down to the first pipelined loop (inclusive); false when there is none.
+bool path_to_loop(const Stmt& s, std::vector<const StmtNode*>* path) {
+  if (!s) return false;
+  path->push_back(s.get());
+  if (auto* f = s.as<ForNode>(); f && f->for_kind == ForKind::kPipelined) return true;
+  std::vector<Stmt> children;
+  if (auto* q = s.as<SeqNode>()) children = q->stmts;
+  if (auto* f = s.as<ForNode>()) children = {f->body};
+  if (auto* i = s.as<IfNode>()) children = {i->then_case, i->else_case};
+  if (auto* l = s.as<LetNode>()) children = {l->body};
+  if (auto* a = s.as<AllocateNode>()) children = {a->body};
+  if (auto* a = s.as<AnnotateNode>()) children = {a->body};
+  for (const auto& c : children)
+    if (path_to_loop(c, path)) return true;
+  path->pop_back();
+  return false;
+}
+
+}  // namespace
+
+// The single pipelined loop of a kernel body when only Seqs and wrappers lead to it.
+std::optional<Spine> find_spine(const Stmt& body) {
+  int loops = 0;
+  for_each_node(body, [&](const Node* n) {
+    if (auto* f = dynamic_cast<const ForNode*>(n); f && f->for_kind == ForKind::kPipelined) ++loops;
+  });
+  std::vector<const StmtNode*> path;
+  if (loops != 1 || !path_to_loop(body, &path)) return std::nullopt;
+  Spine sp;
+  sp.loop = static_cast<const ForNode*>(path.back());
+  path.pop_back();
+  for (const StmtNode* n : path) {
+    switch (n->kind) {
+      case NodeKind::kSeq: break;
+      case NodeKind::kLet: {
+        auto* l = static_cast<const LetNode*>(n);
+        sp.let_values[l->var.get()] = substitute(l->value, sp.let_values);
+        sp.wrappers.push_back(n);
+        break;
+      }
+      case NodeKind::kAllocate:
+      case NodeKind::kAnnotate: sp.wrappers.push_back(n); break;
+      default: return std::nullopt;  // inside another loop or a condition
+    }
+  }
+  return sp;
+}
+
+
+// Whether the loop's later stages are only wgmma gemms that wait for themselves
+// (wg_wait 0), into accumulators nothing else in the loop touches, with operands from
+// shared memory: then their completion may be awaited one iteration late.
+bool defer_release(const Plan& p) {
+  for (size_t j : p.consumers) {
+    const TileOpNode* g = tile_op(p.body.stmts[j]);
+    if (!g || g->op != "gemm" || attr_int(*g, "wg_wait", 0) != 0) return false;
+    if (!is_shared(region_arg(*g, 0).buffer->scope) || !is_shared(region_arg(*g, 1).buffer->scope)) return false;
+  }
+  return !p.consumers.empty();
+}
+
+std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
+  std::vector<CopyGroup> groups;
+  for (size_t j : p.producers) {
+    const BufferNode* dst = region_arg(*tile_op(p.body.stmts[j]), 1).buffer.get();
+    CopyGroup c;
+    c.producers = {j};
+    c.last_reader = p.consumers.empty() ? 0 : p.consumers.size() - 1;
+    bool seen = false;
+    for (size_t q = 0; q < p.consumers.size(); ++q) {
+      if (!pl::accesses(p.body.stmts[p.consumers[q]]).reads.count(dst)) continue;
+      if (!seen) c.first_reader = q;
+      c.last_reader = q;
+      seen = true;
+      if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) c.waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+    }
+    if (single && !groups.empty()) {
+      CopyGroup& all = groups[0];
+      all.producers.push_back(j);
+      all.last_reader = std::max(all.last_reader, c.last_reader);
+      all.waits_pending |= c.waits_pending;
+      continue;
+    }
+    if (single) c.first_reader = 0;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const CopyGroup& g) {
+      return g.first_reader == c.first_reader && g.last_reader == c.last_reader;
+    });
+    if (same == groups.end()) {
+      groups.push_back(c);
+    } else {
+      same->producers.push_back(j);
+      same->waits_pending |= c.waits_pending;
+    }
+  }
+  return groups;
+}
+
+// The rotated form of a consumer step S = gemm1(...); <B>; O += gemm2(P, V) (attention):
+// two gemms, the first and the last consumer statement of their own copy groups, gemm1's
+// result read by B, and nothing before gemm1 or in B's first part touching gemm2's
+// operands or accumulator. tilec.intra_wg_overlap turns it off.
+
+bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out) {
+  if (!ctx.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return false;
+  const size_t n = p.consumers.size();
+  std::vector<size_t> gemms;
+  for (size_t q = 0; q < n; ++q)
+    if (const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]); g && g->op == "gemm") {
+      if (attr_int(*g, "wg_wait", 0) != 0) return false;
+      gemms.push_back(q);
+    }
+  if (gemms.size() != 2 || gemms[1] != n - 1) return false;
+  Rotation r;
+  r.first_gemm = gemms[0];
+  bool found_first = false, found_second = false;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].first_reader == gemms[0] && groups[g].last_reader == gemms[0]) {
+      r.first_group = g;
+      found_first = true;
+    }
+    if (groups[g].first_reader == n - 1 && groups[g].last_reader == n - 1) {
+      r.second_group = g;
+      found_second = true;
+    }
+  }
+  if (!found_first || !found_second) return false;
+  // gemm2's buffers: its operands and accumulator (the copied buffer aside).
+  pl::Access second = pl::accesses(p.body.stmts[p.consumers[n - 1]]);
+  std::unordered_set<const BufferNode*> touched(second.reads.begin(), second.reads.end());
+  touched.insert(second.writes.begin(), second.writes.end());
+  for (const auto& [b, v] : p.versioned) touched.erase(b);
+  auto touches = [&](size_t q) {
+    pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
+    for (const BufferNode* b : touched)
+      if (a.reads.count(b) || a.writes.count(b)) return true;
+    return false;
+  };
+  for (size_t q = 0; q <= r.first_gemm; ++q)
+    if (touches(q)) return false;
+  // gemm1's result must be read after it (else there is nothing to overlap).
+  pl::Access first = pl::accesses(p.body.stmts[p.consumers[r.first_gemm]]);
+  r.touches_second = n - 1;
+  bool reads_s = false;
+  for (size_t q = r.first_gemm + 1; q + 1 < n; ++q) {
+    pl::Access a = pl::accesses(p.body.stmts[p.consumers[q]]);
+    for (const BufferNode* b : first.writes) reads_s |= a.reads.count(b) > 0;
+    if (touches(q)) {
+      r.touches_second = q;
+      break;
+    }
+  }
+  if (!reads_s) return false;
+  *out = r;
+  return true;
+}
+
+// A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
+Stmt with_wg_wait(const Stmt& st, int64_t n) {
+  auto* g = st.as<TileOpNode>();
+  AttrMap attrs = g->attrs;
+  attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
+              attrs.end());
+  attrs.emplace_back("wg_wait", n);
+  return make_tile_op(g->op, g->args, attrs, g->loc);
+}
+
+// The consumer statement (index into p.consumers) at which two consumer warpgroups take
+// turns: the first gemm, when the step also runs other statements (with gemms only there
+// is nothing to overlap). nullopt: no turns (other warpgroup counts, tilec.pingpong off).
+std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx) {
+  if (threads != 256 || !ctx.get_bool("tilec.pingpong")) return std::nullopt;
+  std::optional<size_t> first;
+  bool other = false;
+  for (size_t q = 0; q < p.consumers.size(); ++q) {
+    const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]);
+    if (g && g->op == "gemm") {
+      if (!first) first = q;
+    } else {
+      other = true;
+    }
+  }
+  return other ? first : std::nullopt;
+}
+
+}  // namespace tilec::passes::ws

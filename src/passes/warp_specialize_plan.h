@@ -1,0 +1,84 @@
+// The analysis half of warp_specialize (warp_specialize.cc): which loop it rewrites and how.
+//
+// find_spine       the kernel's one pipelined loop and the wrappers (Lets, Allocates,
+//                  Annotates) on the way to it
+// Plan             the loop's producers (stage-0 TMA-able copies), consumers (the rest) and
+//                  versioned buffers (filled by warp_specialize.cc's plan_loop)
+// copy_groups      copies sharing one full/empty barrier pair (same first and last reader)
+// defer_release    whether a GEMM-only step can release its slot one iteration late
+// rotation         the rotated attention step (tilec.intra_wg_overlap)
+// pingpong_gemm    the consumer statement two warpgroups take turns at (tilec.pingpong)
+// with_wg_wait     a gemm tile op with its wg_wait attribute replaced
+// want_persistent, tile_loop_parts, wrap_in_tile_loop: the persistent tile loop
+//                  (warp_specialize_tiles.cc)
+// Pure functions of the tile IR and the pass context; the rewrite itself stays in
+// warp_specialize.cc.
+#pragma once
+
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "passes/pipeline_body.h"
+#include "tilec/ir/stmt.h"
+#include "tilec/passes/pass.h"
+
+namespace tilec::passes::ws {
+
+// The loop and the wrappers on the way to it.
+struct Spine {
+  const ir::ForNode* loop = nullptr;
+  std::vector<const ir::StmtNode*> wrappers;  // Let / Allocate / Annotate nodes, outermost first
+  ir::VarMap let_values;                      // each wrapper Let's variable -> its value in block indices
+};
+
+struct Plan {
+  const ir::ForNode* loop = nullptr;
+  pipeline::Body body;
+  std::vector<size_t> producers;  // stage-0 copies, in body order
+  std::vector<size_t> consumers;  // the rest
+  std::unordered_map<const ir::BufferNode*, ir::Buffer> versioned;  // copied buffer -> (S, ...) buffer
+  int stages = 0;
+  int widest_atom = 0;  // the widest wgmma N of the loop's gemms
+};
+
+// Copies whose buffers the same consumer statements first and last read share one pair of
+// barriers (a GEMM's A and B); others get their own (attention's K, read by S = Q K^T, and
+// V, read by O += P V: K's slot refills while P V still reads V).
+struct CopyGroup {
+  std::vector<size_t> producers;  // indices into the body, in body order
+  size_t first_reader = 0, last_reader = 0;  // indices into p.consumers
+  bool waits_pending = false;                // a reader leaves its wgmmas running (wg_wait != 0)
+  ir::Buffer full, empty;
+};
+
+// The rotated form of a consumer step S = gemm1(...); <B>; O += gemm2(P, V) (attention).
+struct Rotation {
+  size_t first_gemm = 0;      // index into p.consumers
+  size_t touches_second = 0;  // the first statement after gemm1 touching gemm2's buffers
+  size_t first_group = 0, second_group = 0;  // the copy groups gemm1 / gemm2 read
+};
+
+// The persistent form's tile loop.
+struct TileLoop {
+  ir::Var start;               // the hardware block index: the block's first tile
+  ir::Expr total;              // tiles = the original grid's blocks
+  std::vector<ir::Expr> grid;  // the original grid
+  std::vector<ir::Var> block_vars;
+  std::vector<const ir::LetNode*> lets;  // the spine's Lets, recomputed per tile
+};
+
+const ir::TileOpNode* tile_op(const ir::Stmt& s);
+std::optional<Spine> find_spine(const ir::Stmt& body);
+bool defer_release(const Plan& p);
+std::vector<CopyGroup> copy_groups(const Plan& p, bool single);
+bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out);
+ir::Stmt with_wg_wait(const ir::Stmt& st, int64_t n);
+std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
+
+bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx);
+TileLoop tile_loop_parts(const ir::KernelLaunchNode* kernel, const Spine& sp, const SourceLoc& loc);
+ir::Stmt wrap_in_tile_loop(const TileLoop& t, const ir::Stmt& body, const ir::Var& tile_i, bool fresh,
+                           const SourceLoc& loc);
+
+}  // namespace tilec::passes::ws

@@ -20,18 +20,6 @@ using namespace ir;
 
 namespace {
 
-// The loop nest `s` (a For and the Fors that are its whole body, recursively) with every
-// loop annotated tilec.disjoint_iterations.
-Stmt mark_disjoint_nest(const Stmt& s) {
-  auto* f = s.as<ForNode>();
-  if (!f) return s;
-  auto n = std::make_shared<ForNode>(*f);
-  n->body = mark_disjoint_nest(f->body);
-  if (!find_attr(n->annotations, passes::kDisjointIterationsKey))
-    n->annotations.emplace_back(passes::kDisjointIterationsKey, true);
-  return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
-}
-
 struct CopyPlan {
   RegionLoop loop;
   std::vector<Expr> src_idx, dst_idx;

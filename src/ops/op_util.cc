@@ -3,6 +3,7 @@
 
 #include "layout/digit_form.h"
 #include "ops/parallel_loop.h"
+#include "tilec/passes/cuda_back_passes.h"
 
 namespace tilec::ops {
 
@@ -108,6 +109,16 @@ Layout loop_layout_for_fragment(const std::vector<Var>& vars, const std::vector<
     }
   }
   return loop_layout_from_fragment(nest, accesses[0], layout);
+}
+
+Stmt mark_disjoint_nest(const Stmt& s) {
+  auto* f = s.as<ForNode>();
+  if (!f) return s;
+  auto n = std::make_shared<ForNode>(*f);
+  n->body = mark_disjoint_nest(f->body);
+  if (!find_attr(n->annotations, passes::kDisjointIterationsKey))
+    n->annotations.emplace_back(passes::kDisjointIterationsKey, true);
+  return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
 }
 
 }  // namespace tilec::ops

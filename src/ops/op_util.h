@@ -36,4 +36,9 @@ ir::Layout loop_layout_for_fragment(const std::vector<ir::Var>& vars, const std:
 // An empty nest (scalar region) still needs one iteration: extents {1}, one unused var.
 void ensure_nonempty(RegionLoop& loop);
 
+// The loop nest `s` (a For and the Fors that are its whole body, recursively) with every
+// loop annotated tilec.disjoint_iterations: its iterations touch different elements, so
+// insert_syncs needs no barrier between them.
+ir::Stmt mark_disjoint_nest(const ir::Stmt& s);
+
 }  // namespace tilec::ops

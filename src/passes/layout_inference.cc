@@ -23,12 +23,14 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "layout/digit_form.h"
 #include "ops/parallel_loop.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
+#include "tilec/layout/bank_layout.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
 #include "tilec/passes/cuda_back_passes.h"
@@ -83,8 +85,18 @@ class UnitCollector : public IRVisitor {
   std::vector<Unit> units;
   std::vector<Buffer> buffers;  // fragments and shared buffers, allocation order
   std::vector<std::pair<std::pair<Buffer, Layout>, SourceLoc>> user_layouts;
+  // Buffers some tile op or some access outside the T.Parallel nests touches.
+  std::unordered_set<const BufferNode*> touched_outside_nests;
 
  protected:
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    touched_outside_nests.insert(op->buffer.get());
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    touched_outside_nests.insert(op->buffer.get());
+    IRVisitor::visit_BufferStore(op);
+  }
   void visit_Allocate(const AllocateNode* op) override {
     if (op->buffer->scope == Scope::kFragment || is_shared(op->buffer->scope)) buffers.push_back(op->buffer);
     IRVisitor::visit_Allocate(op);
@@ -105,6 +117,8 @@ class UnitCollector : public IRVisitor {
     IRVisitor::visit_Annotate(op);
   }
   void visit_TileOp(const TileOpNode* op) override {
+    for (const auto& arg : op->args)
+      if (auto* r = std::get_if<BufferRegion>(&arg)) touched_outside_nests.insert(r->buffer.get());
     Unit u;
     u.op = op;
     u.loops = loops_;
@@ -134,7 +148,8 @@ class UnitCollector : public IRVisitor {
 class Inference : public ops::LayoutInferenceState {
  public:
   Inference(const target::Target& t, int64_t threads, UnitCollector& c, const PassContext& ctx)
-      : target_(t), num_threads_(threads), current_threads_(threads), units_(c.units), buffers_(c.buffers), ctx_(ctx) {
+      : target_(t), num_threads_(threads), current_threads_(threads), units_(c.units), buffers_(c.buffers), ctx_(ctx),
+        touched_outside_nests_(c.touched_outside_nests) {
     for (auto& u : units_)
       if (u.threads == 0) u.threads = threads;
     // A fragment takes the thread count of the (first) unit that uses it, for defaults.
@@ -180,7 +195,7 @@ class Inference : public ops::LayoutInferenceState {
       auto shape = const_buffer_shape(b);
       if (b->scope == Scope::kFragment)
         propose(b, layout::default_fragment(shape, threads_of(b), b->dtype), "default");
-      else propose(b, layout::row_major(shape), "default");
+      else shared_default(b, shape);
     }
     // Every demand once more, now that everything is known: conflicts surface here.
     for (auto& u : units_) {
@@ -365,6 +380,26 @@ class Inference : public ops::LayoutInferenceState {
     return false;
   }
 
+  // A shared buffer nothing constrains: row-major, or the layout with the fewest bank
+  // conflicts for the T.Parallel nests that alone touch it (tilec.bank_aware_layouts).
+  void shared_default(const Buffer& b, const std::vector<int64_t>& shape) {
+    std::vector<layout::SharedAccess> accesses;
+    if (ctx_.get_bool("tilec.bank_aware_layouts") && !touched_outside_nests_.count(b.get())) {
+      for (const auto& u : units_) {
+        if (!u.is_nest()) continue;
+        for (const auto& a : u.accesses)
+          if (a.buffer.get() == b.get() && u.loop_layout)
+            accesses.push_back({u.nest.vars, u.nest.extents, u.loop_layout, a.indices});
+      }
+    }
+    layout::SharedLayoutChoice c = layout::choose_shared_layout(shape, b->dtype, accesses);
+    std::string origin = "default";
+    if (c.name != "row-major")
+      origin = "the default for its T.Parallel accesses: " + c.name + " (" + std::to_string(c.wavefronts) +
+               " shared-memory wavefronts per warp, " + std::to_string(c.row_major_wavefronts) + " row-major)";
+    propose(b, c.layout, origin);
+  }
+
   void check_nest(const Unit& u) {
     for (const auto& a : u.accesses) {
       if (a.buffer->scope != Scope::kFragment) continue;
@@ -391,6 +426,7 @@ class Inference : public ops::LayoutInferenceState {
   std::unordered_map<const BufferNode*, std::pair<Layout, std::string>> layouts_;
   const std::vector<const ForNode*>* current_loops_ = nullptr;
   std::vector<const ForNode*> no_loops_;
+  const std::unordered_set<const BufferNode*>& touched_outside_nests_;
 };
 
 // Writes the results into the kernel: loop layouts on nests, the layout map on the body.

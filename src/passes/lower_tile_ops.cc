@@ -17,9 +17,11 @@
 //   The result goes through the simplify pass (index arithmetic under the known ranges).
 #include <unordered_map>
 
+#include "ops/op_util.h"
 #include "ops/parallel_loop.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
+#include "tilec/ir/structural.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
 #include "tilec/passes/cuda_back_passes.h"
@@ -166,10 +168,15 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       // when the body writes per-thread state (fragments, locals); stores to shared or
       // global memory need only one of them.
       bool per_thread_writes = false;
-      for (const auto& a : ops::collect_accesses(nest))
+      const std::vector<ops::NestAccess> accesses = ops::collect_accesses(nest);
+      for (const auto& a : accesses)
         if (a.is_write && !is_shared(a.buffer->scope) && a.buffer->scope != Scope::kGlobal) per_thread_writes = true;
-      return ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v), !per_thread_writes,
-                                      *this, op->loc);
+      Stmt lowered = ops::lower_parallel_nest(nest.vars, nest.extents, nest.body, std::get<Layout>(*v),
+                                              !per_thread_writes, *this, op->loc);
+      // T.Parallel iterations are independent: when every shared buffer the nest writes is
+      // read and written at one index per iteration (element-wise), no two of its per-thread
+      // iterations touch one element, and no barrier goes between them.
+      return elementwise_shared_writes(accesses) ? ops::mark_disjoint_nest(lowered) : lowered;
     }
     loops_.push_back(op);
     Stmt r = IRMutator::mutate_For(s, op);
@@ -203,6 +210,18 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   }
 
  private:
+  static bool elementwise_shared_writes(const std::vector<ops::NestAccess>& accesses) {
+    for (const auto& w : accesses) {
+      if (!w.is_write || !is_shared(w.buffer->scope)) continue;
+      for (const auto& a : accesses) {
+        if (a.buffer.get() != w.buffer.get() || a.indices.size() != w.indices.size()) continue;
+        for (size_t d = 0; d < a.indices.size(); ++d)
+          if (!structural_equal(a.indices[d], w.indices[d])) return false;
+      }
+    }
+    return true;
+  }
+
   Buffer make_lowered(const Buffer& b) const {
     switch (b->scope) {
       case Scope::kGlobal: return b;

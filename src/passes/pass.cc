@@ -87,6 +87,10 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.longest_blocks_first", true,
      "A kernel whose main loop's trip count grows with one block index (causal attention) launches its "
      "blocks in decreasing order of that index, longest first (order_blocks_by_work). Only speed changes."},
+    {"tilec.bank_aware_layouts", true,
+     "A shared buffer only T.Parallel loops touch gets the layout (row-major, a 16-byte-chunk swizzle or a "
+     "4-byte-word XOR swizzle) with the fewest shared-memory bank conflicts for those loops' accesses "
+     "(layout inference). False: row-major. Only speed changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

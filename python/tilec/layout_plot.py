@@ -7,7 +7,9 @@
 A fragment's picture shows, for each element of the logical tile, the thread that owns it and
 its register (local) index in that thread; a shared buffer's shows each element's physical
 offset (the swizzle) and the 4-byte bank it lands in, so bank conflicts are visible: a warp
-conflicts when its lanes read different words of one bank. Tiles of more than two dimensions
+conflicts when its lanes read different words of one bank. A shared buffer's title names its
+swizzle and the conflict degree of reading 16 bytes from each of 8 rows in one 128-byte phase
+(ldmatrix, 16-byte vector loads of a column), the access that swizzles exist for. Tiles of more than two dimensions
 are drawn with the leading dimensions folded into rows, except a shared buffer whose 2-D tiles are
 copies of one layout (a pipelined buffer's stages): its first tile is drawn, the title says so.
 Small tiles (at most 32 x 32) get one panel with every cell labelled; larger ones get

@@ -46,11 +46,12 @@ LayoutMaps evaluate_maps(const Layout& l) {
   LayoutMaps m;
   m.shape = checked_shape(l);
   m.fragment = l->is_fragment();
+  if (m.fragment && l->forward_index.size() != 1)
+    throw_user_error("a fragment needs exactly one register index expression to be evaluated, this one has " +
+                         std::to_string(l->forward_index.size()),
+                     {}, "T.Fragment(shape, forward_thread=..., forward_index=lambda i, j: [k])");
   m.text = describe(l);
   if (m.fragment) {
-    if (l->forward_index.size() != 1)
-      throw_user_error("a fragment needs exactly one register index expression to be evaluated", {},
-                       "T.Fragment(shape, forward_thread=..., forward_index=lambda i, j: [k])");
     m.replicate = replicate_factor(l);
     std::vector<Var> slots = l->vars;
     slots.push_back(l->rep_var);

@@ -144,6 +144,18 @@ def test_plot_layout_rejects_what_is_not_a_layout():
         tilec.plot_layout("A_shared")
 
 
+def test_layouts_that_cannot_be_evaluated_say_why():
+    no_register = T.Fragment((4, 4), forward_thread=lambda i, j: i)
+    with pytest.raises(CompileError, match="exactly one register index expression") as e:
+        tilec._tilec.layout_maps(no_register)
+    assert "forward_index=lambda i, j: [k]" in e.value.hint
+    huge = tilec._tilec.swizzled_layout([4096, 2048], "float16", "none")
+    with pytest.raises(CompileError, match="more than 4194304 elements"):
+        tilec._tilec.layout_maps(huge)
+    with pytest.raises(CompileError, match="cannot tell the size of dtype 'weird'"):
+        tilec.plot_layout(tilec._tilec.swizzled_layout([8, 64], "float16", "none"), dtype="weird")
+
+
 def test_missing_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     for mod in ("matplotlib", "matplotlib.figure", "matplotlib.backends", "matplotlib.backends.backend_agg"):
         monkeypatch.setitem(sys.modules, mod, None)

@@ -162,3 +162,15 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match="pip install matplotlib"):
         tilec.plot_layout(_mma_a_fragment(), str(tmp_path / "f.png"))
     assert not os.path.exists(tmp_path / "f.png")
+
+
+@needs_nvrtc
+def test_kernels_from_cuda_source_have_no_layouts():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_runtime_kernel import ADD_PLAN, ADD_SOURCE
+
+    from tilec import kernel as kernel_mod
+
+    k = kernel_mod.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80")
+    with pytest.raises(kernel_mod.KernelArgumentError, match="layouts\\(\\) needs a kernel compiled from a program"):
+        k.layouts()

@@ -8,9 +8,10 @@
 # Steps:
 #   1. system tools (g++, cmake, ninja) and GoogleTest (Debian libgtest-dev), via apt only
 #      when missing;
-#   2. Python packages (nanobind, scikit-build-core, numpy, pytest), via pip only when
-#      missing or too old; pip never builds in isolation (no downloads of build deps), and
-#      only nanobind (needed by the build) is fatal when it cannot be installed;
+#   2. Python packages (nanobind, scikit-build-core, numpy, pytest; matplotlib, optional: only
+#      the layout plots use it), via pip only when missing or too old; pip never builds in
+#      isolation (no downloads of build deps), and only nanobind (needed by the build) is
+#      fatal when it cannot be installed;
 #   3. one CMake/Ninja build in build/: libtilec, the tilec CLI, the C++ tests and the
 #      _tilec extension (--main-only: only the _tilec extension, what the main job runs;
 #      on a fresh clone on 2 cores that makes scripts/run_main.sh take 252 s instead of
@@ -99,6 +100,7 @@ PY_REQS=(
   "scikit-build-core 0.10 1.1.2 pip-install-."
   "numpy 1.24 2.4.6 the-Python-tests"
   "pytest 7.0 9.2.0 the-Python-tests"
+  "matplotlib 3.5 3.11.2 the-layout-plots-(optional;-their-tests-skip-without-it)"
 )
 command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (set PYTHON=/path/to/python3)"
 py_has() {  # py_has dist min_version

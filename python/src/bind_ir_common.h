@@ -15,6 +15,7 @@
 #include "tilec/ir/expr.h"
 #include "tilec/ir/stmt.h"
 #include "tilec/ir/type.h"
+#include "tilec/layout/layout_maps.h"
 
 namespace tilec::pybind {
 
@@ -47,5 +48,13 @@ nb::dict from_attr_map(const ir::AttrMap& attrs);
 ir::BufferRegion to_region(nb::handle h);  // BufferRegion or Buffer (the whole buffer)
 
 std::string py_type_name(nb::handle h);
+
+// A layout evaluated at every element (tilec/layout/layout_maps.h) as a dict of ints and
+// lists: shape, fragment, text, and thread/local/replicate/threads/registers (fragments) or
+// offset/physical_size (plain layouts); bind_ir_layout.cc.
+nb::dict wrap_layout_maps(const layout::LayoutMaps& m);
+// One inferred layout of a program: the maps above plus name, scope, dtype, dtype_bits and
+// the Layout object itself.
+nb::dict wrap_inferred_layout(const layout::InferredLayout& l);
 
 }  // namespace tilec::pybind

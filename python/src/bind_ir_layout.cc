@@ -1,9 +1,11 @@
-// Layout helpers the T language exposes (tilec.layout): swizzled shared-memory layouts.
+// Layout helpers the T language exposes (tilec.layout): swizzled shared-memory layouts, and a
+// layout evaluated at every element (for tilec.plot_layout and kernel.layouts()).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bind_ir_common.h"
+#include "tilec/layout/layout_maps.h"
 #include "tilec/layout/swizzle.h"
 #include "tilec/support/diag.h"
 
@@ -20,7 +22,45 @@ SwizzleMode parse_mode(const std::string& name) {
   tilec::throw_user_error("unknown swizzle mode '" + name + "'", {}, "modes: none, 32B, 64B, 128B");
 }
 
+nb::list int_list(const std::vector<int64_t>& v) {
+  nb::list out;
+  for (int64_t x : v) out.append(x);
+  return out;
+}
+
 }  // namespace
+
+namespace tilec::pybind {
+
+nb::dict wrap_layout_maps(const tilec::layout::LayoutMaps& m) {
+  nb::dict d;
+  d["shape"] = int_list(m.shape);
+  d["fragment"] = m.fragment;
+  d["text"] = m.text;
+  if (m.fragment) {
+    d["replicate"] = m.replicate;
+    d["threads"] = m.threads;
+    d["registers"] = m.registers;
+    d["thread"] = int_list(m.thread);
+    d["local"] = int_list(m.local);
+  } else {
+    d["offset"] = int_list(m.offset);
+    d["physical_size"] = m.physical_size;
+  }
+  return d;
+}
+
+nb::dict wrap_inferred_layout(const tilec::layout::InferredLayout& l) {
+  nb::dict d = wrap_layout_maps(tilec::layout::evaluate_maps(l.layout));
+  d["name"] = l.buffer->name;
+  d["scope"] = std::string(tilec::ir::scope_name(l.buffer->scope));
+  d["dtype"] = l.buffer->dtype.str();
+  d["dtype_bits"] = l.buffer->dtype.bits() * l.buffer->dtype.lanes();
+  d["layout"] = nb::cast(l.layout);
+  return d;
+}
+
+}  // namespace tilec::pybind
 
 void bind_ir_layout(nb::module_& m) {
   m.def("swizzle_applicable", [](const std::vector<int64_t>& shape, nb::handle dtype, const std::string& mode) {
@@ -42,4 +82,8 @@ void bind_ir_layout(nb::module_& m) {
          }
          return tilec::layout::swizzled_layout(shape, t, mm);
        }, "shape"_a, "dtype"_a, "mode"_a);
+  m.def("layout_maps", [](const tilec::ir::Layout& l) { return tilec::pybind::wrap_layout_maps(tilec::layout::evaluate_maps(l)); },
+        "layout"_a,
+        "The layout at every element of its tile, row-major: for a fragment the owning thread "
+        "(replica 0) and register index, for a plain layout the physical element offset.");
 }

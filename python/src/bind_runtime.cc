@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bind_ir_common.h"
 #include "tilec/ir/stmt.h"
 #include "tilec/passes/pass.h"
 #include "tilec/runtime/aot.h"
@@ -246,6 +247,8 @@ struct PyKernel {
   std::shared_ptr<Kernel> without_tma;
   // For a kernel compiled from a program: what the back end chose and why (kernel.explain()).
   std::function<std::string()> explain;
+  // For a kernel compiled from a program: the inferred layouts (kernel.layouts(), plot_layouts()).
+  std::function<std::vector<tilec::layout::InferredLayout>()> layouts;
   // Warnings and notes of the compile that made this kernel (none on a cache hit);
   // tilec/kernel.py turns them into Python warnings.
   std::vector<Diagnostic> diagnostics;
@@ -549,6 +552,19 @@ void bind_runtime(nb::module_& m) {
              nb::gil_scoped_release release;
              return k.explain();
            })
+      .def("_layouts",
+           [](const PyKernel& k) {
+             if (!k.layouts) raise_argument_error("layouts() needs a kernel compiled from a program (tilec.compile), "
+                                                  "not from CUDA source");
+             std::vector<tilec::layout::InferredLayout> found;
+             {
+               nb::gil_scoped_release release;
+               found = k.layouts();
+             }
+             nb::list out;
+             for (const auto& l : found) out.append(tilec::pybind::wrap_inferred_layout(l));
+             return out;
+           })
       .def("__repr__", [](const PyKernel& k) { return "<tilec.Kernel " + k.kernel->signature() + ">"; });
 
   m.def(
@@ -567,6 +583,7 @@ void bind_runtime(nb::module_& m) {
         const bool uses_tma = !a.plan.tma_descs.empty();
         PyKernel k = make_kernel(std::move(a));
         k.explain = [f, o] { return explain_program(f, o); };
+        k.layouts = [f, o] { return program_layouts(f, o); };
         k.diagnostics = std::move(diagnostics);
         if (uses_tma) {
           CompileOptions plain = o;

@@ -172,6 +172,28 @@ def _explain(self: Kernel, show: bool = True) -> str:
 Kernel.explain = _explain
 
 
+def _layouts(self: Kernel) -> list:
+    """The layout of every fragment and shared buffer, as layout inference chose it for this
+    kernel's target: one dict per buffer (name, scope, dtype, shape, the Layout, and per-element
+    maps: thread / local for fragments, offset for shared buffers); see tilec.layout_plot."""
+    from .layout_plot import kernel_layouts
+
+    return kernel_layouts(self)
+
+
+def _plot_layouts(self: Kernel, directory: str, buffers: Optional[Sequence[str]] = None) -> list:
+    """Writes <directory>/<kernel>.<buffer>.png for every fragment (thread / register of each
+    element) and shared buffer (offset and 4-byte bank of each element) and returns a
+    description of each figure (path, title, panels, pixel size). Needs matplotlib."""
+    from .layout_plot import plot_kernel_layouts
+
+    return plot_kernel_layouts(self, directory, buffers)
+
+
+Kernel.layouts = _layouts
+Kernel.plot_layouts = _plot_layouts
+
+
 def _export(self: Kernel, directory: str) -> list:
     """Ahead-of-time export for C++ (tilec/runtime/aot.h): writes <kernel>.tkc (the compiled
     artifact: cubin, launch plan) and <kernel>.h (a typed launch function in namespace

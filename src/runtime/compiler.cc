@@ -18,6 +18,7 @@
 
 #include "tilec/ir/printer.h"
 #include "tilec/ir/visitor.h"
+#include "tilec/pipeline/pipeline.h"
 #include "tilec/runtime/cache.h"
 #include "tilec/target/cuda/explain.h"
 #include "tilec/runtime/device_headers.h"
@@ -217,6 +218,17 @@ std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts)
 std::string explain_program(const ir::PrimFunc& f, const CompileOptions& opts) {
   Prepared p = prepare(f, opts);
   return cuda::format_explain(cuda::explain(f, p.ctx));
+}
+
+std::vector<layout::InferredLayout> program_layouts(const ir::PrimFunc& f, const CompileOptions& opts) {
+  Prepared p = prepare(f, opts);
+  std::vector<passes::Pass> through_inference;
+  for (auto& pass : pipeline::cuda_pipeline(p.ctx.target())) {
+    const bool last = pass.name == "layout_inference";
+    through_inference.push_back(std::move(pass));
+    if (last) break;
+  }
+  return layout::inferred_layouts(passes::run_passes(through_inference, f, p.ctx));
 }
 
 namespace {

@@ -140,11 +140,13 @@ def test_tvm_names_outside_the_stand_in_say_so():
 
 def test_not_provided_tools_raise_with_an_alternative():
     from tilec.carver.template import MatmulTemplate
+    from tilec.errors import CompileError
     from tilec.tools import plot_layout
 
     with pytest.raises(NotImplementedError, match="tilec.autotune"):
         MatmulTemplate(M=1, N=1, K=1)
-    with pytest.raises(NotImplementedError, match="script"):
+    # plot_layout is provided (tilec.layout_plot); what it cannot draw, it names.
+    with pytest.raises(CompileError, match="plot_layout takes a layout"):
         plot_layout(None)
 
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tilec/ir/stmt.h"
+#include "tilec/layout/layout_maps.h"
 #include "tilec/passes/pass.h"
 #include "tilec/runtime/launch_plan.h"
 
@@ -62,5 +63,10 @@ std::string compile_cache_key(const ir::PrimFunc& f, const CompileOptions& opts)
 // kernel.explain(): for each copy and gemm, the instruction the CUDA back end chooses under
 // these options and why faster ones were ruled out (tilec/target/cuda/explain.h), as text.
 std::string explain_program(const ir::PrimFunc& f, const CompileOptions& opts);
+
+// kernel.layouts() / kernel.plot_layouts(): the layout of every fragment and shared buffer as
+// layout inference chooses it under these options (the CUDA pipeline up to and including
+// layout_inference), in allocation order.
+std::vector<layout::InferredLayout> program_layouts(const ir::PrimFunc& f, const CompileOptions& opts);
 
 }  // namespace tilec::runtime

@@ -1,12 +1,10 @@
-"""`tilelang.tools`: upstream's analysis and plotting tools are not part of tilec; importing
-works, using them raises NotImplementedError with what to use instead."""
+"""`tilelang.tools`: plot_layout draws a layout (tilec.layout_plot, with upstream's signature);
+upstream's analysis tools are not part of tilec: importing works, using them raises
+NotImplementedError with what to use instead."""
 
 from __future__ import annotations
 
-
-def plot_layout(*args, **kwargs):
-    raise NotImplementedError("tilelang.tools.plot_layout is not part of tilec: print a layout with "
-                              "layout.script() (or TILEC_DUMP_IR=1 for the inferred layouts)")
+from ..layout_plot import tools_plot_layout as plot_layout  # noqa: F401
 
 
 class Analyzer:

@@ -284,3 +284,27 @@ def test_reduce_across_warps_prints_no_if_true(fresh_cache):
 
     src = tilec.compile(colsum, target="sm_80").get_kernel_source()
     assert "_red_shared" in src and "if (true)" not in src
+
+
+@needs_nvrtc
+def test_column_sum_loop_takes_two_barriers_per_step(fresh_cache):
+    # Issue 13's column sum: a cross-warp reduction in a loop. Its shared scratch is written and
+    # read every step: one barrier before the write (the last step's readers) and one before
+    # the read — the minimum for one scratch buffer (it once took four).
+    @T.prim_func
+    def colsum(A: T.Tensor((1024, 128), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tile = T.alloc_fragment((32, 128), "float32")
+            part = T.alloc_fragment((128,), "float32")
+            acc = T.alloc_fragment((128,), "float32")
+            T.clear(acc)
+            for k in T.serial(32):
+                T.copy(A[k * 32, 0], tile)
+                T.reduce_sum(tile, part, dim=0)
+                for j in T.Parallel(128):
+                    acc[j] += part[j]
+            T.copy(acc, B)
+
+    src = tilec.compile(colsum, target="sm_80").get_kernel_source()
+    loop = src[src.index("for (int k = 0; k < 32; ++k) {"):src.index("if (tx / 32 == 0)")]
+    assert loop.count("__syncthreads();") == 2, loop

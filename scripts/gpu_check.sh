@@ -83,6 +83,9 @@ if want bench; then
   run_step "attention backward + MLA" attention_more.log "$PY" bench/bench_attention_more.py \
     --json "$OUT/attention_more.json"
   tail -n 20 "$OUT/attention_more.log"
+  # Issue 13's transpose: bank-aware shared layout against row-major, torch and a copy.
+  run_step "transpose (shared layout)" transpose.log "$PY" bench/bench_transpose.py --json "$OUT/transpose.json"
+  tail -n 6 "$OUT/transpose.log"
 fi
 
 echo

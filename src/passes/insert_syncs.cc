@@ -1,8 +1,3 @@
-// Size: over 800 lines (886) since the uniformity rule joined it; not split yet because the
-// divergence analysis, the exposure walk and the barrier placement share the Planner's state
-// (divergent_, ranges_, loop extents). The next split: the uniformity rule (which expressions
-// are the same in every thread, read-only tensors) into its own file with a small interface.
-//
 // Pass insert_syncs: __syncthreads where shared memory accesses of different threads conflict.
 //
 // Input:  lowered IR after plan_shared_memory (shared.dyn buffers carry their arena offsets,
@@ -72,10 +67,13 @@
 //   Never silently: every place where a barrier is needed but cannot be placed (a barrier
 //   inside a non-uniform loop; a loop with non-uniform bounds, or bounds that read memory,
 //   inside a divergent branch that needs a barrier) is a UserError with a hint.
+// Files: which global tensors the kernel writes (for the uniformity rule), the shared arena
+// ranges and the named-barrier rewrite of roles are in insert_syncs_support.{h,cc}.
 #include <algorithm>
 #include <functional>
 
 #include "passes/cuda_back_util.h"
+#include "passes/insert_syncs_support.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/cuda_back_passes.h"
@@ -88,6 +86,8 @@ using namespace ir;
 namespace {
 
 using back::contains_barrier;
+using syncs::GlobalWrites;
+using syncs::find_global_writes;
 
 using VarSet = std::unordered_set<const VarNode*>;
 
@@ -111,60 +111,6 @@ struct Effects {
 Stmt make_barrier() { return evaluate(call(DataType::Void(), "tl.syncthreads", {})); }
 
 std::string barrier_op(const Stmt& s) { return s.as<EvaluateNode>()->value.as<CallNode>()->op; }
-
-// The global tensors a kernel may write (see "Uniform values" in the file comment): by
-// identity, and by name for tensors written through a TMA tensor map (which names them).
-struct GlobalWrites {
-  std::unordered_set<const BufferNode*> buffers;
-  std::unordered_set<std::string> tma_names;
-  bool may_write(const BufferNode* b) const { return buffers.count(b) > 0 || tma_names.count(b->name) > 0; }
-};
-
-bool reads_through_tma_descriptor(const std::string& op) {
-  return op == "tl.tma_load" || op == "tl.tma_load_multicast" || op == "tl.tma_prefetch_descriptor";
-}
-
-GlobalWrites find_global_writes(const Stmt& body) {
-  class Walk : public IRVisitor {
-   public:
-    GlobalWrites out;
-
-   protected:
-    void visit_BufferStore(const BufferStoreNode* op) override {
-      out.buffers.insert(op->buffer.get());
-      IRVisitor::visit_BufferStore(op);
-    }
-    void visit_TileOp(const TileOpNode* op) override {
-      for (const auto& a : op->args)
-        if (auto* r = std::get_if<BufferRegion>(&a)) out.buffers.insert(r->buffer.get());
-      IRVisitor::visit_TileOp(op);
-    }
-    // Reached only where the address does not go straight to a reading call argument.
-    void visit_Call(const CallNode* op) override {
-      if (op->op == "tl.address_of") {
-        if (auto* load = op->args.empty() ? nullptr : op->args[0].as<BufferLoadNode>()) out.buffers.insert(load->buffer.get());
-        return IRVisitor::visit_Call(op);
-      }
-      if (op->op == kTmaDescriptorOp) {
-        if (auto* name = op->args.empty() ? nullptr : op->args[0].as<StringImmNode>()) out.tma_names.insert(name->value);
-        return IRVisitor::visit_Call(op);
-      }
-      const std::string& spec = back::intrinsic_effect(op->op);
-      for (size_t i = 0; i < op->args.size(); ++i) {
-        auto* arg = op->args[i].as<CallNode>();
-        bool read_address = arg && arg->op == "tl.address_of" && back::effect_of_arg(spec, i) == 'r';
-        bool read_map = arg && arg->op == kTmaDescriptorOp && reads_through_tma_descriptor(op->op);
-        if (read_address || read_map) {
-          for (const auto& x : arg->args) visit(x);  // the indices (and descriptor operands) only
-          continue;
-        }
-        visit(op->args[i]);
-      }
-    }
-  } w;
-  w.visit(body);
-  return w.out;
-}
 
 class SyncPlanner {
  public:
@@ -813,64 +759,15 @@ class SyncPlanner {
   int64_t barriers_placed_ = 0;  // barriers decided so far (a probe compares before and after)
 };
 
-// Arena byte ranges of the shared.dyn buffers (from plan_shared_memory's annotations).
-std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> arena_ranges(const Stmt& body) {
-  std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> out;
-  for_each_node(body, [&](const Node* n) {
-    if (n->kind != NodeKind::kAnnotate) return;
-    auto* a = static_cast<const AnnotateNode*>(n);
-    if (a->key != kSmemOffsetKey) return;
-    auto* alloc = a->body.as<AllocateNode>();
-    auto* off = std::get_if<Expr>(&a->value);
-    if (!alloc || !off || !as_const_int(*off)) return;
-    int64_t numel = 1;
-    for (const auto& e : alloc->buffer->shape) numel *= as_const_int(e) ? *as_const_int(e) : 1;
-    int64_t bytes = (numel * alloc->buffer->dtype.bits() * alloc->buffer->dtype.lanes() + 7) / 8;
-    int64_t lo = *as_const_int(*off);
-    out[alloc->buffer.get()] = {lo, lo + bytes};
-  });
-  return out;
-}
-
-// Block barriers inside a role that is not the whole block become named barriers over the
-// role's threads (__syncthreads would wait for threads that never arrive).
-class NamedBarriers : public IRMutator {
- public:
-  explicit NamedBarriers(int64_t block_threads) : block_threads_(block_threads) {}
-
- protected:
-  Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
-    if (op->key != kThreadRangeKey) return IRMutator::mutate_Annotate(s, op);
-    const auto& r = std::get<std::vector<int64_t>>(op->value);
-    roles_.push_back(r);
-    Stmt out = IRMutator::mutate_Annotate(s, op);
-    roles_.pop_back();
-    return out;
-  }
-  Stmt mutate_Evaluate(const Stmt& s, const EvaluateNode* op) override {
-    auto* c = op->value.as<CallNode>();
-    if (!c || c->op != "tl.syncthreads" || roles_.empty() || roles_.back()[1] >= block_threads_) return s;
-    const auto& r = roles_.back();
-    TILEC_ICHECK(r.size() >= 3 && r[1] % 32 == 0 && r[2] > 0 && r[2] < 16)
-        << "a barrier inside a role of " << r[1] << " threads (named barriers need whole warps and an id 1..15)";
-    return evaluate(call(DataType::Void(), "tl.named_barrier_sync", {int_imm(r[2], Int32()), int_imm(r[1], Int32())}, s->loc),
-                    s->loc);
-  }
-
- private:
-  int64_t block_threads_;
-  std::vector<std::vector<int64_t>> roles_;
-};
-
 PrimFunc insert(const PrimFunc& f, PassContext& ctx) {
   if (back::config_flag(ctx, "tl.disable_thread_storage_sync")) return f;
   const KernelLaunchNode* kernel = back::find_kernel(f->body);
   if (!kernel) return f;
-  SyncPlanner planner(kernel, arena_ranges(kernel->body));
+  SyncPlanner planner(kernel, syncs::arena_ranges(kernel->body));
   Stmt body = planner.run(kernel->body);
   int64_t threads = 1;
   for (auto t : kernel->threads) threads *= t;
-  body = NamedBarriers(threads).mutate(body);
+  body = syncs::named_barriers(body, threads);
   if (body.same_as(kernel->body)) return f;
   auto k = std::make_shared<KernelLaunchNode>(*kernel);
   k->body = body;

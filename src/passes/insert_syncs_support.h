@@ -1,0 +1,33 @@
+// Helpers of insert_syncs (insert_syncs.cc) that do not need its planner's state.
+//
+// find_global_writes  the global tensors a kernel may write — by identity, and by name for
+//                     tensors written through a TMA tensor map (which names them); the others
+//                     are read-only, and loads from them at uniform indices are uniform
+//                     (insert_syncs' "Uniform values")
+// arena_ranges        the byte range of every shared.dyn buffer in the arena (from
+//                     plan_shared_memory's annotations): buffers whose ranges overlap alias
+// named_barriers      block barriers inside a role that is not the whole block become named
+//                     barriers over the role's threads (__syncthreads would wait for threads
+//                     that never arrive)
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "tilec/ir/stmt.h"
+
+namespace tilec::passes::syncs {
+
+struct GlobalWrites {
+  std::unordered_set<const ir::BufferNode*> buffers;
+  std::unordered_set<std::string> tma_names;
+  bool may_write(const ir::BufferNode* b) const { return buffers.count(b) > 0 || tma_names.count(b->name) > 0; }
+};
+
+GlobalWrites find_global_writes(const ir::Stmt& body);
+std::unordered_map<const ir::BufferNode*, std::pair<int64_t, int64_t>> arena_ranges(const ir::Stmt& body);
+ir::Stmt named_barriers(const ir::Stmt& body, int64_t block_threads);
+
+}  // namespace tilec::passes::syncs

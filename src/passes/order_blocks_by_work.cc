@@ -19,8 +19,8 @@
 //         rasterize_blocks.
 #include <string>
 
+#include "layout/int_eval.h"
 #include "passes/cuda_back_util.h"
-#include "tilec/arith/analyzer.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/passes.h"
@@ -53,18 +53,12 @@ void spine_trip_counts(const Stmt& s, VarMap& lets, std::vector<Expr>& out) {
 // decreases and grows from the first block to the last.
 bool grows_with(const Expr& extent, const Var& b, int64_t g) {
   std::vector<Var> vars = back::free_vars(extent);
-  if (vars.size() != 1 || vars[0].get() != b.get()) return false;
-  int64_t prev = 0, first = 0;
-  for (int64_t i = 0; i < g; ++i) {
-    VarMap m;
-    m[b.get()] = int_imm(i, b->dtype);
-    const int64_t* v = as_const_int(arith::simplify(substitute(extent, m)));
-    if (!v) return false;
-    if (i == 0) first = *v;
-    if (i > 0 && *v < prev) return false;
-    prev = *v;
-  }
-  return prev > first;
+  if (vars.size() != 1 || vars[0].get() != b.get() || !layout::IntProgram::compiles(extent, {b})) return false;
+  // Every block's trip count at once (one vector pass over the expression, not g rewrites).
+  std::vector<int64_t> trips = layout::eval_box(extent, {b}, {g});
+  for (int64_t i = 1; i < g; ++i)
+    if (trips[i] < trips[i - 1]) return false;
+  return trips[g - 1] > trips[0];
 }
 
 class OrderBlocksByWork : public IRMutator {

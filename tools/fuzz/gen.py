@@ -13,6 +13,11 @@ A spec names a family and its knobs; the families cover the tile surface issue 1
   cumsum  T.cumsum along either axis, forward or reverse, in shared or fragment, in place or not
   atomic  T.atomic_add: row sums from split blocks (region or element form) or a 2-D tile
           summed over a batch axis (region form)
+  transpose  a tile written to shared memory by one T.Parallel loop (element ops on the way)
+          and read transposed by another (Y = ops(X)^T): the shared layout layout inference picks
+          for such a buffer (bank-aware: row-major, chunk or word XOR swizzles), and the
+          barrier-free element-wise store loop. Drawn from its own random stream (about 1 in
+          12 seeds), so the other seeds keep the programs they always had.
 Shapes and tile sizes are drawn independently, so tiles are often ragged (partial) at the edges.
 Element ops are continuous functions (so float rounding differences stay small differences).
 """
@@ -162,7 +167,16 @@ def gen_atomic(rng: random.Random) -> dict:
             "threads": _threads(rng), "pre": _ops(rng, False, False, 0, 2), "dyn": rng.random() < 0.2}
 
 
-GENERATORS = {"ew": gen_ew, "reduce": gen_reduce, "gemm": gen_gemm, "cumsum": gen_cumsum, "atomic": gen_atomic}
+def gen_transpose(rng: random.Random) -> dict:
+    is_int = rng.random() < 0.1
+    dtype = "int32" if is_int else rng.choice(FLOATS)
+    return {"family": "transpose", "dtype": dtype, "M": _extent(rng, 1, 200), "N": _extent(rng, 1, 200),
+            "bm": rng.choice([8, 16, 32, 64, 24, 48]), "bn": rng.choice([8, 16, 32, 64, 128, 24]),
+            "threads": _threads(rng), "pre": _ops(rng, is_int, False, 0, 2), "dyn": rng.random() < 0.2}
+
+
+GENERATORS = {"ew": gen_ew, "reduce": gen_reduce, "gemm": gen_gemm, "cumsum": gen_cumsum, "atomic": gen_atomic,
+              "transpose": gen_transpose}
 WEIGHTS = {"ew": 3, "reduce": 3, "gemm": 3, "cumsum": 1.5, "atomic": 1.5}
 
 
@@ -175,8 +189,12 @@ def generate(seed: int, families=None) -> dict:
     """The spec of program `seed` (deterministic)."""
     rng = random.Random(seed)
     names = [f for f in GENERATORS if not families or f in families]
-    family = rng.choices(names, weights=[WEIGHTS[f] for f in names])[0]
-    spec = GENERATORS[family](rng)
+    if "transpose" in names and (names == ["transpose"] or random.Random(seed * 31 + 5).random() < 1 / 12):
+        spec = gen_transpose(random.Random(seed * 131 + 3))
+    else:
+        names = [f for f in names if f != "transpose"]
+        family = rng.choices(names, weights=[WEIGHTS[f] for f in names])[0]
+        spec = GENERATORS[family](rng)
     spec["seed"] = seed
     configs = random.Random(seed * 7919 + 1)  # its own stream: the programs above stay as they were
     spec["configs"] = sorted(configs.sample(PASS_CONFIGS, configs.randint(1, 2))) if configs.random() < 0.3 else []
@@ -214,6 +232,8 @@ def features(spec: dict) -> list:
         tags += [f"cumsum_dim{spec['dim']}", "reverse" if spec["reverse"] else "forward", spec["scope"]]
     if f == "atomic":
         tags += ["atomic_" + spec["kind"], "atomic_" + spec["form"]]
+    if f == "transpose":
+        tags.append("shared_transpose")
     ops = [op[0] for loop in spec.get("loops", []) for op in loop]
     ops += [op[0] for k in ("pre", "post", "epilogue") for op in spec.get(k, [])]
     tags += sorted({"op:" + o for o in ops})

@@ -146,6 +146,9 @@ def reference(spec: dict, inputs: list) -> list:
             return np.flip(np.cumsum(np.flip(v, dim), dim), dim) if spec["reverse"] else np.cumsum(v, dim)
 
         return [(scan(x)[:M, :N], scan(mx)[:M, :N])]
+    if f == "transpose":
+        x, mx = _chain(spec["pre"], xs[0], None, is_int)
+        return [(x.T, mx.T)]
     if f == "atomic":
         if spec["kind"] == "rowsum":
             x, mx = _chain(spec["pre"], _pad(xs[0], padded))

@@ -49,6 +49,8 @@ def params(spec: dict) -> list:
         return [("A", a, dt, "in"), ("B", b, dt, "in"), ("C", (M, N), spec["odt"], "out")]
     if f == "cumsum":
         return [("X", (M, N), dt, "in"), ("Y", (M, N), spec["odt"], "out")]
+    if f == "transpose":
+        return [("X", (M, N), dt, "in"), ("Y", (N, M), dt, "out")]
     if f == "atomic":
         if spec["kind"] == "rowsum":
             return [("X", (M, N), dt, "in"), ("Y", (M,), "float32", "acc")]
@@ -86,6 +88,8 @@ def dynamic_dims(spec: dict) -> set:
         return {("X", 1), ("Y", 0)}
     if f == "gemm":
         return {("A", 1 if spec["trans_A"] else 0), ("C", 0)}
+    if f == "transpose":
+        return {("X", 0), ("Y", 1)}
     return {(p[0], 0) for p in params(spec)}
 
 
@@ -325,5 +329,24 @@ def _body_atomic(s: dict, L: _Lines, Mx: str):
     L.dedent()
 
 
+def _body_transpose(s: dict, L: _Lines, Mx: str):
+    bm, bn, dt = s["bm"], s["bn"], s["dtype"]
+    L(f"with T.Kernel(T.ceildiv({s['N']}, {bn}), T.ceildiv({Mx}, {bm}), threads={s['threads']}) as (bx, by):")
+    L.indent()
+    L(f'tile = T.alloc_shared(({bm}, {bn}), "{dt}")')
+    L(f"for i, j in T.Parallel({bm}, {bn}):")
+    L.indent()
+    e = f"X[by * {bm} + i, bx * {bn} + j]"
+    for op in s["pre"]:
+        e = op_expr(op, e, "", dt)
+    L(f"tile[i, j] = {e}")
+    L.dedent()
+    L(f"for j, i in T.Parallel({bn}, {bm}):")
+    L.indent()
+    L(f"Y[bx * {bn} + j, by * {bm} + i] = tile[i, j]")
+    L.dedent()
+    L.dedent()
+
+
 BODIES = {"ew": _body_ew, "reduce": _body_reduce, "gemm": _body_gemm, "cumsum": _body_cumsum,
-          "atomic": _body_atomic}
+          "atomic": _body_atomic, "transpose": _body_transpose}

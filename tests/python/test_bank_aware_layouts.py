@@ -104,3 +104,23 @@ def test_a_store_loop_after_readers_of_the_same_tile_still_waits_for_them():
     body = _src(k)[_src(k).index("__global__"):]
     # write, barrier, read, barrier (readers done before the rewrite), write, barrier, read.
     assert body.count("__syncthreads();") == 3, body
+
+
+def test_a_store_loop_inside_an_outer_loop_waits_for_the_last_steps_readers():
+    @T.prim_func
+    def k(A: T.Tensor((4096, 32), "float32"), B: T.Tensor((32, 4096), "float32")):
+        with T.Kernel(1, threads=256) as bx:
+            tile = T.alloc_shared((32, 32), "float32")
+            for s in T.serial(128):
+                for i, j in T.Parallel(32, 32):
+                    tile[i, j] = A[s * 32 + i, j]
+                for i, j in T.Parallel(32, 32):
+                    B[i, s * 32 + j] = tile[j, i]
+
+    body = _src(k)[_src(k).index("__global__"):]
+    step = body[body.index("for (int s = 0; s < 128; ++s) {"):]
+    # One barrier before the step's stores (the previous step's readers), one before the reads;
+    # none between the store loop's own iterations.
+    assert step.count("__syncthreads();") == 2, body
+    first = step.index("__syncthreads();")
+    assert first < step.index("tile["), body

@@ -22,7 +22,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 16384), (16384, 8192, 1024), (4096, 28672, 8192),
           (8192, 1024, 8192)]
-CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "quickstart": (128, 128, 32, 3, 128)}
+CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "quickstart": (128, 128, 32, 3, 128),
+           # other tiles a per-shape choice may take (issue 8 allows the tile config per shape)
+           "team_256x128": (256, 128, 64, 3, 256), "team_256x128_s4": (256, 128, 64, 4, 256),
+           "team_128x256x32_s5": (128, 256, 32, 5, 256), "team_128x128x64_s4": (128, 128, 64, 4, 256)}
 # tilec-only variants of the team config (experiments, not the peer comparison): the tile order
 # without T.use_swizzle, 2-CTA clusters along N (the A tile multicast to both CTAs) and along M
 # (the B tile multicast). `_direct`: C written straight from the accumulator fragment, as the

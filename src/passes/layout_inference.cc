@@ -398,7 +398,17 @@ class Inference : public ops::LayoutInferenceState {
       origin = "the default for its T.Parallel accesses: " + c.name + " (" + std::to_string(c.wavefronts) +
                " shared-memory wavefronts per warp, " + std::to_string(c.row_major_wavefronts) + " row-major)";
     propose(b, c.layout, origin);
+    if (c.name != "row-major")
+      chosen_shared_ += (chosen_shared_.empty() ? "" : "; ") + b->name + ": " + c.name + ", " +
+                        std::to_string(c.wavefronts) + " shared-memory wavefronts per warp for its T.Parallel " +
+                        "accesses (" + std::to_string(c.row_major_wavefronts) + " row-major)";
   }
+
+ public:
+  // The bank-aware choices made (kSharedLayoutChoicesAttr), "" when none.
+  std::string chosen_shared_;
+
+ private:
 
   void check_nest(const Unit& u) {
     for (const auto& a : u.accesses) {
@@ -467,10 +477,14 @@ class KernelRewriter : public IRMutator {
     Inference inf(target_, threads, c, ctx_);
     inf.run();
     Stmt body = Annotator(inf.loop_layouts()).mutate(op->body);
+    if (!inf.chosen_shared_.empty()) chosen_shared_ += (chosen_shared_.empty() ? "" : "; ") + inf.chosen_shared_;
     auto n = std::make_shared<KernelLaunchNode>(*op);
     n->body = annotate("layout_map", inf.layout_map(), body, op->loc);
     return Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
   }
+
+ public:
+  std::string chosen_shared_;
 
  private:
   target::Target target_;
@@ -481,9 +495,13 @@ class KernelRewriter : public IRMutator {
 
 Pass layout_inference_pass() {
   return {"layout_inference", [](const PrimFunc& f, PassContext& ctx) {
-            Stmt body = KernelRewriter(ctx).mutate(f->body);
+            KernelRewriter rw(ctx);
+            Stmt body = rw.mutate(f->body);
             if (body.same_as(f->body)) return f;
-            return with_body(f, std::move(body));
+            if (rw.chosen_shared_.empty()) return with_body(f, std::move(body));
+            AttrMap attrs = f->attrs;
+            attrs.emplace_back(kSharedLayoutChoicesAttr, rw.chosen_shared_);
+            return make_prim_func(f->name, f->params, std::move(body), std::move(attrs), f->loc);
           }};
 }
 

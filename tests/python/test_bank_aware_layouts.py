@@ -124,3 +124,11 @@ def test_a_store_loop_inside_an_outer_loop_waits_for_the_last_steps_readers():
     assert step.count("__syncthreads();") == 2, body
     first = step.index("__syncthreads();")
     assert first < step.index("tile["), body
+
+
+def test_explain_reports_the_choice_and_its_costs():
+    text = _explain(_transpose())
+    assert "shared 'tile' layout" in text and "word XOR swizzle, 8 shared-memory wavefronts per warp" in text, text
+    assert "(132 row-major)" in text, text
+    assert "shared 'tile' layout" not in _explain(_transpose(), **ROW_MAJOR)
+    assert "layout" not in _explain(_rows_only()).split("kernel ")[0].split("\n", 1)[1], _explain(_rows_only())

@@ -8,8 +8,8 @@
 // take — register slots grouped into the vectors vectorize would emit, served in 128-byte
 // phases, each phase as many wavefronts as the most distinct words one bank serves — then by
 // instructions; ties keep the earlier (simpler) candidate, so a conflict-free buffer stays
-// row-major. A transpose through a 32 x 32 float tile: under row-major its column reads are
-// 32-way conflicts; the word XOR serves them in one wavefront each.
+// row-major. A transpose through a 32 x 32 float tile (256 threads): 132 wavefronts per warp
+// row-major (its column reads are 32-way conflicts), 8 with the word XOR.
 //
 // Sampling needs constant nest extents (at most 65536 points) and indices that are integer
 // functions of the nest variables (other variables — block indices, enclosing serial loops —

@@ -50,6 +50,9 @@ inline constexpr const char* kNotWarpSpecializedAttr = "tilec.not_warp_specializ
 // stage_output_tiles: why a result copy (fragment -> global) stays as written, "F: reason"
 // per copy, "; "-separated (kernel.explain() reports it at the copy).
 inline constexpr const char* kOutputNotStagedAttr = "tilec.output_not_staged";
+// layout_inference: the bank-aware layouts it chose for shared buffers only T.Parallel loops
+// touch, "name: choice, costs" per buffer, "; "-separated (kernel.explain() reports them).
+inline constexpr const char* kSharedLayoutChoicesAttr = "tilec.shared_layout_choices";
 // PrimFunc attr (int64 B): a persistent kernel (warp_specialize): its grid[0] counts tiles
 // and the runtime launches at most SMs x B blocks (LaunchPlan::persistent_blocks_per_sm).
 inline constexpr const char* kPersistentAttr = "tilec.persistent_blocks_per_sm";

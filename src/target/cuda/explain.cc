@@ -237,8 +237,28 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     for (const auto& o : out) seen |= o.loc.line == l.loc.line && o.what == l.what && o.chosen == l.chosen;
     if (!seen) out.push_back(l);
   }
+  // Bank-aware layouts layout inference chose (one line per buffer).
+  ir::PrimFunc lowered = passes::run_passes(rest, g, ctx);
+  for (const auto& [key, value] : lowered->attrs) {
+    auto* text = key == passes::kSharedLayoutChoicesAttr ? std::get_if<std::string>(&value) : nullptr;
+    for (size_t at = 0; text && at < text->size();) {
+      size_t end = text->find("; ", at);
+      std::string item = text->substr(at, end == std::string::npos ? std::string::npos : end - at);
+      at = end == std::string::npos ? text->size() : end + 2;
+      const size_t colon = item.find(": ");
+      const std::string name = item.substr(0, colon);
+      SourceLoc where = f->loc;  // the buffer's allocation, where known
+      ir::for_each_node(g->body, [&](const ir::Node* n) {
+        auto* a = dynamic_cast<const ir::AllocateNode*>(n);
+        if (a && a->buffer->name == name && a->buffer->loc.known()) where = a->buffer->loc;
+      });
+      out.push_back({where, "shared '" + name + "' layout",
+                     item.substr(colon + 2) + " (layout inference; tilec.bank_aware_layouts=False keeps row-major)",
+                     {}});
+    }
+  }
   // Shared-memory bank conflicts, read from the lowered index expressions.
-  std::vector<BankConflict> conflicts = shared_bank_conflicts(passes::run_passes(rest, g, ctx));
+  std::vector<BankConflict> conflicts = shared_bank_conflicts(lowered);
   std::stable_sort(conflicts.begin(), conflicts.end(),
                    [](const BankConflict& a, const BankConflict& b) { return a.loc.line < b.loc.line; });
   for (const auto& c : conflicts) {

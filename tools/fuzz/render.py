@@ -338,7 +338,7 @@ def _body_transpose(s: dict, L: _Lines, Mx: str):
     L.indent()
     e = f"X[by * {bm} + i, bx * {bn} + j]"
     for op in s["pre"]:
-        e = op_expr(op, e, "", dt)
+        e = f"({op_expr(op, e, '', dt)})"  # one op of the chain after the other
     L(f"tile[i, j] = {e}")
     L.dedent()
     L(f"for j, i in T.Parallel({bn}, {bm}):")

@@ -91,6 +91,9 @@ const std::vector<ConfigKey> kConfigKeys = {
      "A shared buffer only T.Parallel loops touch gets the layout (row-major, a 16-byte-chunk swizzle or a "
      "4-byte-word XOR swizzle) with the fewest shared-memory bank conflicts for those loops' accesses "
      "(layout inference). False: row-major. Only speed changes."},
+    {"tilec.fuse_clear_into_gemm", true,
+     "T.clear(C) right before T.gemm(A, B, C) becomes the gemm with clear_accum=True (no zeroing loop; the "
+     "gemm's first step writes C). Only speed changes."},
     {"tilec.debug_sync", false,
      "Hang detector: mbarrier waits trap after ~2 s with a message naming the kernel, barrier, parity and block "
      "(also TILEC_DEBUG_SYNC)."},

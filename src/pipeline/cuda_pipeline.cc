@@ -13,6 +13,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   std::vector<Pass> list = {
       verify_pass(),
       simplify_pass(),
+      fuse_clear_into_gemm_pass(),
       rasterize_blocks_pass(),
       order_blocks_by_work_pass(),
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)

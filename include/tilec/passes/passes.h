@@ -31,6 +31,12 @@ Pass simplify_pass();
 //   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
 Pass rasterize_blocks_pass();
 
+// fuse_clear_into_gemm (src/passes/fuse_clear_into_gemm.cc)
+//   in:  verified tile IR.   out: T.fill(C, 0) of a whole fragment immediately followed by
+//   T.gemm(A, B, C) into the whole fragment becomes the gemm with clear_accum=True (config
+//   tilec.fuse_clear_into_gemm). Runs before pipeline_planning.
+Pass fuse_clear_into_gemm_pass();
+
 // order_blocks_by_work (src/passes/order_blocks_by_work.cc)
 //   in:  tile IR after rasterize_blocks.   out: a kernel with a spine loop whose trip count
 //   depends only on block index b and grows with it gets a fresh hardware index b_hw and

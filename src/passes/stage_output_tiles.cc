@@ -123,6 +123,8 @@ class StageOutputTiles : public IRMutator {
  public:
   explicit StageOutputTiles(const PassContext& ctx) : ctx_(ctx) {}
 
+  std::string why_not_;  // the copies left as written for want of shared memory (kOutputNotStagedAttr)
+
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     int64_t threads = 1;
@@ -194,11 +196,6 @@ class StageOutputTiles : public IRMutator {
   }
 
   const PassContext& ctx_;
-
- public:
-  std::string why_not_;  // the copies left as written for want of shared memory
-
- private:
   int64_t blocks_per_sm_ = 1;
   int64_t budget_ = 0;
 };

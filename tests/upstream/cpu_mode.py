@@ -9,6 +9,11 @@
 - torch's "cuda" device is the CPU (a TorchFunctionMode rewrites device arguments) and
   torch.cuda reports one H200; matrix products and attention above ~1e8 flops return zeros of
   the right shape, so reference programs do not take minutes;
+- tensors above HUGE_BYTES (1 GiB) are shapes only: an op that reads or makes one is not
+  computed (its result's shape and dtype come from torch's meta device), and the result is a
+  zero-filled tensor that owns no memory when it is itself that large (a broadcast zero) —
+  a reference that builds a (batch, heads, 4096, 4096) score matrix would otherwise take more
+  host memory than the machine has; in-place ops on such tensors do nothing;
 - numerical checks are neutralised (torch.testing.assert_close, torch.allclose, the
   profiler's assert_allclose, tilelang.testing.torch_assert_close), and timing calls run
   their function once and report 1 ms — the outputs are not computed, so nothing can be checked.
@@ -24,6 +29,7 @@ import os
 import sys
 import time
 import traceback
+import weakref
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -31,6 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 TARGET = "sm_90a"
 FLOP_CAP = 1e8
+HUGE_BYTES = 1 << 30
 _state = {"kernels": 0, "compile_errors": 0}
 
 
@@ -77,13 +84,12 @@ def _install_fake_cuda(torch):
                 meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
                 with torch._C.DisableTorchFunction():
                     out = func(*meta, **kwargs)
-                zeros = torch.zeros(out.shape, dtype=out.dtype)
                 # Keep the autograd graph (reference programs call .backward() on it): zeros that
                 # depend on every input that needs a gradient, so the inputs get zero gradients.
-                for a in args:
-                    if isinstance(a, torch.Tensor) and a.requires_grad and a.numel():
-                        zeros = zeros + (a.reshape(-1)[0] * 0).to(out.dtype)
-                return zeros
+                return _zeros_like_meta(torch, out, _grad_sources(torch, args))
+            shaped = _shape_only(torch, func, name, args, kwargs)
+            if shaped is not _COMPUTE:
+                return shaped
             return func(*args, **kwargs)
 
     mode = CudaIsCpu()
@@ -172,6 +178,117 @@ def _install_fake_cuda(torch):
 
     torch.Generator = CpuGenerator
     torch.backends.cudnn.allow_tf32 = True
+
+
+_COMPUTE = object()  # _shape_only's answer: run the op for real
+_FACTORIES = ("randn", "rand", "randint", "zeros", "ones", "empty", "full", "normal", "arange", "randperm")
+
+
+def _huge(torch, t) -> bool:
+    return isinstance(t, torch.Tensor) and t.numel() * t.element_size() > HUGE_BYTES
+
+
+# Shape-only results that need a gradient: id -> (the tensor, the tensors it stands for in the
+# autograd graph). Their gradients go to those sources directly, never through a huge tensor.
+_GRAD_SOURCES: dict = {}
+
+
+def _grad_sources(torch, values) -> list:
+    """The small tensors needing a gradient that `values` (tensors, nested lists) depend on."""
+    out, seen = [], set()
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+            return
+        if not isinstance(v, torch.Tensor):
+            return
+        entry = _GRAD_SOURCES.get(id(v))
+        sources = entry[1] if entry is not None and entry[0]() is v else \
+            ([v] if v.requires_grad and not _huge(torch, v) else [])
+        for t in sources:
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+
+    walk(values)
+    return out
+
+
+def _zeros_like_meta(torch, m, sources=()):
+    """Zeros of a meta tensor's shape and dtype; above HUGE_BYTES a broadcast zero (no memory).
+    With `sources` (tensors needing a gradient) the zeros depend on them in the autograd graph."""
+    huge = m.numel() * m.element_size() > HUGE_BYTES
+    base = torch.zeros((), dtype=m.dtype) if huge else torch.zeros(m.shape, dtype=m.dtype)
+    if sources and torch.is_grad_enabled() and (m.dtype.is_floating_point or m.dtype.is_complex):
+        link = sum((t[(0,) * t.ndim] * 0).to(m.dtype) for t in sources if t.numel())
+        if isinstance(link, torch.Tensor):
+            base = base + link
+    out = base.expand(m.shape) if huge else base
+    if out.requires_grad:
+        _GRAD_SOURCES[id(out)] = (weakref.ref(out), list(sources))
+    return out
+
+
+def _shape_only(torch, func, name, args, kwargs):
+    """The result of an op on or making a tensor above HUGE_BYTES, computed on shapes only
+    (module docstring); _COMPUTE when the op is small or its result is not a tensor."""
+    flat = []
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, torch.Tensor):
+            flat.append(v)
+
+    walk(args)
+    walk(list(kwargs.values()))
+    factory = not flat and name in _FACTORIES and "out" not in kwargs
+    if not factory and not any(_huge(torch, t) for t in flat):
+        return _COMPUTE
+    inplace = name == "__setitem__" or (name.endswith("_") and not name.endswith("__")) or \
+        (name.startswith("__i") and name.endswith("__")) or "out" in kwargs
+    if inplace and not factory:
+        return None if name == "__setitem__" else (args[0] if args else None)
+
+    def to_meta(v):
+        if isinstance(v, (list, tuple)):
+            return type(v)(to_meta(x) for x in v)
+        return v.to("meta") if isinstance(v, torch.Tensor) else v
+
+    meta_kwargs = {k: to_meta(v) for k, v in kwargs.items()}
+    if factory:
+        meta_kwargs["device"] = "meta"
+        meta_kwargs.pop("generator", None)
+    try:
+        with torch._C.DisableTorchFunction():
+            out = func(*to_meta(args), **meta_kwargs)
+    except Exception:  # noqa: BLE001 - ops without a meta kernel run for real
+        return _COMPUTE
+
+    sources = _grad_sources(torch, [args, list(kwargs.values())])
+
+    def materialise(v):
+        if isinstance(v, torch.Tensor):
+            return _zeros_like_meta(torch, v, sources)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):
+            items = [_zeros_like_meta(torch, x, sources) for x in v]
+            if type(v) in (list, tuple):
+                return type(v)(items)
+            try:  # torch.return_types (values, indices)
+                return type(v)(items)
+            except TypeError:
+                return tuple(items)
+        raise TypeError
+
+    if factory and not _huge(torch, out):
+        return _COMPUTE
+    try:
+        return materialise(out)
+    except TypeError:
+        return _COMPUTE
 
 
 def _neutralise_checks(torch):

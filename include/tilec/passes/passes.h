@@ -69,6 +69,13 @@ Pass warp_specialize_pass();
 //   final wait drains the groups. Runs before layout inference.
 Pass inject_pipeline_pass();
 
+// stage_gemm_operands (src/passes/stage_gemm_operands.cc)
+//   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
+//   fragment A no instruction reads from registers, but which lowers with A in shared
+//   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..)).
+//   Gemms that lower as written are untouched. Before layout_inference.
+Pass stage_gemm_operands_pass();
+
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]
 //   in:  tile-level kernels (tile ops, T.Parallel nests, optional T.annotate_layout).
 //   out: kernel body wrapped in Annotate{"layout_map", LayoutMap} with a layout for every

@@ -11,7 +11,8 @@
   the right shape, so reference programs do not take minutes;
 - tensors above HUGE_BYTES (1 GiB) are shapes only: an op that reads or makes one is not
   computed (its result's shape and dtype come from torch's meta device), and the result is a
-  zero-filled tensor that owns no memory when it is itself that large (a broadcast zero) —
+  zero-filled tensor that owns no memory when it is itself that large (never-written pages,
+  or a broadcast zero above VIRTUAL_BYTES or when it needs a gradient) —
   a reference that builds a (batch, heads, 4096, 4096) score matrix would otherwise take more
   host memory than the machine has; in-place ops on such tensors do nothing;
 - numerical checks are neutralised (torch.testing.assert_close, torch.allclose, the
@@ -38,6 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 TARGET = "sm_90a"
 FLOP_CAP = 1e8
 HUGE_BYTES = 1 << 30
+VIRTUAL_BYTES = 16 << 30  # shape-only results up to this size are contiguous (never-touched) memory
 _state = {"kernels": 0, "compile_errors": 0}
 
 
@@ -219,13 +221,25 @@ def _grad_sources(torch, values) -> list:
 def _zeros_like_meta(torch, m, sources=()):
     """Zeros of a meta tensor's shape and dtype; above HUGE_BYTES a broadcast zero (no memory).
     With `sources` (tensors needing a gradient) the zeros depend on them in the autograd graph."""
-    huge = m.numel() * m.element_size() > HUGE_BYTES
+    nbytes = m.numel() * m.element_size()
+    huge = nbytes > HUGE_BYTES
     base = torch.zeros((), dtype=m.dtype) if huge else torch.zeros(m.shape, dtype=m.dtype)
     if sources and torch.is_grad_enabled() and (m.dtype.is_floating_point or m.dtype.is_complex):
         link = sum((t[(0,) * t.ndim] * 0).to(m.dtype) for t in sources if t.numel())
         if isinstance(link, torch.Tensor):
             base = base + link
-    out = base.expand(m.shape) if huge else base
+    out = base
+    if huge:
+        out = None
+        if not base.requires_grad and nbytes <= VIRTUAL_BYTES:
+            # Contiguous, as programs assert: fresh pages that are never written read as zeros
+            # and take no host memory.
+            try:
+                out = torch.empty(m.shape, dtype=m.dtype)
+            except RuntimeError:
+                out = None
+        if out is None:
+            out = base.expand(m.shape)
     if out.requires_grad:
         _GRAD_SOURCES[id(out)] = (weakref.ref(out), list(sources))
     return out

@@ -1,0 +1,151 @@
+"""Upstream TileLang constructs of the corpus (issue 9): hand-written cp.async into shared memory
+completing on an mbarrier, thread-index if / elif chains as warp roles, atomics that return the
+previous value, gemms whose register A no instruction reads (staged through shared memory), and
+nvcc-only compile flags."""
+import pytest
+
+import tilec
+import tilec.language as T
+from tilec import CompileError
+
+
+def _producer_consumer(n_bytes=8):
+    @T.prim_func
+    def ws(KV: T.Tensor((1024, 64), T.float16), Idx: T.Tensor((64,), T.int32), Q: T.Tensor((64, 64), T.float16),
+           O: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=256) as bx:
+            Q_shared = T.alloc_shared((64, 64), T.float16)
+            KV_shared = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            ready = T.alloc_barrier(arrive_count=128)
+            tx = T.get_thread_binding()
+            T.copy(Q, Q_shared)
+            T.sync_threads()
+            if tx < 128:
+                T.barrier_wait(ready[0], 0)
+                T.clear(acc)
+                T.gemm(Q_shared, KV_shared, acc, transpose_B=True)
+                T.copy(acc, O)
+            elif tx >= 128:
+                for r in T.serial(8):
+                    row = r * 8 + (tx - 128) // 16
+                    T.ptx_cp_async(T.access_ptr(KV_shared[row, (tx - 128) % 16 * 4], "w", 4),
+                                   T.access_ptr(KV[Idx[row], (tx - 128) % 16 * 4], "r", 4), n_bytes)
+                T.cp_async_barrier_noinc(ready[0])
+
+    return ws
+
+
+def test_ptx_cp_async_completes_on_an_mbarrier_and_roles_come_from_thread_ranges():
+    src = tilec.compile(_producer_consumer(), target="sm_90a").get_kernel_source()
+    assert "tl::cp_async_ca8(&KV_shared[" in src, src
+    assert "tl::cp_async_mbarrier_arrive_noinc(&ready[0]);" in src, src
+    # the consumer's wgmma reads what cp.async (generic proxy) wrote: fence after the wait
+    assert "TL_MBARRIER_WAIT(&ready[0], 0);\n    tl::fence_proxy_async();" in src, src
+    # the if / elif chain stays one chain of roles (no block barrier inside a role)
+    assert "} else if (tx >= 128) {" in src, src
+    consumer = src[src.index("if (tx < 128) {"):src.index("} else if (tx >= 128) {")]
+    assert "__syncthreads" not in consumer, consumer
+    # the consumer's tile ops run on its 128 threads: one warpgroup
+    assert "wgmma_gemm_ss<64, 64, 64, 1, 1," in src, src
+
+
+def test_ptx_cp_async_checks_its_arguments():
+    with pytest.raises(CompileError, match="copies 4, 8 or 16 bytes, not 12"):
+        tilec.compile(_producer_consumer(12), target="sm_90a")
+
+    with pytest.raises(CompileError, match="needs addresses"):
+        @T.prim_func
+        def bad(A: T.Tensor((64,), T.float16)):
+            with T.Kernel(1, threads=128) as bx:
+                S = T.alloc_shared((64,), T.float16)
+                T.ptx_cp_async(S[0], A[0], 16)
+
+    with pytest.raises(CompileError, match=r"access_ptr\(offset=\.\.\.\) is not supported"):
+        @T.prim_func
+        def bad_offset(A: T.Tensor((64,), T.float16)):
+            with T.Kernel(1, threads=128) as bx:
+                T.access_ptr(A[0], "r", 8, offset=4)
+
+
+def test_atomic_add_return_prev_gives_the_old_value():
+    @T.prim_func
+    def slots(Hist: T.Tensor((16,), T.int32), Out: T.Tensor((128,), T.int32)):
+        with T.Kernel(1, threads=128) as bx:
+            count = T.alloc_shared((1,), T.int32)
+            tx = T.get_thread_binding()
+            if tx == 0:
+                count[0] = 0
+            T.sync_threads()
+            pos = T.atomic_add(count[0], 1, return_prev=True)
+            Out[pos] = tx
+            Hist[tx % 16] = T.atomic_add(Hist[(tx + 1) % 16], 2, return_prev=True)
+
+    src = tilec.compile(slots, target="sm_90a").get_kernel_source()
+    assert "int pos = tl::atomic_add(&count[0], 1);" in src, src
+    assert "Out[pos] = " in src, src
+
+    with pytest.raises(CompileError, match="return_prev=True\\) updates one element"):
+        @T.prim_func
+        def region(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128) as bx:
+                T.atomic_add(A[0:64], B[0:64], return_prev=True)
+
+
+@pytest.mark.parametrize("case", ["tf32", "int8", "transposed", "few_rows"])
+def test_gemm_with_a_register_a_no_instruction_reads_goes_through_shared_memory(case):
+    threads, m, n, k, trans_a = 128, 64, 64, 32, False
+    a_dtype, c_dtype = T.float32, T.float32
+    if case == "int8":
+        a_dtype, c_dtype, k = T.int8, T.int32, 64
+    if case == "transposed":
+        a_dtype, trans_a = T.float16, True
+    if case == "few_rows":
+        a_dtype, threads = T.float16, 256
+    a_shape = (k, m) if trans_a else (m, k)
+
+    @T.prim_func
+    def staged(A: T.Tensor(a_shape, a_dtype), B: T.Tensor((n, k), a_dtype), C: T.Tensor((m, n), c_dtype)):
+        with T.Kernel(1, threads=threads) as bx:
+            A_frag = T.alloc_fragment(a_shape, a_dtype)
+            B_shared = T.alloc_shared((n, k), a_dtype)
+            C_frag = T.alloc_fragment((m, n), c_dtype)
+            T.copy(A, A_frag)
+            T.copy(B, B_shared)
+            T.clear(C_frag)
+            T.gemm(A_frag, B_shared, C_frag, transpose_A=trans_a, transpose_B=True)
+            T.copy(C_frag, C)
+
+    src = tilec.compile(staged, target="sm_90a").get_kernel_source()
+    assert "A_frag_stage" in src, src
+
+
+def test_gemm_with_a_readable_register_a_is_not_staged():
+    @T.prim_func
+    def rs(A: T.Tensor((64, 32), T.float16), B: T.Tensor((64, 32), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_frag = T.alloc_fragment((64, 32), T.float16)
+            B_shared = T.alloc_shared((64, 32), T.float16)
+            C_frag = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_frag)
+            T.copy(B, B_shared)
+            T.clear(C_frag)
+            T.gemm(A_frag, B_shared, C_frag, transpose_B=True)
+            T.copy(C_frag, C)
+
+    src = tilec.compile(rs, target="sm_90a").get_kernel_source()
+    assert "_stage" not in src
+    assert "wgmma_gemm_rs" in src, src
+
+
+def test_nvcc_only_compile_flags_are_dropped_for_nvrtc():
+    @T.prim_func
+    def copy(A: T.Tensor((128,), T.float32), B: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                B[i] = A[i]
+
+    flags = ["-O3", "-Wno-deprecated-declarations", "--expt-relaxed-constexpr", "--expt-extended-lambda",
+             "--ptxas-options=-v,--register-usage-level=10", "-DNDEBUG", "-U__CUDA_NO_HALF_OPERATORS__"]
+    kernel = tilec.compile(copy, target="sm_90a", compile_flags=flags)
+    assert "B[" in kernel.get_kernel_source()

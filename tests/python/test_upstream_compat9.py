@@ -149,3 +149,25 @@ def test_nvcc_only_compile_flags_are_dropped_for_nvrtc():
              "--ptxas-options=-v,--register-usage-level=10", "-DNDEBUG", "-U__CUDA_NO_HALF_OPERATORS__"]
     kernel = tilec.compile(copy, target="sm_90a", compile_flags=flags)
     assert "B[" in kernel.get_kernel_source()
+
+
+def test_copy_of_the_first_rows_of_a_fragment():
+    @T.prim_func
+    def rows(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), O: T.Tensor((4, 64), T.float16),
+             P: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            A_shared = T.alloc_shared((64, 64), T.float16)
+            B_shared = T.alloc_shared((64, 64), T.float16)
+            O_shared = T.alloc_shared((4, 64), T.float16)
+            acc = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, A_shared)
+            T.copy(B, B_shared)
+            T.clear(acc)
+            T.gemm(A_shared, B_shared, acc)
+            T.copy(acc[:4, :], O_shared)
+            T.copy(O_shared, O)
+            T.copy(O_shared[0:2, :], acc[2:4, :])  # a fragment destination too
+            T.copy(acc, P)
+
+    src = tilec.compile(rows, target="sm_90a").get_kernel_source()
+    assert "O_shared[" in src, src

@@ -19,7 +19,7 @@
   profiler's assert_allclose, tilelang.testing.torch_assert_close), and timing calls run
   their function once and report 1 ms — the outputs are not computed, so nothing can be checked.
 
-RESULT.json gets {"status", "kernels", "error", "error_kind", "seconds"}; see run_corpus.py for
+RESULT.json gets {"status", "kernels", "functions", "error", "error_kind", "seconds"}; see run_corpus.py for
 what the statuses mean.
 """
 
@@ -40,7 +40,7 @@ TARGET = "sm_90a"
 FLOP_CAP = 1e8
 HUGE_BYTES = 1 << 30
 VIRTUAL_BYTES = 16 << 30  # shape-only results up to this size are contiguous (never-touched) memory
-_state = {"kernels": 0, "compile_errors": 0}
+_state = {"kernels": 0, "compile_errors": 0, "functions": 0}
 
 
 # ------------------------------------------------------------------------------ torch on CPU
@@ -388,6 +388,28 @@ def _install_tilec_hooks():
         return InterceptedKernel(kernel)
 
     tilec.kernel.compile_prim_func = compile_prim_func
+    import tilec.frontend.eager
+    import tilec.frontend.function
+
+    real_finish = tilec.frontend.function.finish_outputs
+
+    def finish_outputs(*args, **kwargs):  # one tile function built (T.prim_func or eager)
+        _state["functions"] += 1
+        return real_finish(*args, **kwargs)
+
+    tilec.frontend.function.finish_outputs = finish_outputs
+    tilec.frontend.eager.finish_outputs = finish_outputs
+    # A function tilec refused counts as built when the program goes on (it catches the error,
+    # e.g. upstream's autodd example prints it).
+    import tilec.errors
+
+    real_error_init = tilec.errors.CompileError.__init__
+
+    def compile_error_init(self, *args, **kwargs):
+        _state["functions"] += 1
+        real_error_init(self, *args, **kwargs)
+
+    tilec.errors.CompileError.__init__ = compile_error_init
 
     def do_bench(fn, *args, **kwargs):
         fn()
@@ -463,6 +485,7 @@ def main() -> int:
         result.update(status="fail", error=_first_line(e), error_kind=kind)
         result["traceback"] = "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]
     result["kernels"] = _state["kernels"]
+    result["functions"] = _state["functions"]
     result["seconds"] = round(time.time() - start, 1)
     with open(result_path, "w") as f:
         json.dump(result, f)

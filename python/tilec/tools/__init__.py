@@ -1,5 +1,6 @@
-"""`tilelang.tools`: upstream's analysis and plotting tools are not part of tilec; importing
-works, using them raises NotImplementedError with what to use instead."""
+"""`tilelang.tools`: Analyzer (a static flops / bytes / roofline estimate, tools/analyzer.py);
+upstream's plotting tools are not part of tilec: importing works, using them raises
+NotImplementedError with what to use instead."""
 
 from __future__ import annotations
 
@@ -9,8 +10,4 @@ def plot_layout(*args, **kwargs):
                               "layout.script() (or TILEC_DUMP_IR=1 for the inferred layouts)")
 
 
-class Analyzer:
-    @staticmethod
-    def analysis(*args, **kwargs):
-        raise NotImplementedError("tilelang.tools.Analyzer is not part of tilec: kernel.ptxas_info and "
-                                  "kernel.launch_plan_summary() describe a compiled kernel")
+from .analyzer import AnalysisResult, Analyzer  # noqa: E402

@@ -220,7 +220,10 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       default: {
         if (b->shape.size() <= 1) return b;
         Expr n = int_imm(1);
-        for (const auto& e : b->shape) n = is_one(n) ? e : n * e;
+        for (const auto& e : b->shape) {
+          const int64_t *cn = as_const_int(n), *ce = as_const_int(e);
+          n = is_one(n) ? e : (cn && ce ? int_imm(*cn * *ce, e->dtype) : n * e);  // codegen needs constants
+        }
         return make_buffer(b->name, {n}, b->dtype, b->scope, {}, b->loc);
       }
     }

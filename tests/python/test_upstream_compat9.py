@@ -171,3 +171,20 @@ def test_copy_of_the_first_rows_of_a_fragment():
 
     src = tilec.compile(rows, target="sm_90a").get_kernel_source()
     assert "O_shared[" in src, src
+
+
+def test_two_dimensional_register_buffer_indexed_in_serial_loops():
+    # a fragment used only outside T.Parallel becomes a per-thread array; its flattened
+    # extent must fold to a constant (it was printed as `2 * 4` and refused)
+    @T.prim_func
+    def regs(A: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=256) as bx:
+            p = T.alloc_fragment([2, 4], T.int32)
+            for r in T.serial(4):
+                for s in T.unroll(2):
+                    p[s, r] = A[s * 4 + r]
+            for r in T.serial(4):
+                A[r] = p[0, r] + p[1, r]
+
+    src = tilec.compile(regs, target="sm_90a").get_kernel_source()
+    assert "p[8]" in src, src

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 TARGET = "sm_90a"
 FLOP_CAP = 1e8
 HUGE_BYTES = 1 << 30
-VIRTUAL_BYTES = 16 << 30  # shape-only results up to this size are contiguous (never-touched) memory
+VIRTUAL_BYTES = 256 << 30  # shape-only results up to this size are tried as contiguous never-touched memory
 _state = {"kernels": 0, "compile_errors": 0, "functions": 0}
 
 

@@ -188,3 +188,118 @@ def test_two_dimensional_register_buffer_indexed_in_serial_loops():
 
     src = tilec.compile(regs, target="sm_90a").get_kernel_source()
     assert "p[8]" in src, src
+
+
+def test_import_source_and_call_extern():
+    source = """
+template <typename T1, typename T2>
+__device__ void widen4(T1* src, T2* dst) {
+  for (int i = 0; i < 4; ++i) dst[i] = (T2)(uint)src[i];
+}
+"""
+
+    @T.prim_func
+    def widen(A: T.Tensor((512,), T.uint8), B: T.Tensor((512,), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_local((4,), T.uint8)
+            b = T.alloc_local((4,), T.float16)
+            tx = T.get_thread_binding()
+            T.import_source(source)
+            for v in T.serial(4):
+                a[v] = A[tx * 4 + v]
+            T.call_extern("widen4", T.access_ptr(a, "r"), T.access_ptr(b, "w"), dtype=T.float16)
+            for v in T.serial(4):
+                B[tx * 4 + v] = b[v]
+
+    kernel = tilec.compile(widen, target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "using uint = unsigned int;" in src and "__device__ void widen4" in src, src
+    assert "widen4(&a[0], &b[0]);" in src, src
+    if tilec._tilec.nvrtc_available()[0]:
+        assert kernel.get_ptx()
+
+    with pytest.raises(CompileError, match="needs the function's name first"):
+        @T.prim_func
+        def nameless(A: T.Tensor((4,), T.float16)):
+            with T.Kernel(1, threads=32) as bx:
+                T.call_extern(3, A[0])
+
+
+def test_rng_init_and_rand_use_a_per_thread_philox_stream():
+    @T.prim_func
+    def rand(A: T.Tensor((1024,), T.uint32)):
+        with T.Kernel(8, threads=1) as bx:
+            tx = T.get_thread_binding()
+            T.rng_init(42, 0, bx * 128 + tx * 128)
+            for i, j in T.Parallel(1, 128):
+                A[bx * 128 + j] = T.rng_rand()
+
+    src = tilec.compile(rand, target="sm_90a").get_kernel_source()
+    assert '#include "tilec/rng.cuh"' in src, src
+    assert "tl::rng_init(&rng_state[0], " in src and "tl::rng_rand(&rng_state[0])" in src, src
+
+    with pytest.raises(CompileError, match="needs T.rng_init"):
+        @T.prim_func
+        def unseeded(A: T.Tensor((32,), T.uint32)):
+            with T.Kernel(1, threads=32) as bx:
+                A[0] = T.rng_rand()
+
+
+def test_tvm_thread_allreduce_is_a_warp_butterfly():
+    @T.prim_func
+    def rowsum(A: T.Tensor((4, 32), T.float32), C: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=(32, 4)) as bx:
+            acc = T.alloc_local((1,), T.float32)
+            red = T.alloc_local((1,), T.float32)
+            kr = T.thread_binding(0, 32, thread="threadIdx.x")
+            ni = T.thread_binding(0, 4, thread="threadIdx.y")
+            acc[0] = A[ni, kr]
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, T.float32)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], kr, dtype="handle"))
+            if kr == 0:
+                C[ni] = red[0]
+
+    src = tilec.compile(rowsum, target="sm_90a").get_kernel_source()
+    for off in (16, 8, 4, 2, 1):
+        assert f"red[0] = red[0] + tl::shfl_xor(red[0], {off});" in src, src
+
+
+def test_analyzer_counts_gemm_flops_and_global_bytes():
+    from tilec.tools import Analyzer
+    from tilec.carver.arch import CUDA
+
+    @T.prim_func
+    def gemm(A: T.Tensor((256, 256), T.float16), B: T.Tensor((256, 256), T.float16),
+             C: T.Tensor((256, 256), T.float16)):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), T.float16)
+            B_s = T.alloc_shared((64, 128), T.float16)
+            C_f = T.alloc_fragment((128, 128), T.float32)
+            T.clear(C_f)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 128, bx * 128])
+
+    r = Analyzer.analysis(gemm, CUDA("cuda"))
+    assert r.total_flops == 2 * 256 * 256 * 256
+    assert r.total_global_bytes == 4 * 4 * (128 * 64 * 2) * 2 + 4 * 128 * 128 * 2
+    assert r.estimated_time > 0 and r.tflops > 0
+
+
+def test_iket_is_accepted_and_records_nothing():
+    from tilec.tools.cuda import iket
+
+    with iket.session(output_dir=None):
+        @T.prim_func
+        def traced(A: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128) as bx, iket.range("total"):
+                for i in T.Parallel(128):
+                    iket.mark("store", payload=iket.payload(i, dtype="int32"))
+                    A[i] = 1.0
+
+        assert "store" in iket.event_table()
+        src = tilec.compile(traced, target="sm_90a").get_kernel_source()
+    assert "A[" in src and iket.trace_files() == []

@@ -702,6 +702,8 @@ def call_intrin(dtype: Any, op: str, *args):
 @primitive
 def evaluate(value: Any):
     ctx = context.require("T.evaluate")
+    if value is None:  # a primitive that emitted its statements itself (T.tvm_thread_allreduce)
+        return
     ctx.builder.evaluate(to_expr(value), ctx.loc)
 
 

@@ -14,7 +14,9 @@
   zero-filled tensor that owns no memory when it is itself that large (never-written pages,
   or a broadcast zero above VIRTUAL_BYTES or when it needs a gradient) —
   a reference that builds a (batch, heads, 4096, 4096) score matrix would otherwise take more
-  host memory than the machine has; in-place ops on such tensors do nothing;
+  host memory than the machine has; in-place ops on such tensors do nothing; an op on inputs
+  above MEDIUM_BYTES asks the meta device for its result's size first (a repeat_interleave
+  that makes a huge tensor from a small one is shape-only too);
 - numerical checks are neutralised (torch.testing.assert_close, torch.allclose, the
   profiler's assert_allclose, tilelang.testing.torch_assert_close), and timing calls run
   their function once and report 1 ms — the outputs are not computed, so nothing can be checked.
@@ -39,6 +41,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 TARGET = "sm_90a"
 FLOP_CAP = 1e8
 HUGE_BYTES = 1 << 30
+MEDIUM_BYTES = 8 << 20  # ops on inputs above this size check their result's size first
 VIRTUAL_BYTES = 256 << 30  # shape-only results up to this size are tried as contiguous never-touched memory
 _state = {"kernels": 0, "compile_errors": 0, "functions": 0}
 
@@ -195,26 +198,33 @@ def _huge(torch, t) -> bool:
 _GRAD_SOURCES: dict = {}
 
 
+def _tensors_in(torch, values) -> list:
+    """The tensors of nested lists / tuples (no closures: nothing outlives the call)."""
+    out, stack = [], [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, torch.Tensor):
+            out.append(v)
+    return out
+
+
 def _grad_sources(torch, values) -> list:
     """The small tensors needing a gradient that `values` (tensors, nested lists) depend on."""
     out, seen = [], set()
-
-    def walk(v):
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-            return
-        if not isinstance(v, torch.Tensor):
-            return
+    for v in _tensors_in(torch, values):
         entry = _GRAD_SOURCES.get(id(v))
-        sources = entry[1] if entry is not None and entry[0]() is v else \
-            ([v] if v.requires_grad and not _huge(torch, v) else [])
+        if entry is not None and entry[0]() is v:
+            sources = entry[1]
+        elif v.requires_grad and not _huge(torch, v):
+            sources = [v]
+        else:
+            continue
         for t in sources:
             if id(t) not in seen:
                 seen.add(id(t))
                 out.append(t)
-
-    walk(values)
     return out
 
 
@@ -241,29 +251,25 @@ def _zeros_like_meta(torch, m, sources=()):
         if out is None:
             out = base.expand(m.shape)
     if out.requires_grad:
-        _GRAD_SOURCES[id(out)] = (weakref.ref(out), list(sources))
+        key = id(out)  # the entry goes with `out`: it must not keep the sources alive
+        _GRAD_SOURCES[key] = (weakref.ref(out, lambda _, k=key: _GRAD_SOURCES.pop(k, None)), list(sources))
     return out
 
 
 def _shape_only(torch, func, name, args, kwargs):
     """The result of an op on or making a tensor above HUGE_BYTES, computed on shapes only
     (module docstring); _COMPUTE when the op is small or its result is not a tensor."""
-    flat = []
-
-    def walk(v):
-        if isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, torch.Tensor):
-            flat.append(v)
-
-    walk(args)
-    walk(list(kwargs.values()))
+    flat = _tensors_in(torch, [args, list(kwargs.values())])
     factory = not flat and name in _FACTORIES and "out" not in kwargs
-    if not factory and not any(_huge(torch, t) for t in flat):
-        return _COMPUTE
+    huge_input = any(_huge(torch, t) for t in flat)
     inplace = name == "__setitem__" or (name.endswith("_") and not name.endswith("__")) or \
         (name.startswith("__i") and name.endswith("__")) or "out" in kwargs
+    # An op on mid-sized inputs may still make a huge result (x.repeat_interleave(128)): its
+    # result's size is looked up on the meta device first.
+    growing = not factory and not huge_input and not inplace and \
+        sum(t.numel() * t.element_size() for t in flat) > MEDIUM_BYTES
+    if not factory and not huge_input and not growing:
+        return _COMPUTE
     if inplace and not factory:
         return None if name == "__setitem__" else (args[0] if args else None)
 
@@ -297,7 +303,7 @@ def _shape_only(torch, func, name, args, kwargs):
                 return tuple(items)
         raise TypeError
 
-    if factory and not _huge(torch, out):
+    if (factory or growing) and not (isinstance(out, torch.Tensor) and _huge(torch, out)):
         return _COMPUTE
     try:
         return materialise(out)

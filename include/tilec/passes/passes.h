@@ -43,7 +43,9 @@ Pass pipeline_planning_pass();
 // lower_warp_roles (src/passes/lower_warp_roles.cc)
 //   in:  tile IR.   out: every `with T.ws(g...)` (Annotate "ws") is an If on the thread
 //   index around Annotate(kThreadRangeKey, {128 g0, 128 n, 1 + g0}): the role's ops see its
-//   threads, its block barriers become named barriers. UserError on bad groups.
+//   threads, its block barriers become named barriers. UserError on bad groups. An if / elif
+//   chain of thread-index range tests over whole warp groups with a tile op in it becomes
+//   the same annotations (TileLang's `if tx < 128: ... elif tx >= 256: ...` roles).
 Pass lower_warp_roles_pass();
 
 // warp_specialize (src/passes/warp_specialize.cc)

@@ -15,11 +15,13 @@
 //  * loads, stores and tile-op regions have one index / range per buffer dimension; indices
 //    are integers; stored values have the buffer's element type; a constant region fits in
 //    a buffer of constant shape;
-//  * fragments are element-indexed only inside T.Parallel loops (tile ops take them whole);
+//  * fragments are element-indexed only inside T.Parallel loops (tile ops take them whole),
+//    except reads of one-element fragments (lower_tile_ops checks every thread holds it);
 //  * loop bounds are integers; conditions are bool; Let values have the variable's type;
 //    operand types of binary operators agree; tile ops exist and match their schema.
 #include "tilec/ir/verifier.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -170,7 +172,7 @@ class Verifier {
         << "buffer '" << b->name << "' is neither a parameter nor allocated";
   }
 
-  void indices(const Buffer& b, const std::vector<Expr>& idx, const SourceLoc& loc) {
+  void indices(const Buffer& b, const std::vector<Expr>& idx, const SourceLoc& loc, bool load = false) {
     use_buffer(b);
     TILEC_VERIFY(static_cast<int>(idx.size()) == b->ndim(), loc, "give one index per dimension")
         << "buffer '" << b->name << "' has " << plural(b->ndim(), "dimension") << " but is indexed with "
@@ -180,7 +182,10 @@ class Verifier {
       TILEC_VERIFY(i->dtype.is_integer(), i->loc, "indices are integers; use T.cast(x, \"int32\")")
           << "index of buffer '" << b->name << "' has type " << i->dtype.str();
     }
-    if (b->scope == Scope::kFragment) {
+    // A read of a one-element fragment (a T.reduce_* result) outside T.Parallel is TileLang's
+    // scalar read: lower_tile_ops checks that every thread holds the element.
+    const bool scalar_read = load && std::all_of(b->shape.begin(), b->shape.end(), [](const Expr& e) { return is_one(e); });
+    if (b->scope == Scope::kFragment && !scalar_read) {
       TILEC_VERIFY(parallel_depth_ > 0, loc,
             "index fragments inside `for i, j in T.Parallel(...)`, or pass the whole fragment to a tile op "
             "such as T.copy")
@@ -242,7 +247,7 @@ class Verifier {
     expr(op->stride);
   }
   void expr_Broadcast(const BroadcastNode* op) { expr(op->value); }
-  void expr_BufferLoad(const BufferLoadNode* op) { indices(op->buffer, op->indices, loc_); }
+  void expr_BufferLoad(const BufferLoadNode* op) { indices(op->buffer, op->indices, loc_, /*load=*/true); }
   void expr_Call(const CallNode* op) {
     for (const auto& a : op->args) expr(a);
   }

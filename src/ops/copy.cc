@@ -9,6 +9,7 @@
 // TMA) register higher-priority behaviours for "copy" that return null when they do not
 // apply, falling back to this one.
 #include "ops/op_util.h"
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
@@ -62,6 +63,43 @@ LayoutProposals copy_infer(const TileOpNode& op, const LayoutInferenceState& sta
   return out;
 }
 
+// A copy of part of a fragment (e.g. its first rows, as TileLang's T.copy(acc_o[:valid_rows, :],
+// O_shared)): a nest over the whole fragment in its own layout, where the iterations inside
+// the region copy their element. `frag_side` is the fragment's region, `frag_is_src` says
+// which side it is, `p` the copy's plan over the region.
+Stmt copy_fragment_part(const TileOpNode& op, LowerContext& ctx, const CopyPlan& p, const BufferRegion& frag_side,
+                        bool frag_is_src) {
+  const Buffer& frag = frag_side.buffer;
+  std::vector<int64_t> shape = const_shape(frag);
+  std::vector<Var> vars;
+  std::vector<Expr> frag_idx;
+  VarMap region_var;  // the region loop's variables in terms of the fragment's
+  Expr inside;
+  size_t next = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    Var v = make_var("f" + std::to_string(d), DataType::Int(32), op.loc);
+    vars.push_back(v);
+    frag_idx.push_back(v);
+    const Range& r = frag_side.region[d];
+    Expr lo = r.min, hi = r.min + r.extent;
+    if (!is_one(r.extent)) region_var[p.loop.vars[next++].get()] = v - r.min;
+    Expr in_dim = (lo <= v) && (v < hi);
+    inside = inside ? (inside && in_dim) : in_dim;
+  }
+  const BufferRegion& src = region_arg(op, 0);
+  const BufferRegion& dst = region_arg(op, 1);
+  std::vector<Expr> other_idx;
+  for (const Expr& e : frag_is_src ? p.dst_idx : p.src_idx) other_idx.push_back(substitute(e, region_var));
+  Expr value = frag_is_src ? buffer_load(src.buffer, frag_idx, op.loc) : buffer_load(src.buffer, other_idx, op.loc);
+  if (src.buffer->dtype != dst.buffer->dtype) value = cast(dst.buffer->dtype, value, op.loc);
+  Stmt store = buffer_store(dst.buffer, frag_is_src ? other_idx : frag_idx, value, op.loc);
+  Stmt body = if_then_else(inside, store, nullptr, op.loc);
+  Layout loop = loop_layout_for_fragment(vars, shape, frag, frag_idx, ctx.layout_of(frag));
+  TILEC_USER_CHECK(loop, op.loc, "copy the whole fragment")
+      << "T.copy of this part of fragment '" << frag->name << "' is not supported";
+  return ctx.lower_parallel(vars, shape, body, loop, /*first_replica_only=*/frag_is_src);
+}
+
 Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   const BufferRegion& src = region_arg(op, 0);
   const BufferRegion& dst = region_arg(op, 1);
@@ -81,8 +119,11 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
     first_replica_only = true;
     loop = loop_layout_for_fragment(p.loop.vars, p.loop.extents, src.buffer, p.src_idx, ctx.layout_of(src.buffer));
   }
-  TILEC_USER_CHECK(!frag || loop, op.loc, "copy the whole fragment, or index it with plain offsets of 0")
-      << "T.copy of this part of fragment '" << (*frag)->name << "' is not supported";
+  if (frag && !loop) {
+    const bool frag_is_src = frag == &src.buffer;
+    Stmt s = copy_fragment_part(op, ctx, p, frag_is_src ? src : dst, frag_is_src);
+    return src.buffer.get() != dst.buffer.get() ? mark_disjoint_nest(s) : s;
+  }
   if (!loop) {
     int64_t width = attr_int(op, "coalesced_width", 0);
     if (width > 0) {

@@ -10,10 +10,17 @@
 //         by a later async-proxy read only through fence.proxy.async; the writer-side
 //         placement of CUTLASS and of the issue reports in HOPPER.md section 8).
 //         Other kernels are unchanged. TMA stores fence for themselves (copy_tma.cc).
+//         Hand-offs through mbarriers (programs that synchronize roles themselves): a
+//         barrier_arrive / mbarrier_arrive after such writes gets the fence before it, and a
+//         wait on an mbarrier that cp.async copies complete (T.cp_async_barrier_noinc: the
+//         copies land after the writer's last instruction, so only the reader can fence) gets
+//         the fence right after it.
 // Runs after: insert_syncs. Before: split_host_device.
 // Algorithm: one walk in program order remembering whether a shared write happened since
 //   the last barrier; loop bodies are walked twice (the write of one iteration reaches the
 //   barrier at the top of the next). Conservative: a write anywhere in a branch counts.
+#include <set>
+
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
@@ -62,7 +69,36 @@ bool writes_shared(const Stmt& s) {
   return found;
 }
 
+bool is_call_stmt(const Stmt& s, std::initializer_list<const char*> ops) {
+  auto* e = s.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  if (!c) return false;
+  for (const char* op : ops)
+    if (c->op == op) return true;
+  return false;
+}
+
+const BufferNode* barrier_of(const Stmt& s) {
+  auto* c = s.as<EvaluateNode>()->value.as<CallNode>();
+  auto* l = c->args.empty() ? nullptr : c->args[0].as<BufferLoadNode>();
+  return l ? l->buffer.get() : nullptr;
+}
+
+// The mbarriers that cp.async copies complete (tl.cp_async_mbarrier_arrive_noinc).
+std::set<const BufferNode*> cp_async_barriers(const Stmt& body) {
+  std::set<const BufferNode*> out;
+  for_each_node(body, [&](const Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c || c->op != "tl.cp_async_mbarrier_arrive_noinc" || c->args.empty()) return;
+    if (auto* l = c->args[0].as<BufferLoadNode>()) out.insert(l->buffer.get());
+  });
+  return out;
+}
+
 class Fencer : public IRMutator {
+ public:
+  explicit Fencer(std::set<const BufferNode*> cp_async_barriers) : cp_async_barriers_(std::move(cp_async_barriers)) {}
+
  protected:
   Stmt mutate_Seq(const Stmt& s, const SeqNode* op) override {
     std::vector<Stmt> out;
@@ -91,6 +127,12 @@ class Fencer : public IRMutator {
       if (need) return seq({back::call_stmt("tl.fence_proxy_async", {}, s->loc), s}, s->loc);
       return s;
     }
+    if (is_call_stmt(s, {"barrier_arrive", "mbarrier_arrive"}) && dirty_) {
+      dirty_ = false;
+      return seq({back::call_stmt("tl.fence_proxy_async", {}, s->loc), s}, s->loc);
+    }
+    if (is_call_stmt(s, {"barrier_wait", "mbarrier_wait_parity"}) && cp_async_barriers_.count(barrier_of(s)))
+      return seq({s, back::call_stmt("tl.fence_proxy_async", {}, s->loc)}, s->loc);
     // A fence already orders this thread's earlier writes (a TMA store fences for itself).
     if (is_fence(s)) {
       dirty_ = false;
@@ -123,6 +165,7 @@ class Fencer : public IRMutator {
 
  private:
   bool dirty_ = false;
+  std::set<const BufferNode*> cp_async_barriers_;
 };
 
 }  // namespace
@@ -130,7 +173,7 @@ class Fencer : public IRMutator {
 Pass fence_proxy_async_pass() {
   return {"fence_proxy_async", [](const PrimFunc& f, PassContext&) {
             if (!async_proxy_reads_shared(f->body)) return f;
-            Stmt body = Fencer().mutate(f->body);
+            Stmt body = Fencer(cp_async_barriers(f->body)).mutate(f->body);
             return body.same_as(f->body) ? f : with_body(f, std::move(body));
           }};
 }

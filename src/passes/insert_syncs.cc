@@ -444,8 +444,15 @@ class SyncPlanner {
     return a && a->key == kThreadRangeKey;
   }
 
+  // A role, or an if / elif chain whose branches are all roles (lower_warp_roles).
+  static bool is_role_split(const Stmt& s) {
+    if (is_role(s)) return true;
+    auto* i = s.as<IfNode>();
+    return i && is_role(i->then_case) && (!i->else_case || is_role_split(i->else_case));
+  }
+
   Stmt visit_if(const Stmt& s, const IfNode* op, Pending& pending) {
-    if (is_role(op->then_case) && (!op->else_case || is_role(op->else_case))) {
+    if (is_role(op->then_case) && (!op->else_case || is_role_split(op->else_case))) {
       // The split into warp-specialized roles: each branch is planned on its own.
       Stmt then_case = visit(op->then_case, pending);
       Stmt else_case = visit(op->else_case, pending);

@@ -195,6 +195,16 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* op) override {
     std::vector<Expr> idx;
     for (const auto& i : op->indices) idx.push_back(mutate(i));
+    if (op->buffer->scope == Scope::kFragment) {
+      // Outside a T.Parallel nest (nests lower their own fragment accesses): a one-element
+      // fragment read by every thread (the verifier lets only those through), which needs
+      // every thread to hold it, as the all-reduce of T.reduce_* leaves it.
+      Layout l = layout_of(op->buffer);
+      TILEC_USER_CHECK(l && layout::replicate_factor(l) >= num_threads_, op->loc,
+                       "read it inside `for i in T.Parallel(1)`, or copy it to a T.alloc_var first")
+          << "fragment '" << op->buffer->name << "' is indexed outside a T.Parallel loop, and not every thread "
+          << "holds its element";
+    }
     if (op->buffer->scope == Scope::kGlobal) {
       bool same = true;
       for (size_t i = 0; i < idx.size(); ++i) same &= idx[i].same_as(op->indices[i]);
@@ -239,7 +249,10 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
       default: {
         if (b->shape.size() <= 1) return b;
         Expr n = int_imm(1);
-        for (const auto& e : b->shape) n = is_one(n) ? e : n * e;
+        for (const auto& e : b->shape) {
+          const int64_t *cn = as_const_int(n), *ce = as_const_int(e);
+          n = is_one(n) ? e : (cn && ce ? int_imm(*cn * *ce, e->dtype) : n * e);  // codegen needs constants
+        }
         return make_buffer(b->name, {n}, b->dtype, b->scope, {}, b->loc);
       }
     }

@@ -8,11 +8,21 @@
 //         so layout inference and lowering give the body's tile ops the role's threads
 //         (their thread index counts from the role's first thread) and insert_syncs turns
 //         block barriers inside into named barrier 1 + g0 over the role's threads.
+//         TileLang's other spelling of roles, an if / elif chain on the thread index
+//         (`if tx < 128: ... elif tx >= 256: ...`, tx = T.get_thread_binding()), gets the same
+//         annotation around each branch whose thread range is whole warp groups, when some
+//         branch holds a tile op (whose lowering needs the threads that run it) and every
+//         condition is a range test of tx against constants (<, <=, >, >=, `and`).
+//         Chains that do not fit stay plain Ifs.
 // Errors: groups that are not consecutive or lie outside the block; T.ws in a block that
 //         is not 1-D or whose threads are not whole warp groups; nested T.ws.
 // Before: pipeline_planning (which would hoist the annotations out of loop bodies),
 //         warp_specialize (which leaves kernels with roles alone), layout_inference.
+#include <algorithm>
+#include <optional>
+
 #include "tilec/ir/mutator.h"
+#include "tilec/ir/visitor.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
 
@@ -22,8 +32,106 @@ namespace {
 
 using namespace ir;
 
+struct ThreadRange {
+  int64_t begin = 0, end = 0;  // [begin, end)
+};
+
+// The threads [begin, end) for which `cond` holds, `cond` a range test of `tx` against
+// constants; nullopt for anything else.
+std::optional<ThreadRange> range_of(const Expr& cond, const VarNode* tx, ThreadRange all) {
+  auto* bin = dynamic_cast<const BinaryNode*>(cond.get());
+  if (!bin) return std::nullopt;
+  if (cond->kind == NodeKind::kAnd) {
+    auto a = range_of(bin->a, tx, all), b = range_of(bin->b, tx, all);
+    if (!a || !b) return std::nullopt;
+    return ThreadRange{std::max(a->begin, b->begin), std::min(a->end, b->end)};
+  }
+  NodeKind k = cond->kind;
+  const int64_t* c = as_const_int(bin->b);
+  bool tx_left = bin->a.get() == tx && c;
+  if (!tx_left) {
+    c = as_const_int(bin->a);
+    if (!(bin->b.get() == tx && c)) return std::nullopt;
+    // c OP tx  ==  tx OP' c
+    switch (k) {
+      case NodeKind::kLT: k = NodeKind::kGT; break;
+      case NodeKind::kLE: k = NodeKind::kGE; break;
+      case NodeKind::kGT: k = NodeKind::kLT; break;
+      case NodeKind::kGE: k = NodeKind::kLE; break;
+      default: return std::nullopt;
+    }
+  }
+  ThreadRange r = all;
+  switch (k) {
+    case NodeKind::kLT: r.end = std::min(r.end, *c); break;
+    case NodeKind::kLE: r.end = std::min(r.end, *c + 1); break;
+    case NodeKind::kGT: r.begin = std::max(r.begin, *c + 1); break;
+    case NodeKind::kGE: r.begin = std::max(r.begin, *c); break;
+    default: return std::nullopt;
+  }
+  return r;
+}
+
+bool whole_warp_groups(ThreadRange r) { return r.begin < r.end && r.begin % 128 == 0 && r.end % 128 == 0; }
+
+bool holds_tile_op(const Stmt& s) {
+  bool found = false;
+  for_each_node(s, [&](const Node* n) {
+    if (dynamic_cast<const TileOpNode*>(n)) found = true;
+  });
+  return found;
+}
+
+bool holds_role(const Stmt& s) {
+  bool found = false;
+  for_each_node(s, [&](const Node* n) {
+    if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && (a->key == "ws" || a->key == kThreadRangeKey))
+      found = true;
+  });
+  return found;
+}
+
+Stmt role_of(const Stmt& body, ThreadRange r, const SourceLoc& loc) {
+  return annotate(kThreadRangeKey, std::vector<int64_t>{r.begin, r.end - r.begin, 1 + r.begin / 128}, body, loc);
+}
+
+// An if / elif chain on the thread index with each branch a role, or nullptr when the chain
+// does not fit (see the header).
+Stmt chain_as_roles(const IfNode* op, const VarNode* tx, ThreadRange all, const SourceLoc& loc) {
+  auto cond = range_of(op->cond, tx, all);
+  if (!cond) return nullptr;
+  ThreadRange then_range{std::max(all.begin, cond->begin), std::min(all.end, cond->end)};
+  if (!whole_warp_groups(then_range)) return nullptr;
+  Stmt else_case;
+  if (op->else_case) {
+    ThreadRange rest = all;
+    if (then_range.begin <= all.begin) {
+      rest.begin = then_range.end;
+    } else if (then_range.end >= all.end) {
+      rest.end = then_range.begin;
+    } else {
+      return nullptr;  // the other threads are not one range
+    }
+    if (auto* elif = op->else_case.as<IfNode>()) {
+      else_case = chain_as_roles(elif, tx, rest, op->else_case->loc);
+    } else if (whole_warp_groups(rest)) {
+      else_case = role_of(op->else_case, rest, op->else_case->loc);
+    }
+    if (!else_case) return nullptr;
+  }
+  return if_then_else(op->cond, role_of(op->then_case, then_range, op->then_case->loc), else_case, loc);
+}
+
 class RoleLowering : public IRMutator {
  protected:
+  Stmt mutate_If(const Stmt& s, const IfNode* op) override {
+    if (kernel_ && !inside_ && kernel_->threads.size() == 1 && kernel_->threads[0] % 128 == 0 && holds_tile_op(s) &&
+        !holds_role(s)) {
+      ThreadRange all{0, kernel_->threads[0]};
+      if (Stmt roles = chain_as_roles(op, kernel_->thread_vars[0].get(), all, s->loc)) return roles;
+    }
+    return IRMutator::mutate_If(s, op);
+  }
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     const KernelLaunchNode* saved = kernel_;
     kernel_ = op;

@@ -29,6 +29,9 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.
   //   if (target.has_tma()) list.push_back(warp_specialize_pass());
+  // A register-fragment A that no gemm instruction can read from registers goes through
+  // shared memory (a tf32 / int8 / transposed A, or too few rows per warp).
+  list.push_back(stage_gemm_operands_pass());
   list.push_back(layout_inference_pass());  // layoutops
   list.push_back(lower_tile_ops_pass());     // layoutops
   // ---- second half: lowered IR -> IR ready for CUDA codegen ----

@@ -170,11 +170,44 @@ const std::string* find_text(const std::string& file, const std::string& main_na
                    "kernel, please report it as a tilec bug together with the kernel");
 }
 
-std::vector<std::string> common_options(const CudaCompileRequest& req) {
+// nvcc flags that TileLang programs pass in compile_flags, as NVRTC takes them: a spelling
+// NVRTC knows under another name, or "" (dropped) for a flag of the host compiler or of
+// nvcc's driver that NVRTC rejects and that does not change what the kernel computes.
+struct NvccFlag {
+  const char* prefix;  // matches the flag itself, or its start when it ends in '='
+  const char* nvrtc;
+};
+constexpr NvccFlag kNvccFlags[] = {
+    {"-O0", ""}, {"-O1", ""}, {"-O2", ""}, {"-O3", ""},       // host optimisation levels
+    {"-Wno-deprecated-declarations", ""},                       // host warnings
+    // C++ dialect switches NVRTC (CUDA 13) does not know; generated kernels need neither.
+    {"--expt-relaxed-constexpr", ""}, {"-expt-relaxed-constexpr", ""},
+    {"--expt-extended-lambda", ""}, {"-expt-extended-lambda", ""}, {"--extended-lambda", ""},
+    // ptxas hints (-v, --register-usage-level): NVRTC hands the comma list to ptxas as one
+    // option, which ptxas rejects; tilec reads ptxas' report itself.
+    {"--ptxas-options=", ""},
+};
+
+std::vector<std::string> nvrtc_flags(const std::vector<std::string>& flags) {
+  std::vector<std::string> out;
+  for (const auto& f : flags) {
+    const NvccFlag* row = nullptr;
+    for (const auto& r : kNvccFlags) {
+      const std::string p = r.prefix;
+      if (f == p || (p.back() == '=' && f.rfind(p, 0) == 0)) row = &r;
+    }
+    if (!row) out.push_back(f);
+    else if (*row->nvrtc) out.push_back(row->nvrtc);
+  }
+  return out;
+}
+
+std::vector<std::string> common_options(const CudaCompileRequest& req, bool for_nvrtc) {
   std::vector<std::string> opts = {"-arch=" + req.arch, "--std=c++17"};
   if (req.line_info) opts.push_back("-lineinfo");
   for (const auto& dir : cuda_include_dirs()) opts.push_back("-I" + dir);
-  opts.insert(opts.end(), req.extra_options.begin(), req.extra_options.end());
+  const auto extra = for_nvrtc ? nvrtc_flags(req.extra_options) : req.extra_options;
+  opts.insert(opts.end(), extra.begin(), extra.end());
   return opts;
 }
 
@@ -198,7 +231,7 @@ CudaBinary compile_with_nvrtc(const CudaCompileRequest& req) {
     ~Destroy() { api.DestroyProgram(prog); }
   } destroy{api, &prog};
 
-  std::vector<std::string> opts = common_options(req);
+  std::vector<std::string> opts = common_options(req, /*for_nvrtc=*/true);
   opts.push_back("-default-device");
   opts.push_back("--ptxas-options=-v");
   std::vector<const char*> opt_ptrs;
@@ -274,7 +307,7 @@ CudaBinary compile_with_nvcc(const CudaCompileRequest& req) {
   std::filesystem::path cubin = dir / "kernel.cubin", log_file = dir / "log.txt";
 
   std::string cmd = shell_quote(nvcc) + " -cubin -Xptxas -v -I" + shell_quote((dir / "include").string());
-  for (const auto& o : common_options(req)) cmd += " " + shell_quote(o);
+  for (const auto& o : common_options(req, /*for_nvrtc=*/false)) cmd += " " + shell_quote(o);
   cmd += " -o " + shell_quote(cubin.string()) + " " + shell_quote(src.string()) + " > " +
          shell_quote(log_file.string()) + " 2>&1";
   int rc = std::system(cmd.c_str());

@@ -9,11 +9,19 @@
 - torch's "cuda" device is the CPU (a TorchFunctionMode rewrites device arguments) and
   torch.cuda reports one H200; matrix products and attention above ~1e8 flops return zeros of
   the right shape, so reference programs do not take minutes;
+- tensors above HUGE_BYTES (1 GiB) are shapes only: an op that reads or makes one is not
+  computed (its result's shape and dtype come from torch's meta device), and the result is a
+  zero-filled tensor that owns no memory when it is itself that large (never-written pages,
+  or a broadcast zero above VIRTUAL_BYTES or when it needs a gradient) —
+  a reference that builds a (batch, heads, 4096, 4096) score matrix would otherwise take more
+  host memory than the machine has; in-place ops on such tensors do nothing; an op on inputs
+  above MEDIUM_BYTES asks the meta device for its result's size first (a repeat_interleave
+  that makes a huge tensor from a small one is shape-only too);
 - numerical checks are neutralised (torch.testing.assert_close, torch.allclose, the
   profiler's assert_allclose, tilelang.testing.torch_assert_close), and timing calls run
   their function once and report 1 ms — the outputs are not computed, so nothing can be checked.
 
-RESULT.json gets {"status", "kernels", "error", "error_kind", "seconds"}; see run_corpus.py for
+RESULT.json gets {"status", "kernels", "functions", "error", "error_kind", "seconds"}; see run_corpus.py for
 what the statuses mean.
 """
 
@@ -24,6 +32,7 @@ import os
 import sys
 import time
 import traceback
+import weakref
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -31,7 +40,10 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 TARGET = "sm_90a"
 FLOP_CAP = 1e8
-_state = {"kernels": 0, "compile_errors": 0}
+HUGE_BYTES = 1 << 30
+MEDIUM_BYTES = 8 << 20  # ops on inputs above this size check their result's size first
+VIRTUAL_BYTES = 256 << 30  # shape-only results up to this size are tried as contiguous never-touched memory
+_state = {"kernels": 0, "compile_errors": 0, "functions": 0}
 
 
 # ------------------------------------------------------------------------------ torch on CPU
@@ -77,13 +89,12 @@ def _install_fake_cuda(torch):
                 meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
                 with torch._C.DisableTorchFunction():
                     out = func(*meta, **kwargs)
-                zeros = torch.zeros(out.shape, dtype=out.dtype)
                 # Keep the autograd graph (reference programs call .backward() on it): zeros that
                 # depend on every input that needs a gradient, so the inputs get zero gradients.
-                for a in args:
-                    if isinstance(a, torch.Tensor) and a.requires_grad and a.numel():
-                        zeros = zeros + (a.reshape(-1)[0] * 0).to(out.dtype)
-                return zeros
+                return _zeros_like_meta(torch, out, _grad_sources(torch, args))
+            shaped = _shape_only(torch, func, name, args, kwargs)
+            if shaped is not _COMPUTE:
+                return shaped
             return func(*args, **kwargs)
 
     mode = CudaIsCpu()
@@ -174,6 +185,132 @@ def _install_fake_cuda(torch):
     torch.backends.cudnn.allow_tf32 = True
 
 
+_COMPUTE = object()  # _shape_only's answer: run the op for real
+_FACTORIES = ("randn", "rand", "randint", "zeros", "ones", "empty", "full", "normal", "arange", "randperm")
+
+
+def _huge(torch, t) -> bool:
+    return isinstance(t, torch.Tensor) and t.numel() * t.element_size() > HUGE_BYTES
+
+
+# Shape-only results that need a gradient: id -> (the tensor, the tensors it stands for in the
+# autograd graph). Their gradients go to those sources directly, never through a huge tensor.
+_GRAD_SOURCES: dict = {}
+
+
+def _tensors_in(torch, values) -> list:
+    """The tensors of nested lists / tuples (no closures: nothing outlives the call)."""
+    out, stack = [], [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, torch.Tensor):
+            out.append(v)
+    return out
+
+
+def _grad_sources(torch, values) -> list:
+    """The small tensors needing a gradient that `values` (tensors, nested lists) depend on."""
+    out, seen = [], set()
+    for v in _tensors_in(torch, values):
+        entry = _GRAD_SOURCES.get(id(v))
+        if entry is not None and entry[0]() is v:
+            sources = entry[1]
+        elif v.requires_grad and not _huge(torch, v):
+            sources = [v]
+        else:
+            continue
+        for t in sources:
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+    return out
+
+
+def _zeros_like_meta(torch, m, sources=()):
+    """Zeros of a meta tensor's shape and dtype; above HUGE_BYTES a broadcast zero (no memory).
+    With `sources` (tensors needing a gradient) the zeros depend on them in the autograd graph."""
+    nbytes = m.numel() * m.element_size()
+    huge = nbytes > HUGE_BYTES
+    base = torch.zeros((), dtype=m.dtype) if huge else torch.zeros(m.shape, dtype=m.dtype)
+    if sources and torch.is_grad_enabled() and (m.dtype.is_floating_point or m.dtype.is_complex):
+        link = sum((t[(0,) * t.ndim] * 0).to(m.dtype) for t in sources if t.numel())
+        if isinstance(link, torch.Tensor):
+            base = base + link
+    out = base
+    if huge:
+        out = None
+        if not base.requires_grad and nbytes <= VIRTUAL_BYTES:
+            # Contiguous, as programs assert: fresh pages that are never written read as zeros
+            # and take no host memory.
+            try:
+                out = torch.empty(m.shape, dtype=m.dtype)
+            except RuntimeError:
+                out = None
+        if out is None:
+            out = base.expand(m.shape)
+    if out.requires_grad:
+        key = id(out)  # the entry goes with `out`: it must not keep the sources alive
+        _GRAD_SOURCES[key] = (weakref.ref(out, lambda _, k=key: _GRAD_SOURCES.pop(k, None)), list(sources))
+    return out
+
+
+def _shape_only(torch, func, name, args, kwargs):
+    """The result of an op on or making a tensor above HUGE_BYTES, computed on shapes only
+    (module docstring); _COMPUTE when the op is small or its result is not a tensor."""
+    flat = _tensors_in(torch, [args, list(kwargs.values())])
+    factory = not flat and name in _FACTORIES and "out" not in kwargs
+    huge_input = any(_huge(torch, t) for t in flat)
+    inplace = name == "__setitem__" or (name.endswith("_") and not name.endswith("__")) or \
+        (name.startswith("__i") and name.endswith("__")) or "out" in kwargs
+    # An op on mid-sized inputs may still make a huge result (x.repeat_interleave(128)): its
+    # result's size is looked up on the meta device first.
+    growing = not factory and not huge_input and not inplace and \
+        sum(t.numel() * t.element_size() for t in flat) > MEDIUM_BYTES
+    if not factory and not huge_input and not growing:
+        return _COMPUTE
+    if inplace and not factory:
+        return None if name == "__setitem__" else (args[0] if args else None)
+
+    def to_meta(v):
+        if isinstance(v, (list, tuple)):
+            return type(v)(to_meta(x) for x in v)
+        return v.to("meta") if isinstance(v, torch.Tensor) else v
+
+    meta_kwargs = {k: to_meta(v) for k, v in kwargs.items()}
+    if factory:
+        meta_kwargs["device"] = "meta"
+        meta_kwargs.pop("generator", None)
+    try:
+        with torch._C.DisableTorchFunction():
+            out = func(*to_meta(args), **meta_kwargs)
+    except Exception:  # noqa: BLE001 - ops without a meta kernel run for real
+        return _COMPUTE
+
+    sources = _grad_sources(torch, [args, list(kwargs.values())])
+
+    def materialise(v):
+        if isinstance(v, torch.Tensor):
+            return _zeros_like_meta(torch, v, sources)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):
+            items = [_zeros_like_meta(torch, x, sources) for x in v]
+            if type(v) in (list, tuple):
+                return type(v)(items)
+            try:  # torch.return_types (values, indices)
+                return type(v)(items)
+            except TypeError:
+                return tuple(items)
+        raise TypeError
+
+    if (factory or growing) and not (isinstance(out, torch.Tensor) and _huge(torch, out)):
+        return _COMPUTE
+    try:
+        return materialise(out)
+    except TypeError:
+        return _COMPUTE
+
+
 def _neutralise_checks(torch):
     torch.testing.assert_close = lambda *a, **k: None
     torch.allclose = lambda *a, **k: True
@@ -257,6 +394,28 @@ def _install_tilec_hooks():
         return InterceptedKernel(kernel)
 
     tilec.kernel.compile_prim_func = compile_prim_func
+    import tilec.frontend.eager
+    import tilec.frontend.function
+
+    real_finish = tilec.frontend.function.finish_outputs
+
+    def finish_outputs(*args, **kwargs):  # one tile function built (T.prim_func or eager)
+        _state["functions"] += 1
+        return real_finish(*args, **kwargs)
+
+    tilec.frontend.function.finish_outputs = finish_outputs
+    tilec.frontend.eager.finish_outputs = finish_outputs
+    # A function tilec refused counts as built when the program goes on (it catches the error,
+    # e.g. upstream's autodd example prints it).
+    import tilec.errors
+
+    real_error_init = tilec.errors.CompileError.__init__
+
+    def compile_error_init(self, *args, **kwargs):
+        _state["functions"] += 1
+        real_error_init(self, *args, **kwargs)
+
+    tilec.errors.CompileError.__init__ = compile_error_init
 
     def do_bench(fn, *args, **kwargs):
         fn()
@@ -332,6 +491,7 @@ def main() -> int:
         result.update(status="fail", error=_first_line(e), error_kind=kind)
         result["traceback"] = "".join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]
     result["kernels"] = _state["kernels"]
+    result["functions"] = _state["functions"]
     result["seconds"] = round(time.time() - start, 1)
     with open(result_path, "w") as f:
         json.dump(result, f)

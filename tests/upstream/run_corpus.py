@@ -16,7 +16,9 @@ fetched from the device into the table of docs/COMPAT.md (add --gpu for GPU repo
 
 Status per example in CPU mode:
 
-  pass        the program ran to its end; every kernel it built compiled for sm_90a
+  pass        the program ran to its end; every kernel it built compiled for sm_90a (a
+              program that only builds tile functions, e.g. for tilelang.tools.Analyzer,
+              passes too; one that builds none is `program`)
   partial     at least one kernel compiled, then the program stopped on an error that is
               not tilec's (CPU-mode limits: a value check on intercepted outputs, ...)
   tilec       stopped on a tilec error (a CompileError / InternalError, a missing tilelang
@@ -102,9 +104,9 @@ def run_one(example: str, timeout: float) -> dict:
         result["status"] = "partial" if kind == "program" and result.get("kernels") else kind
         if result["status"] == "pass":
             result["status"] = "program"
-    elif result["status"] == "pass" and not result.get("kernels"):
+    elif result["status"] == "pass" and not result.get("kernels") and not result.get("functions"):
         result["status"] = "program"
-        result["error"] = result.get("error") or "ran to its end without compiling a kernel"
+        result["error"] = result.get("error") or "ran to its end without building a tile function"
     result.pop("error_kind", None)
     return result
 

@@ -23,7 +23,10 @@ import run_corpus
 # 2026-12-01 (fourth session, after the attention, sync-uniformity and first-hour merges): 53 pass;
 # then (grid extents from scalars, warp shuffles) 57 (19 min on 2 busy cores; hadamard needs scipy,
 # one varlen example needs much host memory): the floor keeps three of slack.
-FLOOR = 54
+# 2026-12-01 (compat9: cp.async roles, register-A staging, extern source, Analyzer, iket, rng,
+# shape-only huge tensors in the harness): 75 pass, 72 of upstream's 99; the floor is the 72
+# (one attention-sink backward sits at the host-memory limit with two examples at a time).
+FLOOR = 72
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

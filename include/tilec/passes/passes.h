@@ -55,7 +55,9 @@ Pass pipeline_planning_pass();
 // lower_warp_roles (src/passes/lower_warp_roles.cc)
 //   in:  tile IR.   out: every `with T.ws(g...)` (Annotate "ws") is an If on the thread
 //   index around Annotate(kThreadRangeKey, {128 g0, 128 n, 1 + g0}): the role's ops see its
-//   threads, its block barriers become named barriers. UserError on bad groups.
+//   threads, its block barriers become named barriers. UserError on bad groups. An if / elif
+//   chain of thread-index range tests over whole warp groups with a tile op in it becomes
+//   the same annotations (TileLang's `if tx < 128: ... elif tx >= 256: ...` roles).
 Pass lower_warp_roles_pass();
 
 // stage_output_tiles (src/passes/stage_output_tiles.cc)
@@ -88,6 +90,13 @@ Pass warp_specialize_pass();
 //   needs: only this pass knows a step's copies and reads touch different versions); a
 //   final wait drains the groups. Runs before layout inference.
 Pass inject_pipeline_pass();
+
+// stage_gemm_operands (src/passes/stage_gemm_operands.cc)
+//   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
+//   fragment A no instruction reads from registers, but which lowers with A in shared
+//   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..)).
+//   Gemms that lower as written are untouched. Before layout_inference.
+Pass stage_gemm_operands_pass();
 
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]
 //   in:  tile-level kernels (tile ops, T.Parallel nests, optional T.annotate_layout).

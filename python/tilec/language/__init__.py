@@ -24,6 +24,10 @@ from .sync import (
 )
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .atomic_vec import atomic_addx2, atomic_addx4
+from .async_copy import access_ptr, cp_async_barrier_noinc, ptx_cp_async
+from .extern import call_extern, import_source
+from .rng import rng_init, rng_rand
+from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .bitcast import reinterpret
 from .persistent import Persistent
 from .views import im2col

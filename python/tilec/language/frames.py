@@ -42,6 +42,7 @@ class KernelFrame(Frame):
         cluster = _int_tuple(self.cluster_dims, "cluster_dims") if self.cluster_dims is not None else []
         block_vars = ctx.builder.begin_kernel(grid, threads, cluster, self.loc)
         ctx.kernels.append(block_vars)
+        ctx.kernel_threads = threads  # the block's extents (T.tvm_thread_allreduce reads them)
         return block_vars
 
     def end(self, ctx):

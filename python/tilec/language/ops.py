@@ -435,12 +435,12 @@ def _region_like(point: BufferAccess, other: Any) -> BufferAccess:
 
 def _atomic(kind: str):
     def op(dst: Any, value: Any, **kwargs):
+        return_prev = bool(kwargs.pop("return_prev", False))
         # Performance options of TileLang's atomics (how, not what): tilec picks the instruction.
-        for how in ("use_tma", "return_prev", "memory_order"):
-            if how == "return_prev" and kwargs.get(how):
-                raise CompileError(f"T.{kind}(return_prev=True) is not supported yet",
-                                   hint="read the value before the atomic, or keep a separate counter")
+        for how in ("use_tma", "memory_order"):
             kwargs.pop(how, None)
+        if return_prev:
+            return _atomic_returning_prev(kind, dst, value, kwargs)
         # One element updated by a scalar (as TileLang does): a plain atomic call, so it
         # may stand anywhere, a T.Parallel body included. Regions stay tile ops.
         if isinstance(dst, BufferAccess) and dst.is_point() and not kwargs and \
@@ -464,6 +464,20 @@ def _atomic(kind: str):
 
     return _named_primitive(op, kind, f"T.{kind}(dst, value): element-wise ({kind.split('_')[1]}) atomically, "
                                       "on an element or a region")
+
+
+def _atomic_returning_prev(kind: str, dst: Any, value: Any, kwargs: dict):
+    """`old = T.atomic_add(A[i], v, return_prev=True)`: one element, the value it held before."""
+    if not (isinstance(dst, BufferAccess) and dst.is_point()) or kwargs or \
+            isinstance(value, (Buffer, BufferRegion)) or (isinstance(value, BufferAccess) and not value.is_point()):
+        raise CompileError(f"T.{kind}(return_prev=True) updates one element by a scalar and returns its old value; "
+                           "regions cannot return their previous values",
+                           hint=f"old = T.{kind}(A[i], v, return_prev=True)")
+    ctx = context.require(f"T.{kind}")
+    address = _tilec.call("handle", "tl.address_of", [dst.to_load()], ctx.loc)
+    value = value.to_load() if isinstance(value, BufferAccess) else to_expr(value)
+    value = _tilec.cast(dtype_str(dst.buffer.dtype), value, ctx.loc)
+    return _tilec.call(dtype_str(dst.buffer.dtype), "tl." + kind, [address, value], ctx.loc)
 
 
 atomic_add = _atomic("atomic_add")
@@ -688,6 +702,8 @@ def call_intrin(dtype: Any, op: str, *args):
 @primitive
 def evaluate(value: Any):
     ctx = context.require("T.evaluate")
+    if value is None:  # a primitive that emitted its statements itself (T.tvm_thread_allreduce)
+        return
     ctx.builder.evaluate(to_expr(value), ctx.loc)
 
 

@@ -7,6 +7,10 @@
 //   cp_async_commit()                closes the group of copies issued since the last commit
 //   cp_async_wait(n)                 blocks until at most n committed groups are pending
 //                                    (n must be a compile-time constant after inlining, 0..7)
+//   cp_async_mbarrier_arrive_noinc(bar)  the mbarrier `bar` gets one arrival once every
+//                                    cp.async this thread issued before has landed; the
+//                                    arrival counts against the barrier's expected count
+//                                    (.noinc), so init the barrier with the producer threads
 //
 // Completed copies are visible to the issuing thread only; other threads of the block see
 // them after a barrier that follows the wait.
@@ -67,6 +71,10 @@ __device__ __forceinline__ void cp_async_ca4_zfill(void* smem_dst, const void* g
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(void* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(cp_async_smem_addr(bar)) : "memory");
+}
 
 // `n` must fold to a constant: the PTX immediate is chosen by the switch.
 __device__ __forceinline__ void cp_async_wait(int n) {

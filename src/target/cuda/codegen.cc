@@ -25,6 +25,9 @@
 
 namespace tilec::cuda {
 
+// The function attribute T.import_source fills (python/tilec/language/extern.py).
+constexpr const char* kImportSourceAttr = "tilec.import_source";
+
 using namespace ir;
 
 namespace {
@@ -395,6 +398,12 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
   if (opts.debug_sync) os << "#define TILEC_DEBUG_SYNC 1\n";
   os << "#include \"tilec/common.cuh\"\n";
   for (const auto& h : p.headers()) os << "#include \"" << h << "\"\n";
+  // T.import_source: the program's own device functions (T.call_extern calls them), with the
+  // short integer names CUDA C written for nvcc on Linux expects.
+  if (auto* a = find_attr(f->attrs, kImportSourceAttr); a && std::holds_alternative<std::string>(*a)) {
+    os << "\nusing uint = unsigned int;\nusing ushort = unsigned short;\nusing uchar = unsigned char;\n";
+    os << std::get<std::string>(*a) << "\n";
+  }
   for (const auto& [n, kind] : p.wgmma_atoms) os << "\n" << wgmma_atom_definition(n, kind);
   // setmaxnreg needs a known register budget per thread: one block per SM.
   int64_t min_blocks = p.uses_setmaxnreg ? 1 : 0;

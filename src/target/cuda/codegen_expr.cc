@@ -29,6 +29,7 @@ IntrinStyle parse_style(const char* s) {
   if (v == "infix") return IntrinStyle::kInfix;
   if (v == "template_dtype") return IntrinStyle::kTemplateDType;
   if (v == "template_arg0") return IntrinStyle::kTemplateArg0;
+  if (v == "extern_name") return IntrinStyle::kExternName;
   TILEC_UNREACHABLE() << "unknown TILEC_INTRIN_CUDA style '" << v << "' in intrinsics.def";
 }
 
@@ -214,12 +215,19 @@ Printed CudaPrinter::print(const Expr& e) {
   }
 }
 
+std::string CudaPrinter::overload_operand(const Expr& x) {
+  const bool operation = is_binary_kind(x->kind) || x->kind == NodeKind::kCall || x->kind == NodeKind::kNot;
+  if (x->dtype.is_integer() && x->dtype.lanes() == 1 && x->dtype.bits() < 32 && operation)
+    return "(" + c_type(x->dtype, x->loc) + ")(" + expr(x) + ")";
+  return expr(x);
+}
+
 Printed CudaPrinter::print_binary(const BinaryNode* op) {
   NodeKind k = op->kind;
   if (k == NodeKind::kMin || k == NodeKind::kMax) {
     need_header("tilec/math.cuh");
-    std::string a = expr(op->a);
-    return {std::string(k == NodeKind::kMin ? "tl::min(" : "tl::max(") + a + ", " + expr(op->b) + ")"};
+    std::string a = overload_operand(op->a);
+    return {std::string(k == NodeKind::kMin ? "tl::min(" : "tl::max(") + a + ", " + overload_operand(op->b) + ")"};
   }
   if (k == NodeKind::kFloorDiv || k == NodeKind::kFloorMod) return print_floor_div_mod(op);
   std::string sym;
@@ -336,7 +344,7 @@ Printed CudaPrinter::print_call(const CallNode* op) {
   auto arg_text = [&](const Expr& a) {
     if (auto* l = a.as<BufferLoadNode>(); l && l->buffer->scope == Scope::kBarrier)
       return "&" + name_of(l->buffer.get()) + "[" + expr(l->indices[0]) + "]";
-    return expr(a);
+    return overload_operand(a);
   };
   auto join = [&](size_t from) {
     std::string s;
@@ -374,6 +382,12 @@ Printed CudaPrinter::print_call(const CallNode* op) {
       TILEC_USER_CHECK(!op->args.empty() && as_const_int(op->args[0]), op->loc, "")
           << "the first argument of '" << op->op << "' must be an integer constant or a template argument string";
       return {info->cuda + "<" + std::to_string(*as_const_int(op->args[0])) + ">(" + join(1) + ")"};
+    }
+    case IntrinStyle::kExternName: {
+      auto* name = op->args.empty() ? nullptr : op->args[0].as<StringImmNode>();
+      TILEC_USER_CHECK(name && !name->value.empty(), op->loc, "T.call_extern(\"function_name\", args..., dtype=...)")
+          << "the first argument of T.call_extern must be the function's name";
+      return {name->value + "(" + join(1) + ")"};
     }
   }
   TILEC_UNREACHABLE() << "intrinsic style";

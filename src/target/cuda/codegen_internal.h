@@ -15,7 +15,7 @@
 namespace tilec::cuda::detail {
 
 // ---- the intrinsic table (include/tilec/ir/intrinsics.def) ----
-enum class IntrinStyle { kCall, kAddressOf, kInfix, kTemplateDType, kTemplateArg0 };
+enum class IntrinStyle { kCall, kAddressOf, kInfix, kTemplateDType, kTemplateArg0, kExternName };
 struct IntrinInfo {
   std::string name;
   int arity = -1;
@@ -98,6 +98,10 @@ class CudaPrinter {
 
  private:
   Printed print_binary(const ir::BinaryNode* op);
+  // An operand of an overloaded device function: C++ computes 8- and 16-bit integer
+  // arithmetic in int, so such an operation gets its IR type back (tl::min(ushort, ushort),
+  // tl::reinterpret<bf16>(ushort) match).
+  std::string overload_operand(const ir::Expr& x);
   Printed print_floor_div_mod(const ir::BinaryNode* op);
   Printed print_call(const ir::CallNode* op);
   Printed print_load(const ir::BufferLoadNode* op);

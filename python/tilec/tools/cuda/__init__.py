@@ -1,3 +1,3 @@
-"""`tilelang.tools.cuda`: not part of tilec (see tools/__init__.py)."""
+"""`tilelang.tools.cuda`: iket (in-kernel event tracing), accepted and ignored (iket.py)."""
 
 from . import iket  # noqa: F401

@@ -1,0 +1,102 @@
+// Pass stage_gemm_operands: a T.gemm whose A is a register fragment that no instruction can
+// read from registers reads it from shared memory instead.
+//
+// Input:  tile IR after inject_pipeline (T.gemm tile ops, fragments without layouts yet).
+// Output: every T.gemm(A_frag, B, C) without an explicit `instruction=` for which the CUDA
+//         selection chain (gemm_isel) accepts no candidate, but would accept one with A in
+//         shared memory, becomes
+//             Allocate(A_frag_stage: shared.dyn, A's shape and dtype,
+//               T.copy(A_frag, A_frag_stage); T.gemm(A_frag_stage, B, C))
+//         (TileLang lowers such gemms the same way: its register-A forms take only what the
+//         instructions take, e.g. a float32 A for a tf32 wgmma, an int8 A, a transposed A, or
+//         an M too small to give every warp its own rows). Other gemms are unchanged, so
+//         programs whose gemms already lower keep their generated code byte for byte.
+//         insert_syncs orders the copy before the gemm's reads and the next iteration's copy
+//         after them; fence_proxy_async adds the fence a wgmma reader needs.
+// Runs after: inject_pipeline (the staging copy is not pipelined), lower_warp_roles (a
+//         role's gemm is selected for the role's threads). Before: layout_inference.
+// Algorithm: one walk tracking the threads that run each statement (the kernel's block, or
+//   a role's Annotate(kThreadRangeKey)); for each gemm with a fragment A, ask the chain
+//   twice (as written, and with A in shared memory).
+#include "ops/gemm_operands.h"
+#include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes {
+
+namespace {
+
+using namespace ir;
+
+// Whether the chain accepts the query (a refusal that is a UserError counts as "no").
+bool lowers(const cuda::GemmQuery& q, const target::Target& target) {
+  try {
+    for (const auto& c : cuda::gemm_candidates(q, target))
+      if (c.chosen) return true;
+  } catch (const UserError&) {
+  }
+  return false;
+}
+
+class GemmOperandStager : public IRMutator {
+ public:
+  explicit GemmOperandStager(const PassContext& ctx) : ctx_(ctx) {}
+
+ protected:
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    const int64_t saved = threads_;
+    threads_ = 1;
+    for (int64_t t : op->threads) threads_ *= t;
+    Stmt out = IRMutator::mutate_KernelLaunch(s, op);
+    threads_ = saved;
+    return out;
+  }
+  Stmt mutate_Annotate(const Stmt& s, const AnnotateNode* op) override {
+    if (op->key != kThreadRangeKey) return IRMutator::mutate_Annotate(s, op);
+    auto* r = std::get_if<std::vector<int64_t>>(&op->value);
+    if (!r || r->size() < 2) return IRMutator::mutate_Annotate(s, op);
+    const int64_t saved = threads_;
+    threads_ = (*r)[1];
+    Stmt out = IRMutator::mutate_Annotate(s, op);
+    threads_ = saved;
+    return out;
+  }
+  Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
+    if (op->op != "gemm" || threads_ <= 0 || op->args.size() < 3) return s;
+    auto* a = std::get_if<BufferRegion>(&op->args[0]);
+    if (!a || a->buffer->scope != Scope::kFragment) return s;
+    back::PassOpEnv env(ctx_, threads_);
+    ops::GemmOp g = ops::analyze_gemm(*op, env);
+    if (!g.query.instruction.empty() || lowers(g.query, ctx_.target())) return s;
+    cuda::GemmQuery staged_query = g.query;
+    staged_query.a_scope = Scope::kSharedDyn;
+    staged_query.lda = g.a.tile_cols;
+    if (!lowers(staged_query, ctx_.target())) return s;  // the gemm's own error says why
+
+    const Buffer& frag = a->buffer;
+    Buffer stage = make_buffer(frag->name + "_stage", frag->shape, frag->dtype, Scope::kSharedDyn, {}, op->loc);
+    Stmt copy = make_tile_op("copy", {BufferRegion::full(frag), BufferRegion::full(stage)}, {}, op->loc);
+    auto gemm = std::make_shared<TileOpNode>(*op);
+    gemm->args[0] = BufferRegion::full(stage);
+    Stmt staged_gemm(std::shared_ptr<const TileOpNode>(std::move(gemm)));
+    return allocate(stage, seq({copy, staged_gemm}, op->loc), op->loc);
+  }
+
+ private:
+  const PassContext& ctx_;
+  int64_t threads_ = 0;
+};
+
+}  // namespace
+
+Pass stage_gemm_operands_pass() {
+  return {"stage_gemm_operands", [](const PrimFunc& f, PassContext& ctx) {
+            Stmt body = GemmOperandStager(ctx).mutate(f->body);
+            return body.same_as(f->body) ? f : with_body(f, std::move(body));
+          }};
+}
+
+}  // namespace tilec::passes

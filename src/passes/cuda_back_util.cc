@@ -106,6 +106,12 @@ void collect_terms(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, 
 
 }  // namespace
 
+int64_t shared_alloc_bytes(const Buffer& b) {
+  int64_t n = b->dtype.bytes();
+  for (const auto& e : b->shape) n *= as_const_int(e) ? *as_const_int(e) : int64_t{1} << 20;
+  return (n + 1023) / 1024 * 1024;
+}
+
 bool uses_var(const Expr& e, const VarNode* v) {
   return any_node(e, [&](const ExprNode* n) { return n == v; });
 }

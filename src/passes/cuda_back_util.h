@@ -39,6 +39,9 @@ bool any_node(const Expr& e, const std::function<bool(const ir::ExprNode*)>& fn)
 bool is_pure_call(const ir::CallNode* c);
 // Whether `e` mentions the variable / any of the variables.
 bool uses_var(const Expr& e, const ir::VarNode* v);
+// Bytes a shared buffer takes in the arena, rounded up to 1 KiB (a symbolic extent counts as
+// 2^20: too big for any budget). Budget checks of warp_specialize and stage_output_tiles.
+int64_t shared_alloc_bytes(const ir::Buffer& b);
 bool uses_any_var(const Expr& e, const std::unordered_set<const ir::VarNode*>& vars);
 // Whether `e` reads memory (contains a BufferLoad or a non-pure call).
 bool reads_memory(const Expr& e);

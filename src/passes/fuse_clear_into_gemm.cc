@@ -13,6 +13,7 @@
 // Why:    attention clears S = Q K^T every step: 64 register moves per thread per step on the
 //         softmax's side of the ping-pong, for a value the gemm overwrites anyway.
 // Before: pipeline_planning (statement indices and stages are planned after the fusion).
+#include "ops/op_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/passes/passes.h"
@@ -24,21 +25,10 @@ namespace {
 using namespace ir;
 
 bool is_constant_zero(const Expr& e) {
-  if (auto* i = as_const_int(e)) return *i == 0;
+  if (is_zero(e)) return true;
   if (auto* f = e.as<FloatImmNode>()) return f->value == 0.0;
   if (auto* c = e.as<CastNode>()) return is_constant_zero(c->value);
   return false;
-}
-
-bool whole(const BufferRegion& r) {
-  if (r.region.size() != r.buffer->shape.size()) return false;
-  for (size_t d = 0; d < r.region.size(); ++d) {
-    const int64_t* lo = as_const_int(r.region[d].min);
-    const int64_t* ext = as_const_int(r.region[d].extent);
-    const int64_t* dim = as_const_int(r.buffer->shape[d]);
-    if (!lo || *lo != 0 || !ext || !dim || *ext != *dim) return false;
-  }
-  return true;
 }
 
 // The fragment a `T.fill(F, 0)` of a whole fragment clears, else null.
@@ -47,7 +37,7 @@ const BufferNode* cleared_fragment(const Stmt& s) {
   if (!t || t->op != "fill" || t->args.size() != 2) return nullptr;
   auto* r = std::get_if<BufferRegion>(&t->args[0]);
   auto* v = std::get_if<Expr>(&t->args[1]);
-  if (!r || !v || r->buffer->scope != Scope::kFragment || !whole(*r) || !is_constant_zero(*v)) return nullptr;
+  if (!r || !v || r->buffer->scope != Scope::kFragment || !ops::region_is_full(*r) || !is_constant_zero(*v)) return nullptr;
   return r->buffer.get();
 }
 
@@ -63,7 +53,7 @@ class FuseClearIntoGemm : public IRMutator {
       const BufferNode* c = cleared_fragment(q->stmts[i]);
       auto* g = i + 1 < q->stmts.size() ? q->stmts[i + 1].as<TileOpNode>() : nullptr;
       if (c && g && g->op == "gemm" && !attr_bool(*g, "clear_accum") && region_arg(*g, 2).buffer.get() == c &&
-          whole(region_arg(*g, 2))) {
+          ops::region_is_full(region_arg(*g, 2))) {
         AttrMap attrs;
         for (const auto& kv : g->attrs)
           if (kv.first != "clear_accum") attrs.push_back(kv);

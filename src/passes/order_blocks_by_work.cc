@@ -1,10 +1,10 @@
 // Pass order_blocks_by_work: blocks whose main loop runs longer start first.
 //
-// Input:  tile IR after rasterize_blocks. A kernel (without T.use_swizzle, whose order
-//         rasterize_blocks already chose) with a loop on its spine — the statements under the
-//         kernel's Lets, Allocates and Annotates — whose trip count (the spine's Lets
-//         substituted) depends on exactly one
-//         block index b and on nothing else that varies (causal attention:
+// Input:  tile IR after rasterize_blocks (which gives a kernel with T.use_swizzle Lets of
+//         fresh hardware indices: none of its trip counts depends on a block index alone). A
+//         kernel with a loop on its spine — the statements under the kernel's Lets, Allocates
+//         and Annotates — whose trip count (the spine's Lets substituted) depends on exactly
+//         one block index b and on nothing else that varies (causal attention:
 //         min(ceildiv(seq, bN), ceildiv((bx + 1) bM, bN))), over a constant grid extent g.
 // Output: when that trip count never decreases as b grows and is larger for the last block
 //         than for the first, the kernel gets a fresh hardware index b_hw and b becomes the
@@ -22,7 +22,6 @@
 #include "layout/int_eval.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
-#include "tilec/ir/visitor.h"
 #include "tilec/passes/passes.h"
 
 namespace tilec::passes {
@@ -64,7 +63,6 @@ bool grows_with(const Expr& extent, const Var& b, int64_t g) {
 class OrderBlocksByWork : public IRMutator {
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
-    if (has_swizzle(op->body)) return s;
     std::vector<Expr> trips;
     VarMap lets;
     spine_trip_counts(op->body, lets, trips);
@@ -84,14 +82,6 @@ class OrderBlocksByWork : public IRMutator {
     return s;
   }
 
- private:
-  static bool has_swizzle(const Stmt& body) {
-    bool found = false;
-    for_each_node(body, [&](const Node* n) {
-      if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && a->key == "use_swizzle") found = true;
-    });
-    return found;
-  }
 };
 
 }  // namespace

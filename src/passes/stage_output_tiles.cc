@@ -30,6 +30,8 @@
 #include <optional>
 #include <string>
 
+#include "ops/op_util.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -48,12 +50,6 @@ constexpr int64_t kReservedPerBlock = 1024;  // the driver's reserve per residen
 int64_t const_or(const Expr& e, int64_t fallback) {
   const int64_t* v = as_const_int(e);
   return v ? *v : fallback;
-}
-
-int64_t buffer_bytes(const Buffer& b) {
-  int64_t n = b->dtype.bytes();
-  for (const auto& e : b->shape) n *= const_or(e, int64_t{1} << 20);  // unknown: too big to stage
-  return (n + 1023) / 1024 * 1024;
 }
 
 bool contains_gemm(const Stmt& s) {
@@ -82,7 +78,7 @@ int64_t shared_bytes(const Stmt& kernel_body) {
     auto* a = dynamic_cast<const AllocateNode*>(n);
     if (!a || !is_shared(a->buffer->scope)) return;
     auto it = stages.find(a->buffer.get());
-    bytes += buffer_bytes(a->buffer) * (it == stages.end() ? 1 : it->second);
+    bytes += back::shared_alloc_bytes(a->buffer) * (it == stages.end() ? 1 : it->second);
   });
   return bytes;
 }
@@ -98,11 +94,7 @@ std::optional<std::vector<Expr>> stageable(const TileOpNode& op) {
   auto* dst = std::get_if<BufferRegion>(&op.args[1]);
   if (!src || !dst || src->buffer->scope != Scope::kFragment || dst->buffer->scope != Scope::kGlobal) return std::nullopt;
   const Buffer& frag = src->buffer;
-  if (frag->shape.size() < 2 || src->region.size() != frag->shape.size()) return std::nullopt;
-  for (size_t d = 0; d < frag->shape.size(); ++d) {
-    const int64_t* lo = as_const_int(src->region[d].min);
-    if (!lo || *lo != 0 || const_or(src->region[d].extent, -1) != const_or(frag->shape[d], -2)) return std::nullopt;
-  }
+  if (frag->shape.size() < 2 || !ops::region_is_full(*src)) return std::nullopt;
   if (!dst->buffer->strides.empty() || dst->region.empty()) return std::nullopt;
   std::vector<int64_t> kept;  // the region's non-unit extents
   for (const auto& r : dst->region) {
@@ -176,15 +168,15 @@ class StageOutputTiles : public IRMutator {
       const BufferRegion& src = std::get<BufferRegion>(t->args[0]);
       const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
       Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
-      if (buffer_bytes(stage) > budget_) {
+      if (back::shared_alloc_bytes(stage) > budget_) {
         why_not_ += (why_not_.empty() ? "" : "; ") + src.buffer->name + ": its " +
-                    std::to_string(buffer_bytes(stage) / 1024) + " KiB tile does not fit beside the kernel's other " +
+                    std::to_string(back::shared_alloc_bytes(stage) / 1024) + " KiB tile does not fit beside the kernel's other " +
                     "shared memory (" + std::to_string(std::max<int64_t>(budget_, 0) / 1024) + " KiB left" +
                     (blocks_per_sm_ > 1 ? ", two blocks per SM" : "") + ")";
         out.push_back(st);
         continue;
       }
-      budget_ -= buffer_bytes(stage);
+      budget_ -= back::shared_alloc_bytes(stage);
       staged.push_back(stage);
       out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, t->loc));
       out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, t->loc));

@@ -25,10 +25,7 @@ bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan
     auto* a = dynamic_cast<const AllocateNode*>(node);
     if (!a || !is_shared(a->buffer->scope)) return;
     auto v = p.versioned.find(a->buffer.get());
-    const Buffer& b = v == p.versioned.end() ? a->buffer : v->second;
-    int64_t n = b->dtype.bytes();
-    for (const auto& e : b->shape) n *= as_const_int(e) ? *as_const_int(e) : 1 << 20;
-    bytes += (n + 1023) / 1024 * 1024;
+    bytes += back::shared_alloc_bytes(v == p.versioned.end() ? a->buffer : v->second);
   });
   return bytes + 2048 <= ctx.target().max_shared_memory_per_block();
 }

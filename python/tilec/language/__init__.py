@@ -10,9 +10,9 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     Broadcast, Cast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_buffer, alloc_fragment,
     alloc_local, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, assume, atomic_add, atomic_max,
     atomic_min, bitwise_and, bitwise_or, bitwise_xor, call_intrin, cast, ceil, ceildiv, clamp, clear, copy, cos,
-    cumsum, device_assert, erf, evaluate, exp, exp2, fill, floor, floordiv, floormod, func_attr, gemm, gemm_v1, gemm_v2,
+    cumsum, erf, evaluate, exp, exp2, fill, floor, floordiv, floormod, func_attr, gemm, gemm_v1, gemm_v2,
     get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity, log,
-    log2, log10, max, min, pow, print, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum,
+    log2, log10, max, min, pow, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum,
     round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
     trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,
 )
@@ -24,6 +24,7 @@ from .sync import (
 )
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic
 from .atomic_vec import atomic_addx2, atomic_addx4
+from .debug_ops import device_assert, print  # noqa: A004 (print is a T name)
 from .async_copy import access_ptr, cp_async_barrier_noinc, ptx_cp_async
 from .extern import call_extern, import_source
 from .rng import rng_init, rng_rand

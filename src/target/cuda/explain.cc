@@ -51,6 +51,22 @@ const char* gemm_candidate_name(const std::string& name) {
   return name.c_str()[0] == 'f' ? "FMA" : name.c_str();
 }
 
+// A pass's per-buffer notes ("name: text; name: text", the kOutputNotStagedAttr and
+// kSharedLayoutChoicesAttr format) of function `f`, by buffer name, in order.
+std::vector<std::pair<std::string, std::string>> buffer_notes(const ir::PrimFunc& f, const char* attr) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto* v = find_attr(f->attrs, attr);
+  const auto* text = v ? std::get_if<std::string>(v) : nullptr;
+  for (size_t at = 0; text && at < text->size();) {
+    const size_t end = std::min(text->find("; ", at), text->size());
+    const std::string item = text->substr(at, end - at);
+    const size_t colon = item.find(": ");
+    if (colon != std::string::npos) out.emplace_back(item.substr(0, colon), item.substr(colon + 2));
+    at = end + 2;
+  }
+  return out;
+}
+
 class Explainer {
  public:
   Explainer(const passes::PassContext& ctx) : ctx_(ctx) {}
@@ -157,14 +173,11 @@ class Explainer {
         l.rejected.push_back("no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)");
     } else if (src.buffer->scope == Scope::kFragment && dst.buffer->scope == Scope::kGlobal && tma_target) {
       l.chosen = "each thread stores its own elements (local.fragment -> global)";
-      const std::string key = src.buffer->name + ": ";
-      for (size_t at = not_staged_.find(key); at != std::string::npos; at = not_staged_.find(key, at + 1)) {
-        if (at != 0 && not_staged_.compare(at - 2, 2, "; ") != 0) continue;
-        size_t end = not_staged_.find("; ", at);
-        l.rejected.push_back("not staged through shared memory for one TMA store: " +
-                             not_staged_.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size()));
-        break;
-      }
+      for (const auto& [name, why] : not_staged_)
+        if (name == src.buffer->name) {
+          l.rejected.push_back("not staged through shared memory for one TMA store: " + why);
+          break;
+        }
     } else if (src.buffer->scope == Scope::kGlobal || dst.buffer->scope == Scope::kGlobal ||
                is_shared(src.buffer->scope) || is_shared(dst.buffer->scope)) {
       l.chosen = std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) + " -> " +
@@ -184,7 +197,7 @@ class Explainer {
   const passes::PassContext& ctx_;
 
  public:
-  std::string not_staged_;  // stage_output_tiles' reasons (kOutputNotStagedAttr)
+  std::vector<std::pair<std::string, std::string>> not_staged_;  // stage_output_tiles' reasons
 };
 
 }  // namespace
@@ -225,9 +238,7 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
                    "(full/empty mbarriers per stage)",
                    {}});
   Explainer e(ctx);
-  for (const auto& [key, value] : g->attrs)
-    if (key == passes::kOutputNotStagedAttr)
-      if (auto* why = std::get_if<std::string>(&value)) e.not_staged_ = *why;
+  e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).
   std::stable_sort(e.lines.begin(), e.lines.end(),
@@ -239,23 +250,14 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
   }
   // Bank-aware layouts layout inference chose (one line per buffer).
   ir::PrimFunc lowered = passes::run_passes(rest, g, ctx);
-  for (const auto& [key, value] : lowered->attrs) {
-    auto* text = key == passes::kSharedLayoutChoicesAttr ? std::get_if<std::string>(&value) : nullptr;
-    for (size_t at = 0; text && at < text->size();) {
-      size_t end = text->find("; ", at);
-      std::string item = text->substr(at, end == std::string::npos ? std::string::npos : end - at);
-      at = end == std::string::npos ? text->size() : end + 2;
-      const size_t colon = item.find(": ");
-      const std::string name = item.substr(0, colon);
-      SourceLoc where = f->loc;  // the buffer's allocation, where known
-      ir::for_each_node(g->body, [&](const ir::Node* n) {
-        auto* a = dynamic_cast<const ir::AllocateNode*>(n);
-        if (a && a->buffer->name == name && a->buffer->loc.known()) where = a->buffer->loc;
-      });
-      out.push_back({where, "shared '" + name + "' layout",
-                     item.substr(colon + 2) + " (layout inference; tilec.bank_aware_layouts=False keeps row-major)",
-                     {}});
-    }
+  for (const auto& [name, choice] : buffer_notes(lowered, passes::kSharedLayoutChoicesAttr)) {
+    SourceLoc where = f->loc;  // the buffer's allocation, where known
+    ir::for_each_node(g->body, [&](const ir::Node* n) {
+      auto* a = dynamic_cast<const ir::AllocateNode*>(n);
+      if (a && a->buffer->name == name && a->buffer->loc.known()) where = a->buffer->loc;
+    });
+    out.push_back({where, "shared '" + name + "' layout",
+                   choice + " (layout inference; tilec.bank_aware_layouts=False keeps row-major)", {}});
   }
   // Shared-memory bank conflicts, read from the lowered index expressions.
   std::vector<BankConflict> conflicts = shared_bank_conflicts(lowered);

@@ -30,8 +30,12 @@ TOLERANCE = {
 
 def cases(items):
     """All test cases, or only the first when TILEC_EXAMPLE_QUICK=1 (used under
-    compute-sanitizer, where every launch is slow). An example-only setting, not a tilec knob."""
+    compute-sanitizer, where every launch is slow), or the ones numbered in TILEC_EXAMPLE_CASES
+    ("5,8": the sixth and ninth). Example-only settings, not tilec knobs."""
     items = list(items)
+    picked = os.environ.get("TILEC_EXAMPLE_CASES", "")
+    if picked:
+        return [items[int(i)] for i in picked.split(",")]
     return items[:1] if os.environ.get("TILEC_EXAMPLE_QUICK") == "1" else items
 
 

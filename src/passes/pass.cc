@@ -65,17 +65,23 @@ const std::vector<ConfigKey> kConfigKeys = {
      "How wgmma splits a T.gemm with policy Square over warpgroups: \"\" (TileLang's Square), \"FullRow\" or "
      "\"FullCol\". Only speed changes."},
     {"tilec.persistent", true,
-     "Warp-specialized GEMM loops become persistent kernels (when every tile takes the same number of steps "
-     "and the shared buffers fit side by side): one block per SM (two for one consumer warpgroup) loops over "
-     "the tiles, and the producer loads the next tile during this one's epilogue. False: one block per tile."},
+     "Warp-specialized loops become persistent kernels (when the shared buffers fit side by side): one block "
+     "per SM (two for one consumer warpgroup) loops over the tiles, and the producer loads the next tile during "
+     "this one's epilogue. False: one block per tile."},
+    {"tilec.persistent_uneven", true,
+     "Also when the loop's step count depends on one block index (causal attention): the tiles run in order of "
+     "their work and the blocks take them in a snake. False: such kernels keep one block per tile."},
+    {"tilec.producer_head_copies", true,
+     "In a warp-specialized kernel, a T.copy global -> shared ahead of the pipelined loop whose tile only the "
+     "loop's gemms read (attention's Q) is a TMA load by the producer, once per tile through its own barrier "
+     "pair; persistent kernels then load the next tile's Q during this tile's epilogue. Only speed changes."},
     {"tilec.pingpong", true,
      "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
      "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},
     {"tilec.intra_wg_overlap", true,
      "A warp-specialized step S = gemm(...); softmax; O += gemm(P, V) (attention) is rotated: step k issues "
      "S_k and P_{k-1} V_{k-1} together and runs the softmax of S_k while P V runs (FlashAttention-3's "
-     "intra-warpgroup overlap). Off by default: not yet validated on the GPU (its first version deadlocked: a barrier "
-     "inside a ping-pong turn, which safe_pingpong_turns now moves out)."},
+     "intra-warpgroup overlap). Only speed changes."},
     {"tilec.tma_multicast", true,
      "In a kernel with clusters, a tile every CTA of the cluster loads alike is loaded in bands, each multicast "
      "to all of them (one L2 read instead of one per CTA). False: each CTA loads its own copy. Only speed "

@@ -1,6 +1,8 @@
 // Canonical pipelined-loop bodies and statement access sets (see pipeline_body.h).
 #include "passes/pipeline_body.h"
 
+#include <functional>
+
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -29,7 +31,8 @@ void flatten(const Stmt& s, Body* out, VarMap* lets) {
 // Reads and writes of plain statements (and of everything nested in loops / ifs).
 class AccessCollector : public IRVisitor {
  public:
-  explicit AccessCollector(Access* a) : a_(a) {}
+  explicit AccessCollector(Access* a, const std::function<bool(const TileOpNode*)>* skip = nullptr)
+      : a_(a), skip_(skip) {}
 
  protected:
   void visit_BufferLoad(const BufferLoadNode* op) override {
@@ -41,6 +44,7 @@ class AccessCollector : public IRVisitor {
     IRVisitor::visit_BufferStore(op);
   }
   void visit_TileOp(const TileOpNode* op) override {
+    if (skip_ && (*skip_)(op)) return;
     // Argument roles of the built-in ops: which region arguments are read (r), written (w)
     // or both (m). Unknown ops: every region is read and written.
     static const std::vector<std::pair<std::string, std::string>> kRoles = {
@@ -66,6 +70,7 @@ class AccessCollector : public IRVisitor {
 
  private:
   Access* a_;
+  const std::function<bool(const TileOpNode*)>* skip_;
 };
 
 }  // namespace
@@ -93,6 +98,13 @@ Stmt join_body(const std::vector<Stmt>& wrappers, std::vector<Stmt> stmts) {
 Access accesses(const Stmt& s) {
   Access a;
   AccessCollector c(&a);
+  c.visit(s);
+  return a;
+}
+
+Access accesses_except(const Stmt& s, const std::function<bool(const TileOpNode*)>& skip) {
+  Access a;
+  AccessCollector c(&a, &skip);
   c.visit(s);
   return a;
 }

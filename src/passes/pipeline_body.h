@@ -6,6 +6,7 @@
 // and `order` lists of the loop's PipelineInfo have one entry per statement of that Seq.
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -34,6 +35,8 @@ struct Access {
 // The buffers a statement reads and writes: tile ops by their known argument roles
 // (unknown ops read and write every region), plain statements by their loads and stores.
 Access accesses(const ir::Stmt& s);
+// The same, leaving out the tile ops (and what they contain) for which `skip` is true.
+Access accesses_except(const ir::Stmt& s, const std::function<bool(const ir::TileOpNode*)>& skip);
 
 // T.copy / T.async_copy from a global buffer into a shared one.
 bool is_global_to_shared_copy(const ir::Stmt& s);

@@ -94,14 +94,6 @@ constexpr int64_t kPingpongBarrier = 14;
 // Selection queries on the consumers' threads.
 using ConsumerEnv = back::PassOpEnv;
 
-using back::reads_memory;
-
-bool region_reads_memory(const BufferRegion& r) {
-  for (const auto& rg : r.region)
-    if (reads_memory(rg.min) || reads_memory(rg.extent)) return true;
-  return false;
-}
-
 
 class WarpSpecializer : public IRMutator {
  public:
@@ -128,7 +120,7 @@ class WarpSpecializer : public IRMutator {
     if (!sp)
       return refuse(s, "it needs exactly one T.Pipelined loop, not inside another loop or a condition");
     for (const StmtNode* w : sp->wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w); l && reads_memory(l->value))
+      if (auto* l = dynamic_cast<const LetNode*>(w); l && back::reads_memory(l->value))
         return refuse(s, "a value the loop depends on ('" + l->var->name + "') is read from memory");
     auto plan = plan_loop(sp->loop, op->body, threads);
     if (!plan) return s;
@@ -144,11 +136,6 @@ class WarpSpecializer : public IRMutator {
   std::nullopt_t no(std::string why) {
     why_not_ = std::move(why);
     return std::nullopt;
-  }
-  static std::string where(const Stmt& st) {
-    std::string what = "a statement";
-    if (auto* op = st.as<TileOpNode>()) what = "T." + op->op;
-    return st->loc.line > 0 ? what + " at line " + std::to_string(st->loc.line) : what;
   }
 
   std::optional<Plan> plan_loop(const ForNode* f, const Stmt& kernel_body, int64_t threads) {
@@ -167,19 +154,10 @@ class WarpSpecializer : public IRMutator {
         p.consumers.push_back(j);
         continue;
       }
+      if (std::string why = why_not_producer_copy(st); !why.empty()) return no(why);
       const TileOpNode* op = tile_op(st);
-      if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st))
-        return no("a first-stage statement (" + where(st) + ") is not a T.copy from global to shared memory");
-      if (attr_bool(*op, "disable_tma")) return no("a copy (" + where(st) + ") has disable_tma=True");
-      const std::string prefer = attr_string(*op, "prefer_instruction");
-      if (!prefer.empty() && prefer != "tma")
-        return no("a copy (" + where(st) + ") prefers instruction \"" + prefer + "\"");
-      if (std::string why = ops::why_not_tma(*op); !why.empty())
-        return no("a copy (" + where(st) + ") cannot be TMA: " + why);
-      if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1)))
-        return no("a copy's region (" + where(st) + ") is computed from memory (e.g. a block table)");
       const BufferNode* dst = region_arg(*op, 1).buffer.get();
-      if (writer.count(dst)) return no("two copies (" + where(st) + ") write one buffer");
+      if (writer.count(dst)) return no("two copies (" + describe(st) + ") write one buffer");
       writer[dst] = j;
       p.producers.push_back(j);
     }
@@ -192,13 +170,13 @@ class WarpSpecializer : public IRMutator {
       if (!touches) continue;
       const TileOpNode* op = tile_op(p.body.stmts[j]);
       if (!op || op->op != "gemm")
-        return no("a copied buffer is read by something other than T.gemm (" + where(p.body.stmts[j]) + ")");
+        return no("a copied buffer is read by something other than T.gemm (" + describe(p.body.stmts[j]) + ")");
       for (const auto& [b, w] : writer)
-        if (acc.writes.count(b)) return no("a copied buffer is written in the loop (" + where(p.body.stmts[j]) + ")");
+        if (acc.writes.count(b)) return no("a copied buffer is written in the loop (" + describe(p.body.stmts[j]) + ")");
       ops::GemmOp g = ops::analyze_gemm(*op, env);
       cuda::GemmPlan gp = cuda::select_gemm(g.query, ctx_.target());
       if (gp.inst != cuda::GemmInst::kWgmma)
-        return no("the gemm reading the copies (" + where(p.body.stmts[j]) + ") does not use wgmma");
+        return no("the gemm reading the copies (" + describe(p.body.stmts[j]) + ") does not use wgmma");
       p.widest_atom = std::max(p.widest_atom, gp.atom_n);
     }
     // The copied buffers: not used outside the loop, no user layout.
@@ -245,7 +223,12 @@ class WarpSpecializer : public IRMutator {
     const bool persistent = want_persistent(kernel, sp, p, ctx_);
     Var tile_i = make_var("tile_i", it, loc);
     Expr local = is_zero(f->min) ? Expr(k) : Expr(k) - f->min;
-    Expr iter = persistent ? Expr(tile_i) * cast(it, f->extent) + local : local;
+    // The steps of the tiles before this one: tile_i whole tiles, or, when the tiles' step
+    // counts differ (uneven), a running count each role keeps in `done`.
+    const bool uneven = persistent && work_dim(kernel, sp, p) >= 0;
+    Buffer done = make_buffer(f->loop_var->name + "_done", {int_imm(1)}, it, Scope::kVar, {}, loc);
+    Expr tile_base = uneven ? buffer_load(done, {int_imm(0)}, loc) : Expr(tile_i) * cast(it, f->extent);
+    Expr iter = persistent ? tile_base + local : local;
     Expr slot = floormod(iter, int_imm(S, it));
     Expr phase = floormod(floordiv(iter, int_imm(S, it)), int_imm(2, it));
     const bool deferred = defer_release(p);
@@ -278,6 +261,21 @@ class WarpSpecializer : public IRMutator {
     };
     bool multicast = false;
     const int64_t cta_mask = (int64_t{1} << csize) - 1;
+    // Copies ahead of the loop (attention's Q) go to the producer too: once per tile, through
+    // their own full/empty pair, so that the next tile's load overlaps this tile's epilogue.
+    // Not with two blocks per SM (one consumer warpgroup, below): the other block's main loop
+    // already covers this one's head loads, and within the 128-register launch budget the
+    // producer's extra state made ptxas spill (the backward example at d128).
+    const int consumer_groups = static_cast<int>(threads / 128);
+    const bool two_per_sm = consumer_groups == 1 && p.widest_atom <= 128;
+    std::vector<Stmt> heads;
+    if (cdim == -1 && !two_per_sm && ctx_.get_bool("tilec.producer_head_copies"))
+      heads = head_copies(sp, p, kernel->body);
+    std::unordered_set<const StmtNode*> head_set;
+    for (const Stmt& h : heads) head_set.insert(h.get());
+    Buffer head_full = make_buffer("head_full", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
+    Buffer head_empty = make_buffer("head_empty", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
+    Expr head_phase = persistent ? floormod(Expr(tile_i), int_imm(2, it)) : int_imm(0, it);
 
     // Producer: one thread; per group, wait for the slot, issue its copies, arrive.
     std::vector<Stmt> produce;
@@ -301,6 +299,18 @@ class WarpSpecializer : public IRMutator {
     produce.push_back(back::call_stmt("barrier_arrive", {full_slot}, loc));
     }
     Stmt producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(produce, loc), loc);
+    if (!heads.empty()) {
+      Expr full0 = buffer_load(head_full, {int_imm(0)}, loc);
+      std::vector<Stmt> head_loads = {
+          back::call_stmt("barrier_wait", {buffer_load(head_empty, {int_imm(0)}, loc), int_imm(1, it) - head_phase}, loc)};
+      for (const Stmt& h : heads) {
+        auto* c = h.as<TileOpNode>();
+        head_loads.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full0}}, c->loc));
+      }
+      head_loads.push_back(back::call_stmt("barrier_arrive", {full0}, loc));
+      head_loads.push_back(producer_loop);
+      producer_loop = seq(head_loads, loc);
+    }
 
     // Consumers: the later stages, with the slot's handshake. A main loop of gemms only
     // keeps one wgmma group in flight: slot k is released once its gemms are done, which
@@ -309,8 +319,8 @@ class WarpSpecializer : public IRMutator {
     // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
     // CTA of the cluster when tiles are multicast.
     const Var tx = kernel->thread_vars[0];
-    auto release = [&](const CopyGroup& grp, const Expr& which) -> Stmt {
-      Expr bar = buffer_load(grp.empty, {which}, loc);
+    auto release_on = [&](const Buffer& empty, const Expr& which) -> Stmt {
+      Expr bar = buffer_load(empty, {which}, loc);
       Stmt arrive;
       if (multicast) {
         std::vector<Stmt> all;
@@ -323,6 +333,7 @@ class WarpSpecializer : public IRMutator {
       return if_then_else(binary(NodeKind::kEQ, floormod(tx, int_imm(128, tx->dtype)), int_imm(0, tx->dtype)), arrive,
                           nullptr, loc);
     };
+    auto release = [&](const CopyGroup& grp, const Expr& which) { return release_on(grp.empty, which); };
     // Each group's slot is awaited right before its first reader and released after its last.
     std::vector<Stmt> consume;
     auto wait_full = [&](size_t q) {
@@ -436,7 +447,7 @@ class WarpSpecializer : public IRMutator {
       std::vector<Stmt> drain = {consumer_loop, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc)};
       // A persistent block's next tile needs the last slot back too.
       if (persistent) {
-        Expr last = floormod(Expr(tile_i) * cast(it, f->extent) + cast(it, f->extent) - int_imm(1, it), int_imm(S, it));
+        Expr last = floormod(tile_base + cast(it, f->extent) - int_imm(1, it), int_imm(S, it));
         drain.push_back(if_then_else(binary(NodeKind::kGT, cast(it, f->extent), int_imm(0, it)),
                                      release(groups[0], last), nullptr, loc));
       }
@@ -447,7 +458,16 @@ class WarpSpecializer : public IRMutator {
     // taken out (they go around both roles).
     std::unordered_set<const StmtNode*> spine(sp.wrappers.begin(), sp.wrappers.end());
     std::function<Stmt(const Stmt&)> strip = [&](const Stmt& s) -> Stmt {
-      if (s.get() == f) return consumer_loop;
+      if (s.get() == f) {
+        if (heads.empty()) return consumer_loop;
+        // The head tiles are read by the loop's gemms only: awaited before it, released after
+        // its last wgmma.
+        return seq({back::call_stmt("barrier_wait", {buffer_load(head_full, {int_imm(0)}, loc), head_phase}, loc),
+                    consumer_loop, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc),
+                    release_on(head_empty, int_imm(0, it))},
+                   loc);
+      }
+      if (head_set.count(s.get())) return seq(std::vector<Stmt>{}, s->loc);
       if (spine.count(s.get())) {
         if (auto* l = s.as<LetNode>()) return strip(l->body);
         if (auto* a = s.as<AllocateNode>()) return strip(a->body);
@@ -464,18 +484,28 @@ class WarpSpecializer : public IRMutator {
     Stmt producer_body = producer_loop;
     TileLoop tiles;
     if (persistent) {
-      tiles = tile_loop_parts(kernel, sp, loc);
+      tiles = tile_loop_parts(kernel, sp, p, loc);
+      if (uneven) {
+        // Each role counts the steps of the tiles it has done.
+        Expr zero = buffer_load(done, {int_imm(0)}, loc);
+        Stmt count = buffer_store(done, {int_imm(0)}, zero + cast(it, f->extent), loc);
+        consumer_body = seq({consumer_body, count}, loc);
+        producer_body = seq({producer_body, count}, loc);
+      }
       consumer_body = wrap_in_tile_loop(tiles, consumer_body, tile_i, false, loc);
       producer_body = wrap_in_tile_loop(tiles, producer_body, tile_i, true, loc);
+      if (uneven) {
+        Stmt start = buffer_store(done, {int_imm(0)}, int_imm(0, it), loc);
+        consumer_body = seq({start, consumer_body}, loc);
+        producer_body = seq({start, producer_body}, loc);
+      }
     }
 
-    const int consumer_groups = static_cast<int>(threads / 128);
     // Register budgets (launch budget: 65536 per SM): one consumer warpgroup runs two CTAs per
     // SM (256 x 128 registers each: 24 producer + 232 consumer per thread); two take the whole
     // SM (384 x 168: 24 / 240); three, 24 / 160.
     // (Two CTAs only when every wgmma compiles within the 128-register launch budget: ptxas
     // places one instruction's accumulators within it, so atoms up to N = 128.)
-    const bool two_per_sm = consumer_groups == 1 && p.widest_atom <= 128;
     const int consumer_regs = consumer_groups == 1 ? (two_per_sm ? 232 : 240)
                               : consumer_groups == 2 ? 240
                               : consumer_groups == 3 ? 160
@@ -508,6 +538,11 @@ class WarpSpecializer : public IRMutator {
     // Empty barriers: one arrival per consumer warpgroup (of every CTA of the cluster).
     const int64_t releases = (threads / 128) * (multicast ? csize : 1);
     std::vector<Stmt> top;
+    if (!heads.empty()) {
+      top.push_back(make_tile_op("barrier_init", {whole(head_full)}, {{"arrive_count", std::vector<int64_t>{1}}}, loc));
+      top.push_back(
+          make_tile_op("barrier_init", {whole(head_empty)}, {{"arrive_count", std::vector<int64_t>{releases}}}, loc));
+    }
     for (const CopyGroup& grp : groups) {
       top.push_back(make_tile_op("barrier_init", {whole(grp.full)}, {{"arrive_count", std::vector<int64_t>(S, 1)}}, loc));
       top.push_back(
@@ -520,6 +555,8 @@ class WarpSpecializer : public IRMutator {
     if (multicast) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc));
     Stmt body = seq(top, loc);
     for (auto g = groups.rbegin(); g != groups.rend(); ++g) body = allocate(g->full, allocate(g->empty, body, loc), loc);
+    if (!heads.empty()) body = allocate(head_full, allocate(head_empty, body, loc), loc);
+    if (uneven) body = allocate(done, body, loc);
     // The spine's wrappers around everything, the copied buffers with their versions.
     for (auto w = sp.wrappers.rbegin(); w != sp.wrappers.rend(); ++w) {
       if (auto* l = dynamic_cast<const LetNode*>(*w)) {

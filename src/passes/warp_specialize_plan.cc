@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "ops/copy_tma.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -15,6 +17,62 @@ using namespace ir;
 namespace pl = pipeline;
 
 const TileOpNode* tile_op(const Stmt& s) { return s.as<TileOpNode>(); }
+
+std::string describe(const Stmt& st) {
+  std::string what = "a statement";
+  if (auto* op = st.as<TileOpNode>()) what = "T." + op->op;
+  return st->loc.line > 0 ? what + " at line " + std::to_string(st->loc.line) : what;
+}
+
+namespace {
+bool region_reads_memory(const BufferRegion& r) {
+  for (const auto& rg : r.region)
+    if (back::reads_memory(rg.min) || back::reads_memory(rg.extent)) return true;
+  return false;
+}
+}  // namespace
+
+std::string why_not_producer_copy(const Stmt& st) {
+  const TileOpNode* op = tile_op(st);
+  if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st))
+    return "a first-stage statement (" + describe(st) + ") is not a T.copy from global to shared memory";
+  if (attr_bool(*op, "disable_tma")) return "a copy (" + describe(st) + ") has disable_tma=True";
+  const std::string prefer = attr_string(*op, "prefer_instruction");
+  if (!prefer.empty() && prefer != "tma") return "a copy (" + describe(st) + ") prefers instruction \"" + prefer + "\"";
+  if (std::string why = ops::why_not_tma(*op); !why.empty()) return "a copy (" + describe(st) + ") cannot be TMA: " + why;
+  if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1)))
+    return "a copy's region (" + describe(st) + ") is computed from memory (e.g. a block table)";
+  return "";
+}
+
+std::vector<Stmt> head_copies(const Spine& sp, const Plan& p, const Stmt& kernel_body) {
+  std::vector<Stmt> out;
+  std::unordered_set<const Node*> in_loop;
+  for_each_node(p.loop->body, [&](const Node* n) { in_loop.insert(n); });
+  std::unordered_set<const BufferNode*> user_layout;
+  for_each_node(kernel_body, [&](const Node* n) {
+    if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && a->key == "layout_map")
+      if (auto* m = std::get_if<LayoutMap>(&a->value))
+        for (const auto& [b, l] : *m) user_layout.insert(b.get());
+  });
+  for (const Stmt& st : sp.before) {
+    if (!why_not_producer_copy(st).empty()) continue;
+    const TileOpNode* op = tile_op(st);
+    const BufferNode* src = region_arg(*op, 0).buffer.get();
+    const BufferNode* dst = region_arg(*op, 1).buffer.get();
+    if (p.versioned.count(dst) || user_layout.count(dst)) continue;
+    // Besides this copy, only the loop's gemms touch dst, as an operand they read; nothing
+    // writes src.
+    pl::Access rest = pl::accesses_except(kernel_body, [&](const TileOpNode* t) {
+      return t == op || (t->op == "gemm" && in_loop.count(t) && region_arg(*t, 2).buffer.get() != dst);
+    });
+    if (rest.writes.count(src) || rest.writes.count(dst) || rest.reads.count(dst)) continue;
+    bool twice = false;
+    for (const Stmt& o : out) twice |= region_arg(*tile_op(o), 1).buffer.get() == dst;
+    if (!twice) out.push_back(st);
+  }
+  return out;
+}
 
 namespace {
 
@@ -50,9 +108,17 @@ std::optional<Spine> find_spine(const Stmt& body) {
   Spine sp;
   sp.loop = static_cast<const ForNode*>(path.back());
   path.pop_back();
-  for (const StmtNode* n : path) {
+  for (size_t i = 0; i < path.size(); ++i) {
+    const StmtNode* n = path[i];
     switch (n->kind) {
-      case NodeKind::kSeq: break;
+      case NodeKind::kSeq: {
+        const StmtNode* next = i + 1 < path.size() ? path[i + 1] : sp.loop;
+        for (const auto& st : static_cast<const SeqNode*>(n)->stmts) {
+          if (st.get() == next) break;
+          sp.before.push_back(st);
+        }
+        break;
+      }
       case NodeKind::kLet: {
         auto* l = static_cast<const LetNode*>(n);
         sp.let_values[l->var.get()] = substitute(l->value, sp.let_values);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct Spine {
   const ir::ForNode* loop = nullptr;
   std::vector<const ir::StmtNode*> wrappers;  // Let / Allocate / Annotate nodes, outermost first
   ir::VarMap let_values;                      // each wrapper Let's variable -> its value in block indices
+  std::vector<ir::Stmt> before;               // the statements that run before the loop: the
+                                              // siblings ahead of the path in each Seq on it
 };
 
 struct Plan {
@@ -66,9 +69,24 @@ struct TileLoop {
   std::vector<ir::Expr> grid;  // the original grid
   std::vector<ir::Var> block_vars;
   std::vector<const ir::LetNode*> lets;  // the spine's Lets, recomputed per tile
+  // Uneven tiles (the loop's trip count depends on block index `work_dim`, as in causal
+  // attention): that index varies slowest, so tiles run in the order of their work, and the
+  // blocks take them in a snake (round r gives tile r G + start, or r G + G - 1 - start when
+  // r is odd), which pairs each round's longer tiles with the next round's shorter ones.
+  int work_dim = -1;
 };
 
 const ir::TileOpNode* tile_op(const ir::Stmt& s);
+// "T.copy at line 12" (for the reasons a loop is left alone).
+std::string describe(const ir::Stmt& st);
+// "" when `st` is a T.copy global -> shared that the producer can issue as TMA (no disable_tma
+// or other prefer_instruction, TMA-able, regions computed without memory reads); else why not.
+std::string why_not_producer_copy(const ir::Stmt& st);
+// The copies ahead of the loop that the producer can issue (attention's Q): T.copy global ->
+// shared that TMA can do, from regions computed without memory reads, into a shared buffer
+// that only the loop's gemms read and that nothing else writes. They load once per tile
+// through their own full/empty barrier pair.
+std::vector<ir::Stmt> head_copies(const Spine& sp, const Plan& p, const ir::Stmt& kernel_body);
 std::optional<Spine> find_spine(const ir::Stmt& body);
 bool defer_release(const Plan& p);
 std::vector<CopyGroup> copy_groups(const Plan& p, bool single);
@@ -77,7 +95,10 @@ ir::Stmt with_wg_wait(const ir::Stmt& st, int64_t n);
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
 
 bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx);
-TileLoop tile_loop_parts(const ir::KernelLaunchNode* kernel, const Spine& sp, const SourceLoc& loc);
+// The block index the loop's trip count depends on (uneven tiles), -1 when it depends on none,
+// -2 when on several or when the loop's start depends on one.
+int work_dim(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p);
+TileLoop tile_loop_parts(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const SourceLoc& loc);
 ir::Stmt wrap_in_tile_loop(const TileLoop& t, const ir::Stmt& body, const ir::Var& tile_i, bool fresh,
                            const SourceLoc& loc);
 

@@ -1,5 +1,8 @@
 // warp_specialize_plan.h: the persistent form of a warp-specialized kernel — when it applies
-// and the tile loop each role runs (one block per SM, tiles strided by gridDim.x).
+// and the tile loop each role runs (one block per SM, tiles strided by gridDim.x; uneven
+// tiles in order of their work, taken in a snake).
+#include <algorithm>
+
 #include "passes/cuda_back_util.h"
 #include "passes/warp_specialize_plan.h"
 #include "tilec/ir/mutator.h"
@@ -9,17 +12,28 @@ namespace tilec::passes::ws {
 
 using namespace ir;
 
-// Persistent unless turned off (tilec.persistent), without clusters, with the same number of
-// steps for every tile, and when the shared buffers fit without sharing bytes across the
-// roles (a block's producer fills the next tile's stages during this tile's epilogue).
+int work_dim(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) {
+  int dim = -1;
+  for (size_t d = 0; d < kernel->block_vars.size(); ++d) {
+    const VarNode* b = kernel->block_vars[d].get();
+    if (back::uses_var(substitute(p.loop->min, sp.let_values), b)) return -2;
+    if (!back::uses_var(substitute(p.loop->extent, sp.let_values), b)) continue;
+    if (dim != -1) return -2;
+    dim = static_cast<int>(d);
+  }
+  return dim;
+}
+
+// Persistent unless turned off (tilec.persistent), without clusters, when the loop's step
+// count depends on at most one block index (and on it only with tilec.persistent_uneven), and
+// when the shared buffers fit without sharing bytes across the roles (a block's producer
+// fills the next tile's stages during this tile's epilogue).
 bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx) {
   if (!ctx.get_bool("tilec.persistent")) return false;
   for (int64_t c : kernel->cluster)
     if (c > 1) return false;
-  for (const auto& b : kernel->block_vars)
-    if (back::uses_var(substitute(p.loop->extent, sp.let_values), b.get()) ||
-        back::uses_var(substitute(p.loop->min, sp.let_values), b.get()))
-      return false;
+  const int wd = work_dim(kernel, sp, p);
+  if (wd == -2 || (wd >= 0 && !ctx.get_bool("tilec.persistent_uneven"))) return false;
   int64_t bytes = 0;
   for_each_node(kernel->body, [&](const Node* node) {
     auto* a = dynamic_cast<const AllocateNode*>(node);
@@ -31,8 +45,9 @@ bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan
 }
 
 
-TileLoop tile_loop_parts(const KernelLaunchNode* kernel, const Spine& sp, const SourceLoc& loc) {
+TileLoop tile_loop_parts(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const SourceLoc& loc) {
   TileLoop t;
+  t.work_dim = std::max(work_dim(kernel, sp, p), -1);
   t.start = make_var("tile_start", kernel->block_vars[0]->dtype, loc);
   t.grid = kernel->grid;
   t.block_vars = kernel->block_vars;
@@ -44,6 +59,9 @@ TileLoop tile_loop_parts(const KernelLaunchNode* kernel, const Spine& sp, const 
 
 // for tile_i in [0, ceildiv(total - start, gridDim.x)):
 //   tile = start + tile_i * gridDim.x; b0 = tile % G0; b1 = tile / G0 % G1; ...; <spine Lets>; body
+// Uneven tiles (t.work_dim = w): the dimensions other than w vary fastest, w slowest, and
+// for tile_i in [0, ceildiv(total, gridDim.x)):
+//   tile = tile_i * gridDim.x + (tile_i odd ? gridDim.x - 1 - start : start); if tile < total: ...
 // The producer's copy binds fresh variables (each variable is bound once in the function).
 Stmt wrap_in_tile_loop(const TileLoop& t, const Stmt& body, const Var& tile_i, bool fresh, const SourceLoc& loc) {
   const DataType dt = t.start->dtype;
@@ -57,22 +75,35 @@ Stmt wrap_in_tile_loop(const TileLoop& t, const Stmt& body, const Var& tile_i, b
   Var ti = bind(tile_i);
   Var tile = make_var("tile", dt, loc);
   Expr stride = ir::call(dt, "tl.grid_dim_x", {}, loc);
-  // Block d of the original grid: (tile / (G0 ... G_{d-1})) % G_d (the % is a no-op for the
-  // last dimension, tile < total, but tells the analyzer its range).
-  std::vector<std::pair<Var, Expr>> lets;
+  // Block d of the original grid: (tile / (the grid extents of the dimensions before d in
+  // order)) % G_d (the % is a no-op for the last dimension, tile < total, but tells the
+  // analyzer its range).
+  std::vector<size_t> order;
+  for (size_t d = 0; d < t.block_vars.size(); ++d)
+    if (static_cast<int>(d) != t.work_dim) order.push_back(d);
+  if (t.work_dim >= 0) order.push_back(static_cast<size_t>(t.work_dim));
+  std::vector<std::pair<Var, Expr>> lets(t.block_vars.size());
   Expr below = nullptr;
-  for (size_t d = 0; d < t.block_vars.size(); ++d) {
+  for (size_t d : order) {
     Expr g = cast(dt, t.grid[d]);
     Expr q = below ? floordiv(Expr(tile), below) : Expr(tile);
-    Expr v = floormod(q, g);
-    lets.emplace_back(bind(t.block_vars[d]), v);
+    lets[d] = {bind(t.block_vars[d]), floormod(q, g)};
     below = below ? below * g : g;
   }
   for (const LetNode* l : t.lets) lets.emplace_back(bind(l->var), fresh ? substitute(l->value, rename) : l->value);
   Stmt inner = fresh ? substitute(body, rename) : body;
   for (auto it = lets.rbegin(); it != lets.rend(); ++it) inner = let(it->first, it->second, inner, loc);
-  inner = let(tile, Expr(t.start) + Expr(ti) * stride, inner, loc);
-  Expr count = floordiv(cast(dt, t.total) - t.start + stride - int_imm(1, dt), stride);
+  const Expr one = int_imm(1, dt);
+  if (t.work_dim < 0) {
+    inner = let(tile, Expr(t.start) + Expr(ti) * stride, inner, loc);
+    Expr count = floordiv(cast(dt, t.total) - t.start + stride - one, stride);
+    return make_for(ti, int_imm(0, dt), count, ForKind::kSerial, inner, loc);
+  }
+  Expr odd = binary(NodeKind::kEQ, floormod(Expr(ti), int_imm(2, dt)), one);
+  Expr in_round = select(odd, stride - one - t.start, Expr(t.start));
+  inner = if_then_else(binary(NodeKind::kLT, Expr(tile), cast(dt, t.total)), inner, nullptr, loc);
+  inner = let(tile, Expr(ti) * stride + in_round, inner, loc);
+  Expr count = floordiv(cast(dt, t.total) + stride - one, stride);
   return make_for(ti, int_imm(0, dt), count, ForKind::kSerial, inner, loc);
 }
 

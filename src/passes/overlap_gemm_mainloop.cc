@@ -25,9 +25,14 @@
 //         wait + barrier that publish them. Reading them before C_1..C_k of iteration
 //         v + 1 is safe because those copies are asynchronous: in the input the gemm reads
 //         its stage right after them with no wait in between, so they never target it.
+// Not when the accumulator and the carried fragments cannot both stay in registers (more
+//         32-bit words per thread than min(255, 65536 / threads)): the overlapped kernel would
+//         spill for certain, and runtime::compile would build the kernel a second time without
+//         it (issue 13: no second NVRTC build that can be avoided).
 // Runs:   after insert_syncs (it moves a barrier into a call, which that pass must not see),
 //         before split_host_device. Config tl.disable_gemm_overlap keeps the loops as they are;
 //         runtime::compile sets it itself and rebuilds when the overlapped kernel spills.
+#include <algorithm>
 #include <optional>
 
 #include "passes/cuda_back_util.h"
@@ -147,9 +152,14 @@ class OverlapGemmMainLoop : public IRMutator {
   // A matched loop holds no other loop that could match (its body is copies and the gemm).
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
     if (enabled_) {
-      if (auto m = match(op)) return overlap(op, *m, s->loc);
+      if (auto m = match(op); m && fits_in_registers(*m)) return overlap(op, *m, s->loc);
     }
     return IRMutator::mutate_For(s, op);
+  }
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    threads_ = 1;
+    for (int64_t t : op->threads) threads_ *= t;
+    return IRMutator::mutate_KernelLaunch(s, op);
   }
   // The fragment-size annotation of every gemm left as it was is dropped (also when
   // disabled: codegen and the printer need not know it).
@@ -159,7 +169,24 @@ class OverlapGemmMainLoop : public IRMutator {
   }
 
  private:
+  // The accumulator (argument 7, &acc[0]) and the carried fragments, in 32-bit words per thread,
+  // within the registers a thread of this block can have.
+  bool fits_in_registers(const MainLoop& m) const {
+    auto* addr = m.gemm->args[7].as<CallNode>();
+    auto* acc = addr && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>() : nullptr;
+    if (!acc) return true;
+    int64_t elems = 1;
+    for (const auto& e : acc->buffer->shape) {
+      auto n = as_const_int(e);
+      if (!n) return true;
+      elems *= *n;
+    }
+    const int64_t words = (elems * back::element_bytes(acc->buffer->dtype) + 3) / 4;
+    const int64_t budget = std::min<int64_t>(255, 65536 / std::max<int64_t>(threads_, 1));
+    return words + m.fragment_words <= budget;
+  }
   bool enabled_;
+  int64_t threads_ = 1;
 };
 
 PrimFunc run(const PrimFunc& f, PassContext& ctx) {

@@ -29,6 +29,8 @@ struct Variant {
   bool extra_shared_store = false;  // a statement that is not an async copy in the loop
   bool row0_uses_loop_var = false;  // the gemm's operand origin moves with the loop
   bool no_annotation = false;       // a gemm call without its fragment-size annotation
+  int64_t acc_words = 32;           // the accumulator's float32 registers per thread
+  int64_t threads = 128;
 };
 
 // for ko in [0, 8): wait(1); sync; cp.async into stage (ko + 1) % 2; commit;
@@ -36,11 +38,11 @@ struct Variant {
 PrimFunc main_loop(Variant v = {}) {
   Builder b("k");
   Buffer A = b.tensor("A", {int_imm(8 * 64 * 32)}, Float16());
-  b.begin_kernel({int_imm(1)}, {128});
+  b.begin_kernel({int_imm(1)}, {v.threads});
   Var tx = b.thread_vars()[0];
   Buffer As = b.alloc("As", {int_imm(2 * 64 * 32)}, Float16(), Scope::kSharedDyn);
   Buffer Bs = b.alloc("Bs", {int_imm(2 * 32 * 64)}, Float16(), Scope::kSharedDyn);
-  Buffer Cl = b.alloc("Cl", {int_imm(32)}, Float32(), Scope::kLocal);
+  Buffer Cl = b.alloc("Cl", {int_imm(v.acc_words)}, Float32(), Scope::kLocal);
   Var ko = b.begin_for("ko", int_imm(0), int_imm(8), ForKind::kSerial);
   call_stmt(b, "tl.cp_async_wait", {int_imm(1)});
   call_stmt(b, "tl.syncthreads", {});
@@ -114,6 +116,22 @@ TEST(OverlapGemmMainLoop, LeavesOtherLoopsAlone) {
     EXPECT_EQ(count_calls(out->body, "tl.syncthreads"), 1) << text;
     EXPECT_FALSE(has_annotation(out->body)) << "the annotation is dropped everywhere";
   }
+}
+
+// The accumulator and the 24 carried words must fit a thread's registers: min(255, 65536 /
+// threads). Beyond that the overlapped kernel spills for certain and would be built twice.
+TEST(OverlapGemmMainLoop, NotWhenTheFragmentsCannotStayInRegisters) {
+  auto overlapped = [](int64_t acc_words, int64_t threads) {
+    Variant v;
+    v.acc_words = acc_words;
+    v.threads = threads;
+    return count_calls(run(main_loop(v))->body, "tl.gemm_ss_overlap") == 1;
+  };
+  EXPECT_TRUE(overlapped(231, 128));   // 231 + 24 = 255
+  EXPECT_FALSE(overlapped(232, 128));  // 256 > 255
+  EXPECT_FALSE(overlapped(512, 32));   // fuzz seed 796: a 128x128 float32 tile on one warp
+  EXPECT_TRUE(overlapped(104, 512));   // 104 + 24 = 128 = 65536 / 512
+  EXPECT_FALSE(overlapped(105, 512));
 }
 
 TEST(OverlapGemmMainLoop, DisabledByConfig) {

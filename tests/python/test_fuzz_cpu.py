@@ -98,9 +98,12 @@ def test_nvrtc_failure_is_a_failure_and_a_user_error_a_reject(monkeypatch):
 def test_hang_is_reported_and_the_worker_restarts():
     worker = Worker("cpu")
     try:
-        got = worker.check(_spec("ew"), timeout=0.01)  # no answer in 10 ms: the process is killed
+        slow = []
+        # no answer in 10 ms: the process is killed; after 5 ms the run names the program
+        got = worker.check(_spec("ew"), timeout=0.01, on_slow=slow.append)
         assert got.kind() == "hang:timeout", got
         assert worker.proc is None
+        assert slow == [0.005]
     finally:
         worker.close()
 

@@ -77,7 +77,8 @@ def run(mode: str, count: int, seed: int, jobs: int = 1, timeout: float = 120.0,
                     i = next_index[0]
                     next_index[0] += 1
                 spec = generate(seed + i, families)
-                outcome = worker.check(spec, timeout)
+                outcome = worker.check(spec, timeout, on_slow=lambda t, s=spec["seed"]: log(
+                    f"[fuzz] seed {s}: no answer after {t:g} s (a hang after {timeout:g} s)"))
                 with lock:
                     result.checked += 1
                     result.statuses[outcome.status + (" (a target rejected)" if outcome.status == "ok" and

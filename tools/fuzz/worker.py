@@ -42,7 +42,9 @@ class Worker:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")[-3000:]
 
-    def check(self, spec: dict, timeout: float) -> Outcome:
+    def check(self, spec: dict, timeout: float, on_slow=None) -> Outcome:
+        """`on_slow(seconds)` is called once when the answer takes more than half the timeout
+        (so that a run killed from outside still names the program it was stuck on)."""
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         try:
@@ -50,7 +52,10 @@ class Worker:
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout / 2 if on_slow else timeout)
+        if not ready and on_slow:
+            on_slow(timeout / 2)
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout / 2)
         line = self.proc.stdout.readline() if ready else b""
         if line:
             outcome = Outcome(**json.loads(line))

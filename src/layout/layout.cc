@@ -435,6 +435,28 @@ Layout permute_dims(const Layout& l, const std::vector<int>& perm) {
   return ir::make_fragment(shape, vars, index, substitute(l->forward_thread, m), l->replicate, l->rep_var);
 }
 
+Layout reshape(const Layout& l, const std::vector<int64_t>& to) {
+  TILEC_ICHECK(has_const_shape(l)) << "reshape: the layout needs a constant shape";
+  const std::vector<int64_t> from = const_shape(l);
+  if (from == to) return l;
+  auto vars = fresh_vars(to.size());
+  Expr flat = nullptr;
+  for (size_t d = 0; d < to.size(); ++d) flat = idx_add(idx_mul(flat ? flat : int_imm(0), to[d]), vars[d]);
+  if (!flat) flat = int_imm(0);
+  VarMap m;
+  for (size_t d = from.size(); d-- > 0;) {
+    m[l->vars[d].get()] = d == 0 ? flat : idx_mod(flat, from[d]);
+    flat = idx_div(flat, from[d]);
+  }
+  std::vector<Expr> index;
+  for (const auto& e : l->forward_index) index.push_back(substitute(e, m));
+  if (!l->is_fragment()) return make_layout(shape_exprs(to), vars, index);
+  Layout out = ir::make_fragment(shape_exprs(to), vars, index, substitute(l->forward_thread, m), l->replicate,
+                                 l->rep_var);
+  if (auto f = fit_digit_form(out)) return to_layout(*f);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------
 // defaults
 // ---------------------------------------------------------------------------------------

@@ -590,6 +590,7 @@ class NestRewriter : public IRMutator {
     return buffer_store(ctx_.lowered_buffer(op->buffer), index_of(op->buffer, op->indices), v, op->loc);
   }
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    if (op->buffer->viewed) return mutate(op->body);  // a view has no storage of its own
     return allocate(ctx_.lowered_buffer(op->buffer), mutate(op->body), op->loc);
   }
 

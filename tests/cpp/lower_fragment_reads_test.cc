@@ -217,3 +217,65 @@ TEST(FragmentDefaults, WithinCapsKeepCappedDimensionsInRegisters) {
   EXPECT_TRUE(layout::threads_within(g, {32, 4}));
   EXPECT_EQ(layout::thread_extent(g), 128);  // 4 column threads x 32 rows
 }
+
+namespace {
+
+// Out[i, q] = sum over h of max(A[i, q*16 + h], 0) * W[q, h], with the (64, 64) fragment
+// seen as (64, 4, 16) through T.reshape (upstream's DeepSeek v3.2 indexer).
+PrimFunc grouped_sum_kernel() {
+  Builder b("grouped_sum");
+  Buffer A = b.tensor("A", {ci(64), ci(64)}, f32);
+  Buffer W = b.tensor("W", {ci(4), ci(16)}, f32);
+  Buffer Out = b.tensor("Out", {ci(64), ci(4)}, f32);
+  b.begin_kernel({ci(1)}, {128});
+  Buffer s = b.alloc_fragment("s", {ci(64), ci(64)}, f32);
+  Buffer s3 = b.alloc_view("s3", {ci(64), ci(4), ci(16)}, s);
+  Buffer w = b.alloc_fragment("w", {ci(4), ci(16)}, f32);
+  Buffer sums = b.alloc_fragment("sums", {ci(64), ci(4)}, f32);
+  b.tile_op("copy", {BufferRegion::full(A), BufferRegion::full(s)});
+  b.tile_op("copy", {BufferRegion::full(W), BufferRegion::full(w)});
+  auto iqh = b.begin_loop_nest({"i", "q", "h"}, {ci(64), ci(4), ci(16)}, ForKind::kParallel);
+  Expr v = buffer_load(s3, {iqh[0], iqh[1], iqh[2]});
+  b.store(s3, {iqh[0], iqh[1], iqh[2]}, max(v, float_imm(0.0)) * buffer_load(w, {iqh[1], iqh[2]}));
+  b.end_frame();
+  b.tile_op("reduce_sum", {BufferRegion::full(s3), BufferRegion::full(sums)}, {{"dim", int64_t{2}}});
+  b.tile_op("copy", {BufferRegion::full(sums), BufferRegion::full(Out)});
+  b.end_frame();
+  return b.finish();
+}
+
+}  // namespace
+
+TEST(FragmentViews, ReshapedFragmentSharesRegistersAndLayout) {
+  PrimFunc g = run_lowering(grouped_sum_kernel());
+  HostTensor at = random_tensor({64, 64}, 17), wt = random_tensor({4, 16}, 19), ot = poisoned({64, 4});
+  run_lowered(g, {{"A", &at}, {"W", &wt}, {"Out", &ot}});
+  std::vector<double> want;
+  for (int i = 0; i < 64; ++i)
+    for (int q = 0; q < 4; ++q) {
+      double sum = 0;
+      for (int h = 0; h < 16; ++h) sum += std::max(at.data[i * 64 + q * 16 + h], 0.0) * wt.data[q * 16 + h];
+      want.push_back(sum);
+    }
+  expect_close(ot, want);
+  // One register array: the view allocates nothing.
+  int allocs = 0;
+  for_each_node(g->body, [&](const Node* n) {
+    if (n->kind == NodeKind::kAllocate) allocs += static_cast<const AllocateNode*>(n)->buffer->name == "s3";
+  });
+  EXPECT_EQ(allocs, 0);
+  Layout s = inferred_layout(grouped_sum_kernel(), "s"), s3 = inferred_layout(grouped_sum_kernel(), "s3");
+  ASSERT_TRUE(s && s3);
+  EXPECT_TRUE(layout::layout_equal(layout::reshape(s, {64, 4, 16}), s3));
+}
+
+TEST(FragmentViews, ReshapeNeedsTheSameElementCount) {
+  Builder b("bad_view");
+  b.begin_kernel({ci(1)}, {32});
+  Buffer s = b.alloc_fragment("s", {ci(8), ci(8)}, f32);
+  std::string msg = user_error_of([&] { b.alloc_view("v", {ci(8), ci(4)}, s); });
+  EXPECT_NE(msg.find("(64 elements) to a shape of 32 elements"), std::string::npos) << msg;
+  Buffer sh = b.alloc_shared("sh", {ci(8), ci(8)}, f32);
+  msg = user_error_of([&] { b.alloc_view("v", {ci(64)}, sh); });
+  EXPECT_NE(msg.find("tilec reshapes fragments and local buffers only"), std::string::npos) << msg;
+}

@@ -101,6 +101,12 @@ Layout replicate(const Layout& frag, int64_t factor);
 // New dimension order: result dim i is input dim perm[i].
 Layout permute_dims(const Layout& l, const std::vector<int>& perm);
 
+// The layout of a view of a buffer laid out by `l` (constant shape) with shape `to`
+// (same element count): view element k in row-major order is the buffer's element k.
+// Fragments in digit form come back in clean digit form when the view's dimensions fall
+// on digit boundaries.
+Layout reshape(const Layout& l, const std::vector<int64_t>& to);
+
 // ---- defaults ----
 // Elements per 16-byte (or `bytes`) vector that divide the innermost extent.
 int64_t vector_elems(ir::DataType dtype, int64_t innermost_extent, int64_t bytes = 16);

@@ -168,3 +168,43 @@ def test_fragment_rows_fixed_by_an_outer_serial_loop():
     ref = np.exp2(l64 - l64.max(0)).sum(0)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
     tilec.compile(_combine(), target="sm_90a")
+
+
+def _var_bounded_loop(from_thread=False):
+    @T.prim_func
+    def var_loop(Lens: T.Tensor((4,), T.int32), X: T.Tensor((1024, 64), T.float16), O: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(4, threads=128) as bz:
+            n = T.alloc_var(T.int32)
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64, 64), T.float16)
+            acc = T.alloc_fragment((64,), T.float32)
+            n = Lens[bz]
+            if from_thread:
+                n = tx // 32
+            T.clear(acc)
+            for k in T.serial(T.ceildiv(n, 64)):
+                T.copy(X[k * 64, 0], s)
+                for i, j in T.Parallel(64, 64):
+                    acc[j] += s[i, j]
+            T.copy(acc, O[bz, :])
+
+    return var_loop
+
+
+def test_a_var_copied_from_a_uniform_value_gives_a_uniform_loop():
+    # n = Lens[bz] is the same in every thread, so the loop over shared memory may hold barriers
+    # (upstream's MInference and HISA pool MQA).
+    src = tilec.compile(_var_bounded_loop(), target="sm_90a").get_kernel_source()
+    loop = src[src.index("for (int k"):]
+    assert "__syncthreads();" in loop, src
+    lens = np.array([64, 130, 0, 200], np.int32)
+    x = rng.standard_normal((1024, 64)).astype(np.float16)
+    out = tilec.compile(_var_bounded_loop(), target="cpu", out_idx=[-1])(lens, x)
+    for b, n in enumerate(lens):
+        rows = -(-int(n) // 64) * 64
+        np.testing.assert_allclose(out[b], x[:rows].astype(np.float64).sum(0), rtol=1e-3, atol=1e-3)
+
+
+def test_a_var_written_from_the_thread_index_stays_divergent():
+    with pytest.raises(CompileError, match="trip count depends on the thread index"):
+        tilec.compile(_var_bounded_loop(from_thread=True), target="sm_90a")

@@ -279,6 +279,11 @@ void bind_builder(nb::module_& m) {
              return b.alloc(name, to_exprs(shape), to_dtype(dtype), parse_scope_or_throw(scope, loc), loc);
            },
            "name"_a, "shape"_a, "dtype"_a, "scope"_a, "loc"_a = SourceLoc{})
+      .def("alloc_view",
+           [](Builder& b, const std::string& name, nb::handle shape, const Buffer& base, SourceLoc loc) {
+             return b.alloc_view(name, to_exprs(shape), base, loc);
+           },
+           "name"_a, "shape"_a, "base"_a, "loc"_a = SourceLoc{})
       .def("store",
            [](Builder& b, const Buffer& buf, nb::handle indices, nb::handle value, SourceLoc loc) {
              b.store(buf, to_exprs(indices), to_expr(value), loc);

@@ -316,6 +316,7 @@ void ScriptPrinter::print_Allocate(const AllocateNode* op, int indent) {
     call = "T.alloc_var(" + dtype + ")";
   if (call.empty())
     call = "T.alloc_buffer(" + shape + ", " + dtype + ", scope=" + quote(scope_name(b->scope)) + strides + ")";
+  if (b->viewed) call = "T.reshape(" + buffer_name(b->viewed.get()) + ", " + shape + ")";
   line(indent, define(b.get(), b->name) + " = " + call, op->loc);
   stmt(op->body, indent);
 }

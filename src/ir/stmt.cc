@@ -56,6 +56,37 @@ Buffer make_buffer(std::string name, std::vector<Expr> shape, DataType dtype, Sc
   return Buffer(std::shared_ptr<const BufferNode>(std::move(n)));
 }
 
+Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc) {
+  TILEC_USER_CHECK(base->scope == Scope::kFragment || base->scope == Scope::kLocal, loc,
+                   "reshape the fragment the data is in, or index the buffer with arithmetic")
+      << "T.reshape of '" << base->name << "' (" << scope_name(base->scope)
+      << "): tilec reshapes fragments and local buffers only";
+  TILEC_USER_CHECK(base->strides.empty(), loc, "") << "T.reshape of '" << base->name << "', which has strides";
+  int64_t n = 1, m = 1;
+  bool known = true;
+  for (const auto& e : shape) {
+    auto* c = as_const_int(e);
+    known &= c != nullptr;
+    if (c) n *= *c;
+  }
+  for (const auto& e : base->shape) {
+    auto* c = as_const_int(e);
+    known &= c != nullptr;
+    if (c) m *= *c;
+  }
+  TILEC_USER_CHECK(!known || n == m, loc, "the new shape must hold exactly the buffer's elements")
+      << "T.reshape of '" << base->name << "' (" << m << " elements) to a shape of " << n << " elements";
+  Buffer b = make_buffer(std::move(name), std::move(shape), base->dtype, base->scope, {}, std::move(loc));
+  auto node = std::make_shared<BufferNode>(*b);
+  node->viewed = base;
+  return Buffer(std::shared_ptr<const BufferNode>(std::move(node)));
+}
+
+const BufferNode* storage_root(const BufferNode* b) {
+  while (b && b->viewed) b = b->viewed.get();
+  return b;
+}
+
 std::vector<Expr> buffer_strides(const Buffer& b) {
   if (!b->strides.empty()) return b->strides;
   std::vector<Expr> strides(b->shape.size());

@@ -180,13 +180,19 @@ void define_vars(R& r, const std::vector<Var>& a, const std::vector<Var>& b) {
   for (size_t i = 0; r.ok() && i < a.size(); ++i) define_var(r, a[i], b[i]);
 }
 
-// A buffer's declaration: type, scope, shape and strides (names ignored).
+template <class R>
+void use_buffer(R& r, const Buffer& a, const Buffer& b);
+
+// A buffer's declaration: type, scope, shape and strides (names ignored), and the buffer
+// a view views.
 template <class R>
 void buffer_decl(R& r, const Buffer& a, const Buffer& b) {
   r.pod(a->dtype, b->dtype);
   r.pod(a->scope, b->scope);
   exprs(r, a->shape, b->shape);
   exprs(r, a->strides, b->strides);
+  r.pod(a->viewed.defined(), b->viewed.defined());
+  if (r.ok() && a->viewed && b->viewed) use_buffer(r, a->viewed, b->viewed);
 }
 
 template <class R>

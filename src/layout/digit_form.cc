@@ -259,6 +259,37 @@ DigitForm project_form(const DigitForm& f, const std::vector<int>& kept) {
   return out;
 }
 
+std::optional<DigitForm> split_dim_form(const DigitForm& f, int dim, int64_t c) {
+  TILEC_ICHECK(dim >= 0 && dim < f.ndim() && c >= 1) << "split_dim_form: bad dimension or divisor";
+  if (f.shape[dim] % c != 0) return std::nullopt;
+  DigitForm out = f;
+  const int lo = f.ndim();
+  out.shape[dim] = f.shape[dim] / c;
+  out.shape.push_back(c);
+  out.digits.clear();
+  for (const auto& g : f.digits) {
+    if (g.dim != dim) {
+      out.digits.push_back(g);
+      continue;
+    }
+    const int64_t end = g.in_stride * g.extent;
+    if (end <= c) {  // entirely below c: a digit of x % c
+      out.digits.push_back({lo, g.in_stride, g.extent, g.on_thread, g.out_stride});
+    } else if (g.in_stride >= c) {  // entirely above: a digit of x // c
+      if (g.in_stride % c != 0) return std::nullopt;
+      out.digits.push_back({dim, g.in_stride / c, g.extent, g.on_thread, g.out_stride});
+    } else {  // straddles c: cut at c when c is one of its multiples
+      if (c % g.in_stride != 0) return std::nullopt;
+      const int64_t low = c / g.in_stride;
+      if (g.extent % low != 0) return std::nullopt;
+      out.digits.push_back({lo, g.in_stride, low, g.on_thread, g.out_stride});
+      out.digits.push_back({dim, 1, g.extent / low, g.on_thread, g.out_stride * low});
+    }
+  }
+  if (!out.well_formed()) return std::nullopt;
+  return out;
+}
+
 namespace {
 Expr digit_expr(const Digit& d, const Expr& x, bool top) {
   Expr v = idx_div(x, d.in_stride);

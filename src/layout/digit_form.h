@@ -53,6 +53,13 @@ struct DigitForm {
 // densely (see layout::project).
 DigitForm project_form(const DigitForm& f, const std::vector<int>& kept);
 
+// Splits dimension `dim` at `c` (which must divide its extent): the dimension becomes
+// x // c and a new last dimension x % c is appended (extent c). A digit that straddles c
+// is cut in two when c falls on one of its multiples. Nullopt when c cuts a digit
+// elsewhere. Used to read a loop layout through an index `j // c` (project the new
+// dimension away: its thread digits become replicas).
+std::optional<DigitForm> split_dim_form(const DigitForm& f, int dim, int64_t c);
+
 // Recovers the digit form of a constant-shaped fragment by probing and then verifying
 // every element. Nullopt when the fragment is not of this form.
 std::optional<DigitForm> fit_digit_form(const ir::Layout& frag);

@@ -435,6 +435,28 @@ Layout permute_dims(const Layout& l, const std::vector<int>& perm) {
   return ir::make_fragment(shape, vars, index, substitute(l->forward_thread, m), l->replicate, l->rep_var);
 }
 
+Layout reshape(const Layout& l, const std::vector<int64_t>& to) {
+  TILEC_ICHECK(has_const_shape(l)) << "reshape: the layout needs a constant shape";
+  const std::vector<int64_t> from = const_shape(l);
+  if (from == to) return l;
+  auto vars = fresh_vars(to.size());
+  Expr flat = nullptr;
+  for (size_t d = 0; d < to.size(); ++d) flat = idx_add(idx_mul(flat ? flat : int_imm(0), to[d]), vars[d]);
+  if (!flat) flat = int_imm(0);
+  VarMap m;
+  for (size_t d = from.size(); d-- > 0;) {
+    m[l->vars[d].get()] = d == 0 ? flat : idx_mod(flat, from[d]);
+    flat = idx_div(flat, from[d]);
+  }
+  std::vector<Expr> index;
+  for (const auto& e : l->forward_index) index.push_back(substitute(e, m));
+  if (!l->is_fragment()) return make_layout(shape_exprs(to), vars, index);
+  Layout out = ir::make_fragment(shape_exprs(to), vars, index, substitute(l->forward_thread, m), l->replicate,
+                                 l->rep_var);
+  if (auto f = fit_digit_form(out)) return to_layout(*f);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------
 // defaults
 // ---------------------------------------------------------------------------------------
@@ -496,6 +518,70 @@ Layout coalesced_layout(const std::vector<int64_t>& shape, int64_t num_threads, 
 Layout default_fragment(const std::vector<int64_t>& shape, int64_t num_threads, DataType dtype) {
   int64_t vec = shape.empty() ? 1 : vector_elems(dtype, shape.back());
   return coalesced_layout(shape, num_threads, vec);
+}
+
+namespace {
+
+// coalesced_layout's digits with thread digits of dimension d below caps[d], exact splits
+// only.
+DigitForm coalesced_within(const std::vector<int64_t>& shape, int64_t num_threads, int64_t vec,
+                           const std::vector<int64_t>& caps) {
+  DigitForm f;
+  f.shape = shape;
+  const int n = static_cast<int>(shape.size());
+  int64_t threads_left = num_threads, thread_stride = 1;
+  std::vector<Digit> locals;
+  for (int d = n - 1; d >= 0; --d) {
+    int64_t s = 1, rem = shape[d];
+    if (d == n - 1 && vec > 1) {
+      locals.push_back({d, 1, vec, false, 0});
+      s = vec;
+      rem /= vec;
+    }
+    const int64_t room = caps[d] % s == 0 ? caps[d] / s : 1;
+    const int64_t t = std::gcd(std::gcd(rem, room), threads_left);
+    if (t > 1) {
+      f.digits.push_back({d, s, t, true, thread_stride});
+      thread_stride *= t;
+      threads_left /= t;
+      s *= t;
+    }
+    const int64_t outer = (shape[d] + s - 1) / s;
+    if (outer > 1) locals.push_back({d, s, outer, false, 0});
+  }
+  int64_t ls = 1;
+  for (auto& d : locals) {
+    d.out_stride = ls;
+    ls *= d.extent;
+    f.digits.push_back(d);
+  }
+  return f;
+}
+
+}  // namespace
+
+Layout default_fragment_within(const std::vector<int64_t>& shape, int64_t num_threads, DataType dtype,
+                               const std::vector<int64_t>& caps) {
+  TILEC_ICHECK(caps.size() == shape.size()) << "default_fragment_within: one cap per dimension";
+  int64_t vec = shape.empty() ? 1 : vector_elems(dtype, shape.back());
+  DigitForm f = coalesced_within(shape, num_threads, vec, caps);
+  while (vec > 1 && f.thread_extent() < num_threads) {
+    DigitForm narrower = coalesced_within(shape, num_threads, vec / 2, caps);
+    if (narrower.thread_extent() <= f.thread_extent()) break;
+    vec /= 2;
+    f = narrower;
+  }
+  TILEC_ICHECK(f.well_formed()) << "default_fragment_within produced a malformed layout";
+  return to_layout(f);
+}
+
+bool threads_within(const Layout& frag, const std::vector<int64_t>& caps) {
+  auto f = fit_digit_form(frag);
+  if (!f || caps.size() != f->shape.size()) return false;
+  for (const auto& g : f->digits)
+    if (g.on_thread && g.dim != kRepDim && caps[g.dim] < f->shape[g.dim] && g.in_stride * g.extent > caps[g.dim])
+      return false;
+  return true;
 }
 
 }  // namespace tilec::layout

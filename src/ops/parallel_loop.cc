@@ -163,36 +163,131 @@ std::vector<NestAccess> collect_accesses(const ParallelNest& nest) {
 // derivations
 // ---------------------------------------------------------------------------------------
 
-Layout loop_layout_from_fragment(const ParallelNest& nest, const NestAccess& a, const Layout& frag) {
-  if (!a.full_rank(nest.ndim())) return nullptr;
-  auto f = layout::fit_digit_form(frag);
-  if (!f) return nullptr;
-  std::vector<int> kept(nest.ndim(), -1);
-  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
-    int q = a.loop_dim[d];
-    if (q >= 0) {
-      if (f->shape[d] != nest.extents[q]) return nullptr;
-      kept[q] = static_cast<int>(d);
-    } else {
-      // An invariant index: the thread holding the element must not depend on it.
-      for (const auto& g : f->digits)
-        if (g.dim == static_cast<int>(d) && g.on_thread) return nullptr;
+namespace {
+
+int nest_position(const ParallelNest& nest, const Expr& e) {
+  if (auto* v = e.as<VarNode>())
+    for (size_t q = 0; q < nest.vars.size(); ++q)
+      if (nest.vars[q].get() == v) return static_cast<int>(q);
+  return -1;
+}
+
+// Whether `e` is a multiple of m whatever its variables are (constants, products with a
+// multiple, sums of multiples).
+bool multiple_of(const Expr& e, int64_t m) {
+  if (m == 1) return true;
+  if (auto* c = as_const_int(e)) return *c % m == 0;
+  auto* b = e.as<BinaryNode>();
+  if (!b) return false;
+  switch (b->kind) {
+    case NodeKind::kMul:
+      return multiple_of(b->a, m) || multiple_of(b->b, m);
+    case NodeKind::kAdd:
+    case NodeKind::kSub:
+      return multiple_of(b->a, m) && multiple_of(b->b, m);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::optional<IndexReading> read_index(const ParallelNest& nest, const Expr& index) {
+  auto* b = index.as<BinaryNode>();
+  if (!b) return std::nullopt;
+  if (b->kind == NodeKind::kFloorDiv) {
+    auto* c = as_const_int(b->b);
+    int q = nest_position(nest, b->a);
+    if (!c || *c <= 1 || q < 0) return std::nullopt;
+    return IndexReading{q, *c, false};
+  }
+  if (b->kind == NodeKind::kAdd) {
+    std::unordered_set<const VarNode*> vars;
+    for (const auto& v : nest.vars) vars.insert(v.get());
+    for (int side = 0; side < 2; ++side) {
+      const Expr& v = side ? b->b : b->a;
+      const Expr& off = side ? b->a : b->b;
+      int q = nest_position(nest, v);
+      if (q >= 0 && !uses_any(off, vars) && multiple_of(off, nest.extents[q])) return IndexReading{q, 1, true};
     }
   }
+  return std::nullopt;
+}
+
+std::vector<int64_t> thread_caps(const ParallelNest& nest, const NestAccess& a) {
+  std::vector<int64_t> caps = buffer_shape(a.buffer);
+  for (size_t d = 0; d < caps.size(); ++d) {
+    if (a.loop_dim[d] == kInvariantDim) caps[d] = 1;
+    if (a.loop_dim[d] != kComplexDim) continue;
+    auto r = read_index(nest, a.indices[d]);
+    if (r && r->offset) caps[d] = std::min(caps[d], nest.extents[r->q]);
+  }
+  return caps;
+}
+
+
+Layout loop_layout_from_fragment(const ParallelNest& nest, const NestAccess& a, const Layout& frag) {
+  auto f = layout::fit_digit_form(frag);
+  if (!f) return nullptr;
+  // Each nest variable read once, whole or as `v + off`; an offset dimension is cut at
+  // E = v's extent: v follows the low part (a new dimension), the high part is invariant.
+  std::vector<int> kept(nest.ndim(), -1);
+  std::vector<int> invariant;
+  for (size_t d = 0; d < a.loop_dim.size(); ++d) {
+    int q = a.loop_dim[d];
+    if (q == kComplexDim) {
+      auto r = read_index(nest, a.indices[d]);
+      if (!r || !r->offset || kept[r->q] >= 0) return nullptr;
+      f = layout::split_dim_form(*f, static_cast<int>(d), nest.extents[r->q]);
+      if (!f) return nullptr;
+      kept[r->q] = f->ndim() - 1;
+      invariant.push_back(static_cast<int>(d));
+    } else if (q >= 0) {
+      if (f->shape[d] != nest.extents[q] || kept[q] >= 0) return nullptr;
+      kept[q] = static_cast<int>(d);
+    } else {
+      invariant.push_back(static_cast<int>(d));
+    }
+  }
+  if (std::find(kept.begin(), kept.end(), -1) != kept.end()) return nullptr;
+  // An invariant index: the thread holding the element must not depend on it.
+  for (int d : invariant)
+    for (const auto& g : f->digits)
+      if (g.dim == d && g.on_thread) return nullptr;
   return layout::to_layout(layout::project_form(*f, kept));
 }
 
 Layout fragment_from_loop_layout(const ParallelNest& nest, const NestAccess& a, const Layout& loop) {
-  if (a.has_complex()) return nullptr;
   auto l = layout::fit_digit_form(loop);
   if (!l) return nullptr;
   auto shape = buffer_shape(a.buffer);
   std::vector<int> kept;      // loop dims the access uses, in buffer-dim order
   std::vector<int> buf_dims;  // the buffer dim of each kept loop dim
+  std::vector<int64_t> blocks(shape.size(), 0);  // offset dims: E, their blocks in registers
+  std::vector<bool> taken(nest.ndim(), false);
   for (size_t d = 0; d < a.loop_dim.size(); ++d) {
     int q = a.loop_dim[d];
-    if (q < 0) continue;
-    if (shape[d] != nest.extents[q]) return nullptr;
+    if (q == kComplexDim) {
+      auto r = read_index(nest, a.indices[d]);
+      if (!r || taken[r->q]) return nullptr;
+      q = r->q;
+      if (r->offset) {
+        // `v + off`: v's digits within each block of E; the blocks go to registers.
+        if (shape[d] % nest.extents[q] != 0) return nullptr;
+        blocks[d] = nest.extents[q];
+      } else {
+        // `v // c`: the dimension follows v's digits above c; the thread digits below c
+        // become replicas (the threads running v = c*x .. c*x + c-1 all read x).
+        if (shape[d] * r->div != nest.extents[q]) return nullptr;
+        l = layout::split_dim_form(*l, q, r->div);
+        if (!l) return nullptr;
+      }
+    } else if (q < 0) {
+      continue;
+    } else if (shape[d] != nest.extents[q] || taken[q]) {
+      return nullptr;
+    }
+    taken[q] = true;
     kept.push_back(q);
     buf_dims.push_back(static_cast<int>(d));
   }
@@ -205,9 +300,17 @@ Layout fragment_from_loop_layout(const ParallelNest& nest, const NestAccess& a, 
     if (g.dim != kRepDim) g.dim = buf_dims[g.dim];
     out.digits.push_back(g);
   }
-  // Invariant dimensions: every holder keeps all their values, in further registers.
+  // Invariant dimensions: every holder keeps all their values, in further registers; so
+  // do the blocks of offset dimensions.
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (a.loop_dim[d] >= 0 || shape[d] == 1) continue;
+    if (blocks[d] > 0) {
+      if (shape[d] > blocks[d]) {
+        out.digits.push_back({static_cast<int>(d), blocks[d], shape[d] / blocks[d], false, local});
+        local *= shape[d] / blocks[d];
+      }
+      continue;
+    }
+    if (a.loop_dim[d] != kInvariantDim || shape[d] == 1) continue;
     out.digits.push_back({static_cast<int>(d), 1, shape[d], false, local});
     local *= shape[d];
   }
@@ -348,22 +451,38 @@ bool same_thread_maps(const ParallelNest& nest, const NestAccess& a, const Layou
 
 }  // namespace
 
-std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag) {
+std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const Layout& loop, const Layout& frag,
+                            const std::vector<const ForNode*>& outer) {
   auto fshape = buffer_shape(a.buffer);
   if (layout::const_shape(frag) != fshape) return "its layout has a different shape than the buffer";
   if (same_thread_maps(nest, a, loop, frag, fshape)) return "";
   // Every map below is evaluated over its whole box at once (layout::eval_box), row-major:
   // the walk over the iterations then only reads arrays.
-  // Complex indices must be functions of the nest variables alone.
+  // Complex indices must be functions of the nest variables and of enclosing loops with
+  // constant bounds; those loops' values are the fastest slots, `combos` of them.
+  std::vector<Var> slots = nest.vars;
+  std::vector<int64_t> box = nest.extents, lo(nest.extents.size(), 0);
+  int64_t combos = 1;
   std::vector<std::vector<int64_t>> complex(a.indices.size());
   for (size_t d = 0; d < a.indices.size(); ++d) {
-    if (a.loop_dim[d] != kComplexDim) continue;
-    if (!layout::IntProgram::compiles(a.indices[d], nest.vars))
+    if (a.loop_dim[d] != kComplexDim || layout::IntProgram::compiles(a.indices[d], slots)) continue;
+    for (const ForNode* f : outer) {
+      auto* mn = as_const_int(f->min);
+      auto* ex = as_const_int(f->extent);
+      if (!mn || !ex || *ex < 1 || std::any_of(slots.begin(), slots.end(), [&](const Var& v) { return v.get() == f->loop_var.get(); })) continue;
+      if (!uses_any(a.indices[d], {f->loop_var.get()})) continue;
+      slots.push_back(f->loop_var);
+      box.push_back(*ex);
+      lo.push_back(*mn);
+      combos *= *ex;
+    }
+    if (!layout::IntProgram::compiles(a.indices[d], slots))
       return "index " + std::to_string(d) +
              " mixes the loop variables with other values; fragments need indices that are loop variables, "
-             "constants, or functions of the loop variables only";
-    complex[d] = layout::eval_box(a.indices[d], nest.vars, nest.extents);
+             "constants, or functions of the loop variables (and of enclosing loops with constant bounds) only";
   }
+  for (size_t d = 0; d < a.indices.size(); ++d)
+    if (a.loop_dim[d] == kComplexDim) complex[d] = layout::eval_box(a.indices[d], slots, box, lo);
   // Owners of every fragment element: owners[flat * fr + r], sorted per element.
   const int64_t fr = layout::replicate_factor(frag);
   std::vector<int64_t> fstrides(fshape.size(), 1);
@@ -399,36 +518,38 @@ std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const
       std::sort(exec.begin(), exec.end());
       exec.erase(std::unique(exec.begin(), exec.end()), exec.end());
     }
-    for (const auto& inv : inv_points) {
-      size_t k = 0;
-      for (size_t d = 0; d < idx.size(); ++d) {
-        int q = a.loop_dim[d];
-        if (q >= 0) idx[d] = x[q];
-        else if (q == kInvariantDim) idx[d] = inv[k++];
-        else idx[d] = complex[d][iter];
-        if (idx[d] < 0 || idx[d] >= fshape[d]) {
-          err = "iteration " + index_str(x) + " accesses element " + index_str(idx) + ", outside the fragment";
-          return false;
-        }
-      }
-      int64_t flat = 0;
-      for (size_t d = 0; d < idx.size(); ++d) flat += idx[d] * fstrides[d];
-      const auto own_begin = owners.begin() + static_cast<std::ptrdiff_t>(flat * fr);
-      const auto own_end = own_begin + static_cast<std::ptrdiff_t>(fr);
-      for (int64_t t : exec) {
-        if (!std::binary_search(own_begin, own_end, t)) {
-          err = "thread " + std::to_string(t) + " runs iteration " + index_str(x) + " but does not hold element " +
-                index_str(idx);
-          return false;
-        }
-      }
-      if (a.is_write) {
-        for (auto it = own_begin; it != own_end; ++it)
-          if (!std::binary_search(exec.begin(), exec.end(), *it)) {
-            err = "thread " + std::to_string(*it) + " holds a copy of element " + index_str(idx) +
-                  " but does not run the iteration " + index_str(x) + " that writes it (the copy would go stale)";
+    for (int64_t combo = 0; combo < combos; ++combo) {
+      for (const auto& inv : inv_points) {
+        size_t k = 0;
+        for (size_t d = 0; d < idx.size(); ++d) {
+          int q = a.loop_dim[d];
+          if (q >= 0) idx[d] = x[q];
+          else if (q == kInvariantDim) idx[d] = inv[k++];
+          else idx[d] = complex[d][iter * combos + combo];
+          if (idx[d] < 0 || idx[d] >= fshape[d]) {
+            err = "iteration " + index_str(x) + " accesses element " + index_str(idx) + ", outside the fragment";
             return false;
           }
+        }
+        int64_t flat = 0;
+        for (size_t d = 0; d < idx.size(); ++d) flat += idx[d] * fstrides[d];
+        const auto own_begin = owners.begin() + static_cast<std::ptrdiff_t>(flat * fr);
+        const auto own_end = own_begin + static_cast<std::ptrdiff_t>(fr);
+        for (int64_t t : exec) {
+          if (!std::binary_search(own_begin, own_end, t)) {
+            err = "thread " + std::to_string(t) + " runs iteration " + index_str(x) + " but does not hold element " +
+                  index_str(idx);
+            return false;
+          }
+        }
+        if (a.is_write) {
+          for (auto it = own_begin; it != own_end; ++it)
+            if (!std::binary_search(exec.begin(), exec.end(), *it)) {
+              err = "thread " + std::to_string(*it) + " holds a copy of element " + index_str(idx) +
+                    " but does not run the iteration " + index_str(x) + " that writes it (the copy would go stale)";
+              return false;
+            }
+        }
       }
     }
     ++iter;
@@ -469,6 +590,7 @@ class NestRewriter : public IRMutator {
     return buffer_store(ctx_.lowered_buffer(op->buffer), index_of(op->buffer, op->indices), v, op->loc);
   }
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    if (op->buffer->viewed) return mutate(op->body);  // a view has no storage of its own
     return allocate(ctx_.lowered_buffer(op->buffer), mutate(op->body), op->loc);
   }
 

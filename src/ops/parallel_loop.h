@@ -48,12 +48,34 @@ struct NestAccess {
 // Every buffer load and store in the body (including nested serial loops and ifs).
 std::vector<NestAccess> collect_accesses(const ParallelNest& nest);
 
+// How a complex index (kComplexDim) reads one nest variable v of extent E, when it does:
+//   v // c             (c > 1 a constant):                   div = c
+//   v + off, off + v   (off free of the nest variables and a
+//                       multiple of E, e.g. an outer loop's
+//                       `jj * E`):                            offset = true
+struct IndexReading {
+  int q = 0;          // the nest position of v
+  int64_t div = 1;
+  bool offset = false;
+};
+std::optional<IndexReading> read_index(const ParallelNest& nest, const ir::Expr& index);
+
+// Per buffer dimension, how far the thread digits of a fragment may reach (a thread holds
+// elements whose index along the dimension differ only below the cap) so that this access
+// can run under some loop layout: 1 for an invariant index, E for `v + off`, the extent
+// otherwise.
+std::vector<int64_t> thread_caps(const ParallelNest& nest, const NestAccess& a);
+
 // ---- layout derivations (null when the access pattern does not allow it) ----
 // The loop layout a full-rank access of `frag` implies (each thread runs the iterations
-// whose elements it holds).
+// whose elements it holds). Indices `v + off` (read_index) count as v: the loop follows
+// the fragment's first E elements along that dimension, whose thread digits must stay
+// below E.
 ir::Layout loop_layout_from_fragment(const ParallelNest& nest, const NestAccess& a, const ir::Layout& frag);
 // The fragment layout a loop layout implies for an access (full or partial rank; the
-// nest variables the access does not use become replication).
+// nest variables the access does not use become replication). Indices `v // c` take v's
+// digits above c (the threads below become replicas); indices `v + off` take v's digits
+// within each block of E elements, the blocks in registers.
 ir::Layout fragment_from_loop_layout(const ParallelNest& nest, const NestAccess& a, const ir::Layout& loop);
 // A loop layout under which every thread holding frag[...] runs the iterations that read
 // it: the fragment's replicas spread the nest variables the access does not use.
@@ -66,9 +88,10 @@ int64_t nest_vector_elems(const ParallelNest& nest, const std::vector<NestAccess
 
 // Empty when every thread that runs an iteration holds the fragment element it touches
 // (and, for writes, every holder runs it); else a sentence describing the first
-// element that breaks it.
+// element that breaks it. Indices may also read the variables of `outer` (the enclosing
+// serial loops, constant bounds): every value of theirs is checked.
 std::string check_ownership(const ParallelNest& nest, const NestAccess& a, const ir::Layout& loop,
-                            const ir::Layout& frag);
+                            const ir::Layout& frag, const std::vector<const ir::ForNode*>& outer = {});
 
 // Lowers `for vars in T.Parallel(extents): body` with `loop` (see
 // LowerContext::lower_parallel).

@@ -36,7 +36,9 @@
 //   but a TMA load or prefetch, no tile op naming it. Within one launch such a tensor holds
 //   the same values for every thread (tensor parameters are __restrict__: no other parameter
 //   writes the same memory), so e.g. `for k in range(ceildiv(lens[bz], 64))` is a uniform
-//   loop. Shared, fragment and local buffers are never uniform here (no dataflow analysis).
+//   loop. Shared and fragment buffers are never uniform here; a local buffer (T.alloc_var,
+//   T.alloc_local) is when every write of it stores a uniform value at a uniform index outside
+//   divergent control flow (syncs::uniform_locals), e.g. `n = T.alloc_var(); n = lens[bz]`.
 //
 // Algorithm: a forward walk carrying the accesses made since the last barrier ("pending").
 //   - A statement whose accesses conflict with pending gets a barrier right before it (as
@@ -88,6 +90,7 @@ namespace {
 using back::contains_barrier;
 using syncs::GlobalWrites;
 using syncs::find_global_writes;
+using syncs::uniform_locals;
 
 using VarSet = std::unordered_set<const VarNode*>;
 
@@ -122,6 +125,9 @@ class SyncPlanner {
       if (kernel->threads[i] > 1) active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
     }
     find_async_buffers(kernel->body);
+    std::unordered_set<const VarNode*> thread_vars;
+    for (const auto& v : kernel->thread_vars) thread_vars.insert(v.get());
+    uniform_locals_ = uniform_locals(kernel->body, thread_vars, global_writes_);
   }
 
   Stmt run(const Stmt& body) {
@@ -138,7 +144,10 @@ class SyncPlanner {
     return back::any_node(e, [&](const ExprNode* n) {
       switch (n->kind) {
         case NodeKind::kVar: return divergent_.count(static_cast<const VarNode*>(n)) > 0;
-        case NodeKind::kBufferLoad: return !read_only_global(static_cast<const BufferLoadNode*>(n)->buffer.get());
+        case NodeKind::kBufferLoad: {
+          const BufferNode* b = static_cast<const BufferLoadNode*>(n)->buffer.get();
+          return !read_only_global(b) && !uniform_locals_.count(b);
+        }
         case NodeKind::kCall: return !back::is_pure_call(static_cast<const CallNode*>(n));
         default: return false;  // the indices of a load are visited too
       }
@@ -762,6 +771,7 @@ class SyncPlanner {
   std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
   VarSet divergent_;
   GlobalWrites global_writes_;
+  std::unordered_set<const BufferNode*> uniform_locals_;  // see syncs::uniform_locals
   std::vector<const BufferNode*> async_buffers_;
   int64_t barriers_placed_ = 0;  // barriers decided so far (a probe compares before and after)
 };

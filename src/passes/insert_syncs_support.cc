@@ -116,4 +116,98 @@ class NamedBarriers : public IRMutator {
 
 Stmt named_barriers(const Stmt& body, int64_t block_threads) { return NamedBarriers(block_threads).mutate(body); }
 
+namespace {
+
+using BufferSet = std::unordered_set<const BufferNode*>;
+
+class LocalBuffers : public IRVisitor {
+ public:
+  BufferSet out;
+
+ protected:
+  void visit_Allocate(const AllocateNode* op) override {
+    if (op->buffer->scope == Scope::kLocal || op->buffer->scope == Scope::kVar) out.insert(op->buffer.get());
+    IRVisitor::visit_Allocate(op);
+  }
+};
+
+// One pass over the body: drops from `uniform` every buffer with a write that is not uniform.
+class DropDivergentWrites : public IRVisitor {
+ public:
+  DropDivergentWrites(BufferSet& uniform, std::unordered_set<const VarNode*> divergent, const GlobalWrites& gw)
+      : uniform_(uniform), divergent_(std::move(divergent)), gw_(gw) {}
+  bool changed = false;
+
+ protected:
+  void visit_For(const ForNode* op) override {
+    const bool div = op->for_kind == ForKind::kThreadBinding || divergent(op->min) || divergent(op->extent);
+    if (div) divergent_.insert(op->loop_var.get());
+    control_ += div;
+    IRVisitor::visit_For(op);
+    control_ -= div;
+  }
+  void visit_If(const IfNode* op) override {
+    const bool div = divergent(op->cond);
+    control_ += div;
+    IRVisitor::visit_If(op);
+    control_ -= div;
+  }
+  void visit_Let(const LetNode* op) override {
+    if (divergent(op->value)) divergent_.insert(op->var.get());
+    IRVisitor::visit_Let(op);
+  }
+  void visit_Annotate(const AnnotateNode* op) override {
+    const bool role = op->key == kThreadRangeKey;  // only some threads run it
+    control_ += role;
+    IRVisitor::visit_Annotate(op);
+    control_ -= role;
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    bool div = control_ > 0 || divergent(op->value);
+    for (const auto& i : op->indices) div = div || divergent(i);
+    if (div) drop(op->buffer.get());
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_Call(const CallNode* op) override {
+    // A local written through its address (or read through it: kept simple) is dropped.
+    if (op->op == "tl.address_of" && !op->args.empty())
+      if (auto* load = op->args[0].as<BufferLoadNode>()) drop(load->buffer.get());
+    IRVisitor::visit_Call(op);
+  }
+
+ private:
+  void drop(const BufferNode* b) { changed |= uniform_.erase(b) > 0; }
+  bool divergent(const Expr& e) const {
+    return back::any_node(e, [&](const ExprNode* n) {
+      switch (n->kind) {
+        case NodeKind::kVar: return divergent_.count(static_cast<const VarNode*>(n)) > 0;
+        case NodeKind::kBufferLoad: {
+          const BufferNode* b = static_cast<const BufferLoadNode*>(n)->buffer.get();
+          return !(b->scope == Scope::kGlobal && !gw_.may_write(b)) && !uniform_.count(b);
+        }
+        case NodeKind::kCall: return !back::is_pure_call(static_cast<const CallNode*>(n));
+        default: return false;
+      }
+    });
+  }
+  BufferSet& uniform_;
+  std::unordered_set<const VarNode*> divergent_;
+  const GlobalWrites& gw_;
+  int control_ = 0;
+};
+
+}  // namespace
+
+BufferSet uniform_locals(const Stmt& body, const std::unordered_set<const VarNode*>& thread_vars,
+                         const GlobalWrites& global_writes) {
+  LocalBuffers all;
+  all.visit(body);
+  BufferSet uniform = std::move(all.out);
+  while (true) {
+    DropDivergentWrites pass(uniform, thread_vars, global_writes);
+    pass.visit(body);
+    if (!pass.changed) return uniform;
+  }
+}
+
 }  // namespace tilec::passes::syncs

@@ -6,6 +6,9 @@
 //                     (insert_syncs' "Uniform values")
 // arena_ranges        the byte range of every shared.dyn buffer in the arena (from
 //                     plan_shared_memory's annotations): buffers whose ranges overlap alias
+// uniform_locals      the per-thread buffers (T.alloc_var, T.alloc_local) that hold the same
+//                     values in every thread: each write stores a uniform value at a uniform
+//                     index outside divergent control flow (insert_syncs' "Uniform values")
 // named_barriers      block barriers inside a role that is not the whole block become named
 //                     barriers over the role's threads (__syncthreads would wait for threads
 //                     that never arrive)
@@ -29,5 +32,12 @@ struct GlobalWrites {
 GlobalWrites find_global_writes(const ir::Stmt& body);
 std::unordered_map<const ir::BufferNode*, std::pair<int64_t, int64_t>> arena_ranges(const ir::Stmt& body);
 ir::Stmt named_barriers(const ir::Stmt& body, int64_t block_threads);
+// Candidates are the local / var buffers the body allocates; they may feed each other, so the
+// answer is the greatest set that stays consistent (start from all, drop a buffer with a
+// write that is not uniform given the others, repeat). `thread_vars` are not uniform;
+// `read_only_global` tells the global tensors whose loads at uniform indices are uniform.
+std::unordered_set<const ir::BufferNode*> uniform_locals(const ir::Stmt& body,
+                                                         const std::unordered_set<const ir::VarNode*>& thread_vars,
+                                                         const GlobalWrites& global_writes);
 
 }  // namespace tilec::passes::syncs

@@ -16,7 +16,11 @@
 //   then to a fixed point: common proposals (layouts that follow from known ones); when
 //   nothing follows, one free proposal (a default) — for the largest fragment still
 //   unknown, so that small derived fragments (row statistics) follow from big ones — and
-//   back to common; then coalesced layouts for nests that still have none. A proposal
+//   back to common; then coalesced layouts for nests that still have none. A fragment
+//   that some nest reads with an index the nest holds fixed (an enclosing serial loop's
+//   `frag[k, j]`, or a block `frag[i, jj * E + j]`) has thread caps (ops::thread_caps):
+//   a free default that crosses them is replaced by the default within them, and such a
+//   fragment gets its default before the others. A proposal
 //   for a buffer that already has a different layout is a UserError naming both ops and
 //   the buffer. Finally every parallel nest is checked: each thread that runs an
 //   iteration must hold the fragment elements it touches (replicated where many read).
@@ -162,6 +166,25 @@ class Inference : public ops::LayoutInferenceState {
           if (auto* r = std::get_if<BufferRegion>(&arg)) note(r->buffer);
       }
     }
+    // How far each fragment's thread digits may reach, from every nest access of it.
+    for (const auto& u : units_) {
+      if (!u.is_nest()) continue;
+      for (const auto& a : u.accesses) {
+        if (a.buffer->scope != Scope::kFragment) continue;
+        std::vector<int64_t> caps = ops::thread_caps(u.nest, a);
+        auto [it, fresh] = thread_caps_.emplace(a.buffer.get(), caps);
+        if (!fresh)
+          for (size_t d = 0; d < caps.size(); ++d) it->second[d] = std::min(it->second[d], caps[d]);
+      }
+    }
+    for (auto it = thread_caps_.begin(); it != thread_caps_.end();) {
+      bool unconstrained = true;
+      for (size_t d = 0; d < it->second.size(); ++d) {
+        auto* e = as_const_int(it->first->shape[d]);
+        unconstrained &= e && it->second[d] >= *e;
+      }
+      it = unconstrained ? thread_caps_.erase(it) : std::next(it);
+    }
     for (const auto& [kv, loc] : c.user_layouts) {
       std::string origin = "T.annotate_layout";
       if (loc.known()) origin += " at " + loc.str();
@@ -193,7 +216,10 @@ class Inference : public ops::LayoutInferenceState {
     for (const auto& b : buffers_) {
       if (layout_of(b)) continue;
       auto shape = const_buffer_shape(b);
-      if (b->scope == Scope::kFragment)
+      auto caps = thread_caps_.find(b.get());
+      if (b->scope == Scope::kFragment && caps != thread_caps_.end())
+        propose(b, layout::default_fragment_within(shape, threads_of(b), b->dtype, caps->second), "default");
+      else if (b->scope == Scope::kFragment)
         propose(b, layout::default_fragment(shape, threads_of(b), b->dtype), "default");
       else shared_default(b, shape);
     }
@@ -236,6 +262,13 @@ class Inference : public ops::LayoutInferenceState {
     }
     validate(b, l, origin);
     layouts_.emplace(b.get(), std::make_pair(l, origin));
+    // A view (T.reshape) and the buffer it views hold the same registers: each one's
+    // layout is the other's, reshaped.
+    for (const auto& other : buffers_) {
+      const bool linked = (other->viewed && other->viewed.get() == b.get()) || (b->viewed && b->viewed.get() == other.get());
+      if (linked)
+        propose(other, layout::reshape(l, const_buffer_shape(other)), "T.reshape of '" + b->name + "' (" + origin + ")");
+    }
     return true;
   }
 
@@ -309,6 +342,21 @@ class Inference : public ops::LayoutInferenceState {
       }
     }
     if (!u.loop_layout) {
+      // Accesses through `v + off` (an enclosing loop's block of the fragment): the loop
+      // follows the fragment's first block.
+      for (const auto& a : u.accesses) {
+        if (a.buffer->scope != Scope::kFragment || !a.has_complex()) continue;
+        Layout f = layout_of(a.buffer);
+        if (!f) continue;
+        if (Layout l = ops::loop_layout_from_fragment(u.nest, a, f)) {
+          set_loop_layout(u, l, "its thread mapping follows a block of fragment '" + a.buffer->name +
+                                    "' (layout from " + origin_of(a.buffer) + ")");
+          changed = true;
+          break;
+        }
+      }
+    }
+    if (!u.loop_layout) {
       int64_t vec = ops::nest_vector_elems(u.nest, u.accesses);
       for (const auto& a : u.accesses) {
         if (a.buffer->scope != Scope::kFragment || !a.partial_rank(n)) continue;
@@ -347,12 +395,27 @@ class Inference : public ops::LayoutInferenceState {
       int64_t size;
     };
     std::optional<Candidate> best;
-    auto consider = [&](Unit& u, const ops::LayoutProposal& p) {
+    bool best_capped = false;
+    auto consider = [&](Unit& u, ops::LayoutProposal p) {
       if (!p.layout || layout_of(p.buffer)) return;
       int64_t size = 1;
       for (auto e : const_buffer_shape(p.buffer)) size *= e;
       if (p.buffer->scope != Scope::kFragment) size = -1;  // shared defaults last
-      if (!best || size > best->size) best = Candidate{&u, p, size};
+      // A default some nest could not run under (its thread digits reach across an index
+      // the nest holds fixed): the default within the caps instead, chosen first, so that
+      // copies of the fragment follow it rather than the other way round.
+      bool capped = false;
+      auto caps = thread_caps_.find(p.buffer.get());
+      if (p.buffer->scope == Scope::kFragment && caps != thread_caps_.end() &&
+          !layout::threads_within(p.layout, caps->second)) {
+        p.layout = layout::default_fragment_within(const_buffer_shape(p.buffer), u.threads, p.buffer->dtype,
+                                                   caps->second);
+        capped = true;
+      }
+      if (!best || (capped && !best_capped) || (capped == best_capped && size > best->size)) {
+        best = Candidate{&u, p, size};
+        best_capped = capped;
+      }
     };
     for (auto& u : units_) {
       if (u.is_nest()) {
@@ -415,7 +478,7 @@ class Inference : public ops::LayoutInferenceState {
       if (a.buffer->scope != Scope::kFragment) continue;
       Layout f = layout_of(a.buffer);
       TILEC_ICHECK(f) << "fragment without a layout after inference";
-      std::string why = ops::check_ownership(u.nest, a, u.loop_layout, f);
+      std::string why = ops::check_ownership(u.nest, a, u.loop_layout, f, u.loops);
       if (why.empty()) continue;
       throw_user_error(
           "layout conflict on fragment '" + a.buffer->name + "' in " + u.name() + ": its layout (from " +
@@ -433,6 +496,7 @@ class Inference : public ops::LayoutInferenceState {
   std::vector<Buffer>& buffers_;
   const PassContext& ctx_;
   std::unordered_map<const BufferNode*, int64_t> buffer_threads_;
+  std::unordered_map<const BufferNode*, std::vector<int64_t>> thread_caps_;  // see ops::thread_caps
   std::unordered_map<const BufferNode*, std::pair<Layout, std::string>> layouts_;
   const std::vector<const ForNode*>* current_loops_ = nullptr;
   std::vector<const ForNode*> no_loops_;

@@ -50,7 +50,8 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   Buffer lowered_buffer(const Buffer& b) const override {
     auto it = lowered_.find(b.get());
     if (it != lowered_.end()) return it->second;
-    Buffer nb = make_lowered(b);
+    // A view (T.reshape) is its buffer's storage; its own layout gives the positions.
+    Buffer nb = b->viewed ? lowered_buffer(b->viewed) : make_lowered(b);
     lowered_.emplace(b.get(), nb);
     return nb;
   }
@@ -156,6 +157,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
     return IRMutator::mutate_Annotate(s, op);
   }
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    if (op->buffer->viewed) return mutate(op->body);  // no storage of its own
     return allocate(lowered_buffer(op->buffer), mutate(op->body), op->loc);
   }
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {

@@ -28,7 +28,8 @@ void flatten(const Stmt& s, Body* out, VarMap* lets) {
   }
 }
 
-// Reads and writes of plain statements (and of everything nested in loops / ifs).
+// Reads and writes of plain statements (and of everything nested in loops / ifs). A view
+// (T.reshape) counts as the buffer whose memory it is.
 class AccessCollector : public IRVisitor {
  public:
   explicit AccessCollector(Access* a, const std::function<bool(const TileOpNode*)>* skip = nullptr)
@@ -36,11 +37,11 @@ class AccessCollector : public IRVisitor {
 
  protected:
   void visit_BufferLoad(const BufferLoadNode* op) override {
-    a_->reads.insert(op->buffer.get());
+    a_->reads.insert(storage_root(op->buffer.get()));
     IRVisitor::visit_BufferLoad(op);
   }
   void visit_BufferStore(const BufferStoreNode* op) override {
-    a_->writes.insert(op->buffer.get());
+    a_->writes.insert(storage_root(op->buffer.get()));
     IRVisitor::visit_BufferStore(op);
   }
   void visit_TileOp(const TileOpNode* op) override {
@@ -63,8 +64,8 @@ class AccessCollector : public IRVisitor {
       }
       visit_region(*region);
       const char role = i < roles.size() ? roles[i] : 'm';
-      if (role == 'r' || role == 'm') a_->reads.insert(region->buffer.get());
-      if (role == 'w' || role == 'm') a_->writes.insert(region->buffer.get());
+      if (role == 'r' || role == 'm') a_->reads.insert(storage_root(region->buffer.get()));
+      if (role == 'w' || role == 'm') a_->writes.insert(storage_root(region->buffer.get()));
     }
   }
 

@@ -37,11 +37,22 @@ struct BufferNode {
   std::vector<Expr> strides;  // empty = compact row-major
   Scope scope = Scope::kGlobal;
   SourceLoc loc;
+  // T.reshape: this buffer is `viewed`'s memory under another shape (same dtype, scope
+  // and element count; element k in row-major order is `viewed`'s element k). Null for a
+  // buffer with memory of its own. Layouts of the two follow each other; lowering gives
+  // both the same storage.
+  Buffer viewed;
   int ndim() const { return static_cast<int>(shape.size()); }
 };
 
 Buffer make_buffer(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
                    std::vector<Expr> strides = {}, SourceLoc loc = {});
+
+// A view of `base` with another shape (T.reshape); UserError when the element counts
+// differ (both constant) or base is not an on-chip fragment / local buffer.
+Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
+// The buffer whose memory `b` is: b itself, or the root of its chain of views.
+const BufferNode* storage_root(const BufferNode* b);
 
 // Row-major strides of a buffer (its own strides when given).
 std::vector<Expr> buffer_strides(const Buffer& b);

@@ -71,6 +71,9 @@ class Builder {
     return alloc(name, std::move(shape), dtype, Scope::kFragment, std::move(loc));
   }
 
+  // T.reshape: a view of `base` (an on-chip fragment or local buffer) with another shape.
+  Buffer alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
+
   // ---- statements ----
   void emit(Stmt s);
   void store(const Buffer& b, std::vector<Expr> indices, Expr value, SourceLoc loc = {});

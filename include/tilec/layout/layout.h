@@ -101,6 +101,12 @@ Layout replicate(const Layout& frag, int64_t factor);
 // New dimension order: result dim i is input dim perm[i].
 Layout permute_dims(const Layout& l, const std::vector<int>& perm);
 
+// The layout of a view of a buffer laid out by `l` (constant shape) with shape `to`
+// (same element count): view element k in row-major order is the buffer's element k.
+// Fragments in digit form come back in clean digit form when the view's dimensions fall
+// on digit boundaries.
+Layout reshape(const Layout& l, const std::vector<int64_t>& to);
+
 // ---- defaults ----
 // Elements per 16-byte (or `bytes`) vector that divide the innermost extent.
 int64_t vector_elems(ir::DataType dtype, int64_t innermost_extent, int64_t bytes = 16);
@@ -111,5 +117,13 @@ int64_t vector_elems(ir::DataType dtype, int64_t innermost_extent, int64_t bytes
 Layout coalesced_layout(const std::vector<int64_t>& shape, int64_t num_threads, int64_t vec);
 // The default fragment: coalesced_layout with 16-byte chunks of `dtype`.
 Layout default_fragment(const std::vector<int64_t>& shape, int64_t num_threads, ir::DataType dtype);
+// The default fragment when the thread digits of dimension d may reach only below
+// caps[d] (a thread's elements along d differ only in index // caps[d]): those parts go
+// to registers; the vector narrows when that leaves threads idle.
+Layout default_fragment_within(const std::vector<int64_t>& shape, int64_t num_threads, ir::DataType dtype,
+                               const std::vector<int64_t>& caps);
+// Whether every thread digit of `frag` stays below caps[d] along its dimension d
+// (false for a fragment without a digit form).
+bool threads_within(const Layout& frag, const std::vector<int64_t>& caps);
 
 }  // namespace tilec::layout

@@ -102,14 +102,16 @@ Pass stage_gemm_operands_pass();
 //   in:  tile-level kernels (tile ops, T.Parallel nests, optional T.annotate_layout).
 //   out: kernel body wrapped in Annotate{"layout_map", LayoutMap} with a layout for every
 //   fragment and shared buffer; each T.Parallel nest's outer For annotated "loop_layout".
-//   UserError naming both ops and the buffer on conflicting demands. After pipeline
+//   UserError naming both ops and the buffer on conflicting demands. A view (T.reshape,
+//   BufferNode::viewed) and its buffer get each other's layout, reshaped. After pipeline
 //   planning, before lower_tile_ops.
 Pass layout_inference_pass();
 
 // lower_tile_ops (src/passes/lower_tile_ops.cc)                             [layoutops]
 //   in:  the output of layout_inference.   out: lowered IR (docs/LOWERED_IR.md) except
 //   that T.Pipelined loops remain for pipeline injection: no tile ops, no Parallel loops,
-//   fragments become Scope::kLocal register arrays, shared buffers 1-D physical.
+//   fragments become Scope::kLocal register arrays, shared buffers 1-D physical; a view
+//   (T.reshape) becomes its buffer's array (its Allocate disappears).
 Pass lower_tile_ops_pass();
 
 // ---- the second half of the CUDA pipeline (lowered IR -> CUDA C), in this order. ----
@@ -153,7 +155,9 @@ Pass plan_shared_memory_pass();
 //   in:  planned lowered IR.   out: tl.syncthreads() wherever two accesses to the same
 //   shared bytes by different threads (one a write) are not separated by a barrier on
 //   every path, loop back edges included, placed as late as possible; cp.async writes
-//   count from their issue to the next cp_async_wait. Config tl.disable_thread_storage_sync.
+//   count from their issue to the next cp_async_wait. Loops whose bounds are uniform (also
+//   through T.alloc_var copies of uniform values) may hold barriers. Config
+//   tl.disable_thread_storage_sync.
 Pass insert_syncs_pass();
 
 // overlap_gemm_mainloop (src/passes/overlap_gemm_mainloop.cc)

@@ -90,6 +90,34 @@ def subscript(view: GlobalView, items: list) -> Any:
 
 
 @primitive
+def reshape(src: Any, shape: Any):
+    """`T.reshape(buf, shape)`: buf's elements under another shape (row-major order kept).
+    Fragments and local buffers: a view with the same registers (layouts follow each other);
+    global tensors: a view as `T.Tensor(shape, dtype, A.data)`."""
+    ctx = context.require("T.reshape")
+    if not isinstance(src, Buffer):
+        raise CompileError("T.reshape takes a buffer (a T.alloc_fragment / T.alloc_local buffer or a T.Tensor)")
+    dims = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+    if src.scope == "global":
+        return make_view(dims, src.dtype, BufferData(src))
+    name = ctx.take_name(f"{src.name}_reshaped")
+    return ctx.builder.alloc_view(name, [to_expr(n) for n in dims], src, ctx.loc)
+
+
+@primitive
+def view(src: Any, shape: Any = None, dtype: Any = None):
+    """`T.view(buf, shape=..., dtype=...)`: T.reshape when the dtype stays; another dtype would
+    reinterpret the bytes, which tilec does not do."""
+    if not isinstance(src, Buffer):
+        raise CompileError("T.view takes a buffer")
+    if dtype is not None and dtype_str(dtype) != str(src.dtype):
+        raise CompileError(f"T.view of '{src.name}' ({src.dtype}) as {dtype_str(dtype)}: tilec does not reinterpret "
+                           "on-chip memory as another dtype",
+                           hint="allocate a buffer of the dtype you need (T.alloc_shared) and copy into it")
+    return reshape(src, list(src.shape) if shape is None else shape)
+
+
+@primitive
 def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: Any, stride: Any, dilation: Any, pad: Any,
            eviction_policy: Any = None):
     ctx = context.require("T.im2col")

@@ -29,7 +29,9 @@ struct Storage {
   DataType dtype;
   std::vector<int64_t> shape, strides;
   char* bytes = nullptr;     // global tensors (elements of storage_bytes(dtype))
-  std::vector<Value> cells;  // on-chip buffers (values already rounded to dtype)
+  // On-chip buffers (values already rounded to dtype); a view (T.reshape) shares its
+  // buffer's cells under its own shape.
+  std::shared_ptr<std::vector<Value>> cells;
   bool global() const { return bytes != nullptr; }
   Value get(int64_t offset) const;
   void set(int64_t offset, const Value& v);

@@ -24,12 +24,12 @@ std::string index_str(const std::vector<int64_t>& idx) { return shape_str(idx); 
 
 Value Storage::get(int64_t offset) const {
   if (bytes) return load_element(dtype, bytes + offset * storage_bytes(dtype));
-  return cells[static_cast<size_t>(offset)];
+  return (*cells)[static_cast<size_t>(offset)];
 }
 
 void Storage::set(int64_t offset, const Value& v) {
   if (bytes) store_element(dtype, bytes + offset * storage_bytes(dtype), v);
-  else cells[static_cast<size_t>(offset)] = v;
+  else (*cells)[static_cast<size_t>(offset)] = v;
 }
 
 Storage& Machine::storage(const Buffer& b, const SourceLoc& loc) {
@@ -96,7 +96,8 @@ void Machine::allocate(const Buffer& b, const SourceLoc& loc) {
   for (int d = static_cast<int>(s.shape.size()) - 2; d >= 0; --d) s.strides[d] = s.strides[d + 1] * s.shape[d + 1];
   Value poison;  // never-written floats read as NaN
   if (b->dtype.is_float()) poison.f = std::numeric_limits<double>::quiet_NaN();
-  s.cells.assign(static_cast<size_t>(n), poison);
+  if (b->viewed) s.cells = storage(b->viewed, loc).cells;
+  else s.cells = std::make_shared<std::vector<Value>>(static_cast<size_t>(n), poison);
   storages_[b.get()] = std::move(s);
 }
 

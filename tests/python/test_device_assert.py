@@ -65,7 +65,26 @@ def test_print_of_a_whole_buffer_prints_every_element_with_its_indices(capfd):
     assert any(line.endswith("after load S[i, j] 2 5 = 21") for line in shared), shared[:3]
     if tilec._tilec.nvrtc_available()[0]:
         src = tilec.compile(show, target="sm_80").get_kernel_source()
-        assert src.count("tl::print(") == 2, src
+        # One printf per element with a literal format: a thread's line is never split.
+        assert src.count('printf("block (%d, %d, %d) thread (%d, %d, %d):') == 2, src
+        assert ' after load S[i, j] %d %d = %g\\n"' in src and ' F[i, j] %d %d = %g\\n"' in src, src
+
+
+def test_print_formats_each_scalar_by_its_type():
+    if not tilec._tilec.nvrtc_available()[0]:
+        pytest.skip("NVRTC not found")
+
+    @T.prim_func
+    def show(n: T.int32, m: T.int64, x: T.float32):
+        with T.Kernel(1, threads=32) as bx:
+            T.print(n, m, x, n > 3, msg="100% of them")
+
+    src = tilec.compile(show, target="sm_80").get_kernel_source()
+    line = next(ln.strip() for ln in src.splitlines() if "printf(" in ln)
+    assert line.startswith('printf("block (%d, %d, %d) thread (%d, %d, %d): %d %lld %g %s 100%% of them\\n", '
+                           '(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, '
+                           '(int)threadIdx.z, (int)(n), (long long)(m), (double)static_cast<float>(x), '
+                           '(n > 3) ? "True" : "False");'), line
 
 
 def test_print_refuses_barriers():

@@ -30,6 +30,7 @@ IntrinStyle parse_style(const char* s) {
   if (v == "template_dtype") return IntrinStyle::kTemplateDType;
   if (v == "template_arg0") return IntrinStyle::kTemplateArg0;
   if (v == "extern_name") return IntrinStyle::kExternName;
+  if (v == "printf") return IntrinStyle::kPrintf;
   TILEC_UNREACHABLE() << "unknown TILEC_INTRIN_CUDA style '" << v << "' in intrinsics.def";
 }
 
@@ -50,6 +51,21 @@ const std::unordered_map<std::string, IntrinInfo>& intrinsic_table() {
     return t;
   }();
   return table;
+}
+
+// The inside of a C string literal holding `text` ('%' doubled too when it is a printf format).
+std::string c_string_body(const std::string& text, bool format = false) {
+  std::string s;
+  for (char c : text) {
+    if (c == '"' || c == '\\') s += '\\';
+    if (c == '\n') {
+      s += "\\n";
+      continue;
+    }
+    if (format && c == '%') s += '%';
+    s += c;
+  }
+  return s;
 }
 
 int infix_prec(const std::string& op) {
@@ -167,18 +183,8 @@ Printed CudaPrinter::print(const Expr& e) {
     case NodeKind::kIntImm:
     case NodeKind::kFloatImm:
       return print_imm(e);
-    case NodeKind::kStringImm: {
-      std::string s = "\"";
-      for (char c : e.as<StringImmNode>()->value) {
-        if (c == '"' || c == '\\') s += '\\';
-        if (c == '\n') {
-          s += "\\n";
-          continue;
-        }
-        s += c;
-      }
-      return {s + "\""};
-    }
+    case NodeKind::kStringImm:
+      return {"\"" + c_string_body(e.as<StringImmNode>()->value) + "\""};
     case NodeKind::kVar:
       return {name_of(e.as<VarNode>())};
     case NodeKind::kNot:
@@ -383,6 +389,8 @@ Printed CudaPrinter::print_call(const CallNode* op) {
           << "the first argument of '" << op->op << "' must be an integer constant or a template argument string";
       return {info->cuda + "<" + std::to_string(*as_const_int(op->args[0])) + ">(" + join(1) + ")"};
     }
+    case IntrinStyle::kPrintf:
+      return print_printf(op, *info);
     case IntrinStyle::kExternName: {
       auto* name = op->args.empty() ? nullptr : op->args[0].as<StringImmNode>();
       TILEC_USER_CHECK(name && !name->value.empty(), op->loc, "T.call_extern(\"function_name\", args..., dtype=...)")
@@ -391,6 +399,45 @@ Printed CudaPrinter::print_call(const CallNode* op) {
     }
   }
   TILEC_UNREACHABLE() << "intrinsic style";
+}
+
+// T.print as one printf: "block (x, y, z) thread (x, y, z): v1 v2 ...\n" with a literal format,
+// so that the lines of different threads do not interleave piece by piece. Strings go into the
+// format; scalars by their type (bool as True / False, 16-bit and narrower floats through float).
+// Vectors keep tl::print (each piece its own printf).
+Printed CudaPrinter::print_printf(const CallNode* op, const IntrinInfo& info) {
+  std::string fmt = "block (%d, %d, %d) thread (%d, %d, %d):";
+  std::string args = ", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, "
+                     "(int)threadIdx.z";
+  for (const Expr& a : op->args) {
+    if (auto* str = a.as<StringImmNode>()) {
+      fmt += " " + c_string_body(str->value, true);
+      continue;
+    }
+    const DataType t = a->dtype;
+    if (t.is_vector()) {
+      std::string all;
+      for (size_t i = 0; i < op->args.size(); ++i) all += (i ? ", " : "") + expr(op->args[i]);
+      return {info.cuda + "(" + all + ")"};
+    }
+    const std::string v = expr(a);
+    if (t.is_bool()) {
+      fmt += " %s";
+      args += ", (" + v + ") ? \"True\" : \"False\"";
+    } else if (t.is_float()) {
+      fmt += " %g";
+      args += ", (double)static_cast<float>(" + v + ")";
+    } else if (t.is_int() || t.is_uint()) {
+      const bool wide = t.bits() > 32;
+      fmt += t.is_int() ? (wide ? " %lld" : " %d") : (wide ? " %llu" : " %u");
+      args += std::string(", (") + (t.is_int() ? (wide ? "long long" : "int") : (wide ? "unsigned long long" : "unsigned")) +
+              ")(" + v + ")";
+    } else {
+      fmt += " %p";
+      args += ", (const void*)(" + v + ")";
+    }
+  }
+  return {"printf(\"" + fmt + "\\n\"" + args + ")"};
 }
 
 }  // namespace tilec::cuda::detail

@@ -15,7 +15,7 @@
 namespace tilec::cuda::detail {
 
 // ---- the intrinsic table (include/tilec/ir/intrinsics.def) ----
-enum class IntrinStyle { kCall, kAddressOf, kInfix, kTemplateDType, kTemplateArg0, kExternName };
+enum class IntrinStyle { kCall, kAddressOf, kInfix, kTemplateDType, kTemplateArg0, kExternName, kPrintf };
 struct IntrinInfo {
   std::string name;
   int arity = -1;
@@ -104,6 +104,7 @@ class CudaPrinter {
   std::string overload_operand(const ir::Expr& x);
   Printed print_floor_div_mod(const ir::BinaryNode* op);
   Printed print_call(const ir::CallNode* op);
+  Printed print_printf(const ir::CallNode* op, const IntrinInfo& info);
   Printed print_load(const ir::BufferLoadNode* op);
   // The element an access names, "buf[index]", and its lane count (> 1 for a contiguous
   // Ramp index, printed through tl::load / tl::store). Loads and stores share it.

@@ -66,6 +66,15 @@ if want sanitize; then
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" "examples/$ex.py"
     done
   done
+  # And a sample of fuzzed programs (SANITIZE_FUZZ_COUNT from seed 100000, each in its own
+  # process under the tool; 0 skips it): a report per tool in $OUT/fuzz_san_<tool>.json.
+  if [ "${SANITIZE_FUZZ_COUNT:-24}" -gt 0 ]; then
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+      run_step "sanitizer $tool fuzz sample" "san_${tool}_fuzz.log" "$PY" -m tools.fuzz --mode gpu \
+        --sanitize "$tool" --count "${SANITIZE_FUZZ_COUNT:-24}" --seed 100000 --jobs 4 --timeout 240 \
+        --no-minimize --report "$OUT/fuzz_san_$tool.json"
+    done
+  fi
 fi
 if want fuzz; then
   # The differential fuzz (issue 12, docs/RELIABILITY.md): FUZZ_COUNT random tile programs from

@@ -23,7 +23,7 @@ sys.path.insert(0, ROOT)
 from tools.fuzz import check as fuzz_check  # noqa: E402
 from tools.fuzz import gen, minimize, reference, render  # noqa: E402
 from tools.fuzz.driver import run  # noqa: E402
-from tools.fuzz.worker import Worker  # noqa: E402
+from tools.fuzz.worker import SANITIZER_ERROR_EXIT, Worker, sanitizer_command  # noqa: E402
 
 needs_nvrtc = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
@@ -106,6 +106,33 @@ def test_hang_is_reported_and_the_worker_restarts():
         assert slow == [0.005]
     finally:
         worker.close()
+
+
+@needs_nvrtc
+def test_a_wrapper_that_reports_errors_fails_the_program():
+    # A stand-in for compute-sanitizer: runs the checking process, then exits as the real one does
+    # when it found errors. Each program gets its own process.
+    fake = ["sh", "-c", f'"$@"; echo "========= ERROR SUMMARY: 1 error" >&2; exit {SANITIZER_ERROR_EXIT}',
+            "fake-sanitizer"]
+    worker = Worker("cpu", wrapper=fake)
+    try:
+        got = worker.check(_spec("ew"), timeout=120)
+        assert got.kind() == "fail:sanitizer" and "ERROR SUMMARY: 1 error" in got.message, got
+        assert worker.proc is None
+    finally:
+        worker.close()
+    clean = Worker("cpu", wrapper=["sh", "-c", '"$@"', "fake-sanitizer"])
+    try:
+        got = clean.check(_spec("ew"), timeout=120)
+        assert got.status == "ok" and clean.proc is None, got
+    finally:
+        clean.close()
+
+
+def test_sanitizer_command_stops_with_the_error_status():
+    cmd = sanitizer_command("racecheck")
+    assert cmd[:3] == ["compute-sanitizer", "--tool", "racecheck"]
+    assert cmd[cmd.index("--error-exitcode") + 1] == str(SANITIZER_ERROR_EXIT)
 
 
 def test_minimizer_shrinks_to_what_still_fails(tmp_path):

@@ -57,7 +57,8 @@ class RunResult:
 
 def run(mode: str, count: int, seed: int, jobs: int = 1, timeout: float = 120.0, time_limit: float = 0.0,
         families=None, minimize_failures: bool = True, regressions_dir: str = "",
-        max_minimize: int = 5, log=print) -> RunResult:
+        max_minimize: int = 5, log=print, wrapper=None) -> RunResult:
+    """`wrapper`: run each program's check under this command (compute-sanitizer; worker.py)."""
     result = RunResult(mode, seed)
     lock = threading.Lock()
     next_index = [0]
@@ -65,7 +66,7 @@ def run(mode: str, count: int, seed: int, jobs: int = 1, timeout: float = 120.0,
     failing_specs = []
 
     def worker_loop():
-        worker = Worker(mode)
+        worker = Worker(mode, wrapper)
         try:
             while True:
                 with lock:
@@ -105,7 +106,7 @@ def run(mode: str, count: int, seed: int, jobs: int = 1, timeout: float = 120.0,
         t.join()
     result.seconds = time.time() - t0
     failing_specs.sort(key=lambda so: so[0]["seed"])
-    shrinker = Worker(mode) if minimize_failures and failing_specs else None
+    shrinker = Worker(mode, wrapper) if minimize_failures and failing_specs else None
     for n, (spec, outcome) in enumerate(failing_specs):
         entry = {"seed": spec["seed"], "kind": outcome.kind(), "message": outcome.message, "spec": spec}
         if shrinker is not None and n < max_minimize:

@@ -23,9 +23,23 @@ from .check import Outcome
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+# compute-sanitizer's exit status when it found errors (--error-exitcode).
+SANITIZER_ERROR_EXIT = 86
+
+
+def sanitizer_command(tool: str) -> list:
+    """The prefix that runs a checking process under compute-sanitizer's `tool`."""
+    return ["compute-sanitizer", "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR_EXIT), "--print-limit", "20"]
+
+
 class Worker:
-    def __init__(self, mode: str):
+    """`wrapper`: a command the checking process runs under (compute-sanitizer); then every
+    program gets its own process, and an exit status of SANITIZER_ERROR_EXIT after a clean
+    answer is a failure of stage 'sanitizer'."""
+
+    def __init__(self, mode: str, wrapper=None):
         self.mode = mode
+        self.wrapper = list(wrapper or [])
         self.proc = None
         self.log = None
 
@@ -35,7 +49,7 @@ class Worker:
         # is the only reader of it)
         boot = (f"import sys; sys.path[:0] = [{os.path.join(ROOT, 'python')!r}, {ROOT!r}]; "
                 "from tools.fuzz.worker import main; main()")
-        self.proc = subprocess.Popen([sys.executable, "-c", boot, self.mode], cwd=ROOT,
+        self.proc = subprocess.Popen(self.wrapper + [sys.executable, "-c", boot, self.mode], cwd=ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
 
     def _stderr_tail(self) -> str:
@@ -59,6 +73,8 @@ class Worker:
         line = self.proc.stdout.readline() if ready else b""
         if line:
             outcome = Outcome(**json.loads(line))
+            if self.wrapper:
+                return self._wrapped_exit(outcome, timeout)
             if outcome.stage == "gpu_run":  # a fault can leave the CUDA context unusable: a fresh process
                 self.close()
             return outcome
@@ -70,6 +86,20 @@ class Worker:
         tail = self._stderr_tail()
         self.proc = None
         return Outcome("crash", "process", f"the checking process died (exit status {rc}):\n{tail}")
+
+    def _wrapped_exit(self, outcome: Outcome, timeout: float) -> Outcome:
+        """One program per wrapped process: end it and read the wrapper's verdict."""
+        try:
+            self.proc.stdin.close()
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            return Outcome("hang", "sanitizer", f"the checking process did not exit within {timeout:g} s")
+        tail = self._stderr_tail()
+        self.proc = None
+        if rc == SANITIZER_ERROR_EXIT and outcome.status in ("ok", "reject"):
+            return Outcome("fail", "sanitizer", f"{' '.join(self.wrapper[:3])} reported errors:\n{tail}")
+        return outcome
 
     def close(self):
         if self.proc is not None:

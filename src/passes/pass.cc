@@ -75,6 +75,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "In a warp-specialized kernel, a T.copy global -> shared ahead of the pipelined loop whose tile only the "
      "loop's gemms read (attention's Q) is a TMA load by the producer, once per tile through its own barrier "
      "pair; persistent kernels then load the next tile's Q during this tile's epilogue. Only speed changes."},
+    {"tilec.head_copies_after_first_step", false,
+     "With tilec.producer_head_copies: the producer issues the first step's copies of a tile before its "
+     "head copies (the first step's slots free up during the previous tile, the head's only at its end). "
+     "Off by default: not yet measured on the GPU."},
     {"tilec.pingpong", true,
      "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
      "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},

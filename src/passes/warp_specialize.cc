@@ -308,8 +308,21 @@ class WarpSpecializer : public IRMutator {
         head_loads.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full0}}, c->loc));
       }
       head_loads.push_back(back::call_stmt("barrier_arrive", {full0}, loc));
-      head_loads.push_back(producer_loop);
-      producer_loop = seq(head_loads, loc);
+      Stmt head = seq(head_loads, loc);
+      if (ctx_.get_bool("tilec.head_copies_after_first_step")) {
+        // The first step's slots free up during the previous tile, the head's only at its end:
+        // issue the first step's copies first (and the head alone when the loop is empty).
+        std::vector<Stmt> step = produce;
+        step.push_back(if_then_else(binary(NodeKind::kEQ, Expr(k), f->min), head, nullptr, loc));
+        producer_loop = make_for(k, f->min, f->extent, ForKind::kSerial, seq(step, loc), loc);
+        auto steps = as_const_int(f->extent);
+        if (!steps || *steps <= 0) {
+          Expr empty = binary(NodeKind::kLE, f->extent, int_imm(0, f->extent->dtype));
+          producer_loop = seq({producer_loop, if_then_else(empty, back::renew_bound_vars(head), nullptr, loc)}, loc);
+        }
+      } else {
+        producer_loop = seq({head, producer_loop}, loc);
+      }
     }
 
     // Consumers: the later stages, with the slot's handshake. A main loop of gemms only

@@ -100,3 +100,16 @@ def test_even_kernels_keep_the_plain_tile_loop():
     src = _kernel(flash_attention(32, 32, 512, 64, False, dtype="bfloat16")).get_kernel_source()
     assert "k_done" not in src and "tile_i % 2 == 1 ?" not in src
     assert "for (int tile_i = 0; tile_i < tl::floordiv(tl::grid_dim_x() - tile_start + 4095" in src
+
+
+def test_head_copies_after_the_first_step():
+    # tilec.head_copies_after_first_step: the first step's K and V are issued before Q (their
+    # slots free up during the previous tile); a loop whose step count is not a constant also
+    # issues Q when it has no steps, so the consumers' wait on it completes.
+    cfg = {"tilec.head_copies_after_first_step": True}
+    src = _kernel(flash_attention(2, 4, 512, 64, False, dtype="bfloat16"), **cfg).get_kernel_source()
+    first_v, q = src.index("tl::tma_load(&V_shared"), src.index("tl::tma_load(&Q_shared[0], tma_Q, &head_full[0]")
+    assert first_v < q and "if (k == 0) {" in src[first_v:q], src
+    assert src.count("tma_Q, &head_full[0]") == 1  # 8 steps: no empty-loop case
+    causal = _kernel(flash_attention(32, 32, 512, 64, True, dtype="bfloat16"), **cfg).get_kernel_source()
+    assert causal.count("tma_Q, &head_full[0]") == 2, causal  # in the loop, and after it when empty

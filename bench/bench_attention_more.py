@@ -58,12 +58,14 @@ def roofline(flops, bytes_):
     return ("memory", t_mem) if t_mem >= t_cmp else ("compute", t_cmp)
 
 
-def bwd_programs(b, h, s, d, causal, dtype="bfloat16"):
+def bwd_programs(b, h, s, d, causal, dtype="bfloat16", blocks=None):
+    """blocks: (block_M keys, block_N queries, threads) of the main kernel; None: its defaults."""
     import flash_attention as fwd
     from tilec.ops.attention_kernels import flash_attention_bwd
 
+    bm, bn, threads = blocks or (64, None, 128)
     return (fwd.flash_attention(b, h, s, d, causal, dtype=dtype, return_lse=True),
-            *flash_attention_bwd(b, h, s, d, causal, dtype))
+            *flash_attention_bwd(b, h, s, d, causal, dtype, block_M=bm, block_N=bn, threads=threads))
 
 
 def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
@@ -73,7 +75,15 @@ def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
     return mla_decode(batch, 128, batch * max_pages, max_pages, num_split, dtype=dtype, num_stages=2), max_pages
 
 
-def run_bwd(quick):
+def parse_blocks(text):
+    """'64x32x128,128x64x256' -> [(64, 32, 128), (128, 64, 256)]; 'default' -> None."""
+    out = []
+    for part in text.split(","):
+        out.append(None if part == "default" else tuple(int(x) for x in part.split("x")))
+    return out
+
+
+def run_bwd(quick, blocks=None):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -83,8 +93,9 @@ def run_bwd(quick):
 
     rows = []
     for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
-        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto") for p in bwd_programs(b, h, s, d, causal))
+        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto") for p in bwd_programs(b, h, s, d, causal,
+                                                                                         blocks=blocks))
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
         o = torch.empty_like(q)
@@ -174,7 +185,7 @@ def compile_only():
 
     n = 0
     for (b, h, s, d, causal) in BWD_SHAPES[:1] + BWD_SHAPES[-1:]:
-        for p in bwd_programs(b, h, s, d, causal):
+        for p in bwd_programs(b, h, s, d, causal) + bwd_programs(b, h, s, d, causal, blocks=(128, 64, 256))[2:3]:
             tilec.compile(p, target="sm_90a")
             n += 1
     for (batch, seqlen) in MLA_SHAPES[:1]:
@@ -192,13 +203,15 @@ def main():
     ap.add_argument("--splits", default="1,2,4", help="MLA num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--bwd-blocks", default="default",
+                    help="backward main-kernel blocks to time, e.g. default,128x64x256 (keys x queries x threads)")
     args = ap.parse_args()
     if args.compile_only:
         compile_only()
         return
     out = {}
     if args.part in ("bwd", "all"):
-        out["bwd"] = run_bwd(args.quick)
+        out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks)]
     if args.part in ("mla", "all"):
         out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
     if args.json:

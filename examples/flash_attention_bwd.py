@@ -39,10 +39,15 @@ CASES = [
     (2, 8, 333, 64, False, "float16", 2, 333),
     (1, 6, 401, 128, True, "float16", 3, 390),
     (1, 4, 200, 64, True, "bfloat16", 1, 517),      # causal, keys past the last query get no gradient
+    # (..., blocks): 128 keys x 64 queries per block on 256 threads (two consumer warpgroups),
+    # a candidate default (half the dQ atomics per FLOP; no spills on sm_90a), checked here
+    (2, 4, 512, 64, True, "bfloat16", None, None, (128, 64, 256)),
+    (1, 6, 401, 128, True, "float16", 3, 390, (128, 64, 256)),
+    (1, 4, 300, 128, False, "bfloat16", None, None, (128, 64, 256)),
 ]
 
 
-def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None):
+def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None, blocks=None):
     import torch
 
     tdt = getattr(torch, dtype)
@@ -50,8 +55,10 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
     compile_ = _harness.tilec.compile
     forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
                                            heads_kv=hkv, seq_len_kv=skv))
+    block_M, block_N, threads = blocks or (64, None, 128)
     prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype,
-                                                                  heads_kv=hkv, seq_len_kv=skv))
+                                                                  heads_kv=hkv, seq_len_kv=skv, block_M=block_M,
+                                                                  block_N=block_N, threads=threads))
     shape, kv_shape = (batch, seq_len, heads, dim), (batch, skv, hkv, dim)
     q, do = (torch.randn(shape, dtype=tdt, device="cuda") for _ in range(2))
     k, v = (torch.randn(kv_shape, dtype=tdt, device="cuda") for _ in range(2))

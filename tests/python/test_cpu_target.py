@@ -233,15 +233,19 @@ def test_argument_errors():
         kernel(np.zeros(4), np.zeros(4))
 
 
-def test_flash_attention_backward_with_atomics():
-    """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks."""
+@pytest.mark.parametrize("seq,blocks", [(80, (32, 32, 128)), (200, (128, 64, 256))])
+def test_flash_attention_backward_with_atomics(seq, blocks):
+    """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks; also
+    the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU."""
     torch = pytest.importorskip("torch")
     import flash_attention as fwd
     import flash_attention_bwd as fab
 
-    batch, heads, seq, dim, causal = 1, 2, 80, 64, True
+    batch, heads, dim, causal = 1, 2, 64, True
+    block_M, block_N, threads = blocks
     forward = cpu(fwd.flash_attention(batch, heads, seq, dim, causal, return_lse=True, block_M=32, block_N=32))
-    prep, bwd, post = (cpu(f) for f in fab.flash_attention_bwd(batch, heads, seq, dim, causal, block_M=32, block_N=32))
+    prep, bwd, post = (cpu(f) for f in fab.flash_attention_bwd(batch, heads, seq, dim, causal, block_M=block_M,
+                                                               block_N=block_N, threads=threads))
     shape = (batch, seq, heads, dim)
     gen = torch.Generator().manual_seed(0)
     q, k, v, do = (torch.randn(shape, generator=gen).half() for _ in range(4))

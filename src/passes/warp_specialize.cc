@@ -119,9 +119,16 @@ class WarpSpecializer : public IRMutator {
     auto sp = find_spine(op->body);
     if (!sp)
       return refuse(s, "it needs exactly one T.Pipelined loop, not inside another loop or a condition");
+    // tilec.ws_indirect_copies: values and copy regions may read global tensors the kernel never
+    // writes (a paged cache's block table, varlen offsets); the producer thread reads them too.
+    read_only_.reset();
+    if (ctx_.get_bool("tilec.ws_indirect_copies")) read_only_ = read_only_globals(op->body);
+    const ReadOnly* ro = read_only_ ? &*read_only_ : nullptr;
     for (const StmtNode* w : sp->wrappers)
-      if (auto* l = dynamic_cast<const LetNode*>(w); l && back::reads_memory(l->value))
-        return refuse(s, "a value the loop depends on ('" + l->var->name + "') is read from memory");
+      if (auto* l = dynamic_cast<const LetNode*>(w); l && !reads_only(l->value, ro))
+        return refuse(s, "a value the loop depends on ('" + l->var->name + "') is read from memory" +
+                             (ro ? " that the kernel also writes" : "; tilec.ws_indirect_copies allows reads of tensors "
+                                                                    "the kernel does not write"));
     auto plan = plan_loop(sp->loop, op->body, threads);
     if (!plan) return s;
     return rewrite(op, *sp, *plan, threads);
@@ -154,7 +161,8 @@ class WarpSpecializer : public IRMutator {
         p.consumers.push_back(j);
         continue;
       }
-      if (std::string why = why_not_producer_copy(st); !why.empty()) return no(why);
+      if (std::string why = why_not_producer_copy(st, read_only_ ? &*read_only_ : nullptr); !why.empty())
+        return no(why);
       const TileOpNode* op = tile_op(st);
       const BufferNode* dst = region_arg(*op, 1).buffer.get();
       if (writer.count(dst)) return no("two copies (" + describe(st) + ") write one buffer");
@@ -270,7 +278,7 @@ class WarpSpecializer : public IRMutator {
     const bool two_per_sm = consumer_groups == 1 && p.widest_atom <= 128;
     std::vector<Stmt> heads;
     if (cdim == -1 && !two_per_sm && ctx_.get_bool("tilec.producer_head_copies"))
-      heads = head_copies(sp, p, kernel->body);
+      heads = head_copies(sp, p, kernel->body, read_only_ ? &*read_only_ : nullptr);
     std::unordered_set<const StmtNode*> head_set;
     for (const Stmt& h : heads) head_set.insert(h.get());
     Buffer head_full = make_buffer("head_full", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc);
@@ -593,6 +601,7 @@ class WarpSpecializer : public IRMutator {
   }
 
   const PassContext& ctx_;
+  std::optional<ReadOnly> read_only_;  // with tilec.ws_indirect_copies: the kernel's read-only globals
 
  public:
   int min_blocks_ = 0;  // blocks per SM the register budget was planned for (0: not specialized)

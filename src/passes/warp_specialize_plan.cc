@@ -24,15 +24,33 @@ std::string describe(const Stmt& st) {
   return st->loc.line > 0 ? what + " at line " + std::to_string(st->loc.line) : what;
 }
 
+ReadOnly read_only_globals(const Stmt& kernel_body) {
+  pl::Access acc = pl::accesses(kernel_body);
+  ReadOnly out;
+  for (const BufferNode* b : acc.reads)
+    if (b->scope == Scope::kGlobal && !acc.writes.count(b)) out.insert(b);
+  return out;
+}
+
+bool reads_only(const Expr& e, const ReadOnly* read_only) {
+  if (!back::reads_memory(e)) return true;
+  if (!read_only) return false;
+  return !back::any_node(e, [&](const ExprNode* n) {
+    if (n->kind == NodeKind::kBufferLoad) return read_only->count(static_cast<const BufferLoadNode*>(n)->buffer.get()) == 0;
+    if (n->kind == NodeKind::kCall) return !back::is_pure_call(static_cast<const CallNode*>(n));
+    return false;
+  });
+}
+
 namespace {
-bool region_reads_memory(const BufferRegion& r) {
+bool region_reads_only(const BufferRegion& r, const ReadOnly* read_only) {
   for (const auto& rg : r.region)
-    if (back::reads_memory(rg.min) || back::reads_memory(rg.extent)) return true;
-  return false;
+    if (!reads_only(rg.min, read_only) || !reads_only(rg.extent, read_only)) return false;
+  return true;
 }
 }  // namespace
 
-std::string why_not_producer_copy(const Stmt& st) {
+std::string why_not_producer_copy(const Stmt& st, const ReadOnly* read_only) {
   const TileOpNode* op = tile_op(st);
   if (!op || op->op != "copy" || !pl::is_global_to_shared_copy(st))
     return "a first-stage statement (" + describe(st) + ") is not a T.copy from global to shared memory";
@@ -40,12 +58,13 @@ std::string why_not_producer_copy(const Stmt& st) {
   const std::string prefer = attr_string(*op, "prefer_instruction");
   if (!prefer.empty() && prefer != "tma") return "a copy (" + describe(st) + ") prefers instruction \"" + prefer + "\"";
   if (std::string why = ops::why_not_tma(*op); !why.empty()) return "a copy (" + describe(st) + ") cannot be TMA: " + why;
-  if (region_reads_memory(region_arg(*op, 0)) || region_reads_memory(region_arg(*op, 1)))
-    return "a copy's region (" + describe(st) + ") is computed from memory (e.g. a block table)";
+  if (!region_reads_only(region_arg(*op, 0), read_only) || !region_reads_only(region_arg(*op, 1), read_only))
+    return "a copy's region (" + describe(st) + ") is computed from memory (e.g. a block table)" +
+           (read_only ? " that the kernel also writes" : "; tilec.ws_indirect_copies lets the producer read it");
   return "";
 }
 
-std::vector<Stmt> head_copies(const Spine& sp, const Plan& p, const Stmt& kernel_body) {
+std::vector<Stmt> head_copies(const Spine& sp, const Plan& p, const Stmt& kernel_body, const ReadOnly* read_only) {
   std::vector<Stmt> out;
   std::unordered_set<const Node*> in_loop;
   for_each_node(p.loop->body, [&](const Node* n) { in_loop.insert(n); });
@@ -56,7 +75,7 @@ std::vector<Stmt> head_copies(const Spine& sp, const Plan& p, const Stmt& kernel
         for (const auto& [b, l] : *m) user_layout.insert(b.get());
   });
   for (const Stmt& st : sp.before) {
-    if (!why_not_producer_copy(st).empty()) continue;
+    if (!why_not_producer_copy(st, read_only).empty()) continue;
     const TileOpNode* op = tile_op(st);
     const BufferNode* src = region_arg(*op, 0).buffer.get();
     const BufferNode* dst = region_arg(*op, 1).buffer.get();

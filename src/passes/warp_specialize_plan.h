@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "passes/pipeline_body.h"
@@ -79,14 +80,22 @@ struct TileLoop {
 const ir::TileOpNode* tile_op(const ir::Stmt& s);
 // "T.copy at line 12" (for the reasons a loop is left alone).
 std::string describe(const ir::Stmt& st);
+// Global buffers the kernel reads and never writes (tilec.ws_indirect_copies: a producer copy's
+// region, or a value the loop depends on, may read them — a paged cache's block table).
+using ReadOnly = std::unordered_set<const ir::BufferNode*>;
+ReadOnly read_only_globals(const ir::Stmt& kernel_body);
+// Whether `e` reads no memory but the buffers in `read_only` (none when it is null).
+bool reads_only(const ir::Expr& e, const ReadOnly* read_only);
 // "" when `st` is a T.copy global -> shared that the producer can issue as TMA (no disable_tma
-// or other prefer_instruction, TMA-able, regions computed without memory reads); else why not.
-std::string why_not_producer_copy(const ir::Stmt& st);
+// or other prefer_instruction, TMA-able, regions computed without memory reads but of
+// `read_only`); else why not.
+std::string why_not_producer_copy(const ir::Stmt& st, const ReadOnly* read_only = nullptr);
 // The copies ahead of the loop that the producer can issue (attention's Q): T.copy global ->
 // shared that TMA can do, from regions computed without memory reads, into a shared buffer
 // that only the loop's gemms read and that nothing else writes. They load once per tile
 // through their own full/empty barrier pair.
-std::vector<ir::Stmt> head_copies(const Spine& sp, const Plan& p, const ir::Stmt& kernel_body);
+std::vector<ir::Stmt> head_copies(const Spine& sp, const Plan& p, const ir::Stmt& kernel_body,
+                                  const ReadOnly* read_only = nullptr);
 std::optional<Spine> find_spine(const ir::Stmt& body);
 bool defer_release(const Plan& p);
 std::vector<CopyGroup> copy_groups(const Plan& p, bool single);

@@ -52,6 +52,9 @@ def mla_counts(batch, seqlen, h_q=128, dim=576, dv=512):
     return flops, bytes_
 
 
+PASS_CONFIGS = {}  # --pass-configs: for every program timed (variants of tilec)
+
+
 def roofline(flops, bytes_):
     """(bound, seconds at the roof): which of memory and compute limits, and its time."""
     t_mem, t_cmp = bytes_ / H200_BYTES_PER_S, flops / H200_FLOPS
@@ -94,8 +97,8 @@ def run_bwd(quick, blocks=None):
     rows = []
     for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto") for p in bwd_programs(b, h, s, d, causal,
-                                                                                         blocks=blocks))
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None)
+                                  for p in bwd_programs(b, h, s, d, causal, blocks=blocks))
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
         o = torch.empty_like(q)
@@ -148,7 +151,8 @@ def run_mla(quick, splits):
         best = None
         for ns in splits:
             (split_p, combine_p), max_pages = mla_programs(batch, seqlen, ns)
-            split, combine = tilec.compile(split_p, target="auto"), tilec.compile(combine_p, target="auto")
+            split, combine = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None)
+                              for p in (split_p, combine_p))
             num_pages = batch * max_pages
             q = torch.randn(batch, 128, 576, dtype=torch.bfloat16, device="cuda")
             kv = torch.randn(num_pages, 64, 576, dtype=torch.bfloat16, device="cuda")
@@ -203,9 +207,12 @@ def main():
     ap.add_argument("--splits", default="1,2,4", help="MLA num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs for every program timed")
     ap.add_argument("--bwd-blocks", default="default",
                     help="backward main-kernel blocks to time, e.g. default,128x64x256 (keys x queries x threads)")
     args = ap.parse_args()
+    if args.pass_configs:
+        PASS_CONFIGS.update(json.loads(args.pass_configs))
     if args.compile_only:
         compile_only()
         return

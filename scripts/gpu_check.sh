@@ -3,7 +3,8 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench]...   (default: all)
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates]...   (default: all;
+#   candidates — the default-off variants against the defaults — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -95,6 +96,21 @@ if want bench; then
   # Issue 13's transpose: bank-aware shared layout against row-major, torch and a copy.
   run_step "transpose (shared layout)" transpose.log "$PY" bench/bench_transpose.py --json "$OUT/transpose.json"
   tail -n 6 "$OUT/transpose.log"
+fi
+
+if [[ " $steps " == *" candidates "* ]]; then
+  # Default-off variants waiting for a measurement (docs/PERFORMANCE.md, the sixth session): each
+  # against the default in the same step. Not part of `all`.
+  run_step "FA grid, head copies after step 1" cand_fa.log "$PY" bench/peer_attention.py --impl tilec \
+    --label tilec_head_late --pass-configs '{"tilec.head_copies_after_first_step": true}' --json "$OUT/cand_fa_late.json"
+  run_step "FA grid, default" cand_fa_default.log "$PY" bench/peer_attention.py --impl tilec --json "$OUT/cand_fa.json"
+  "$PY" bench/peer_attention.py --table "$OUT/cand_fa.json" "$OUT/cand_fa_late.json" | tail -n 3
+  run_step "backward blocks default vs 128x64x256" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
+    --bwd-blocks default,128x64x256 --json "$OUT/cand_bwd.json"
+  tail -n 28 "$OUT/cand_bwd.log"
+  run_step "MLA, ws_indirect_copies" cand_mla.log "$PY" bench/bench_attention_more.py --part mla \
+    --pass-configs '{"tilec.ws_indirect_copies": true}' --json "$OUT/cand_mla.json"
+  tail -n 8 "$OUT/cand_mla.log"
 fi
 
 echo

@@ -26,6 +26,13 @@ std::string describe(const Stmt& st) {
 
 ReadOnly read_only_globals(const Stmt& kernel_body) {
   pl::Access acc = pl::accesses(kernel_body);
+  // A buffer whose address is taken (tl.address_of: extern calls, atomics, cp.async) may be
+  // written through it.
+  for_each_node(kernel_body, [&](const Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c || c->op != "tl.address_of" || c->args.empty()) return;
+    if (auto* l = c->args[0].as<BufferLoadNode>()) acc.writes.insert(l->buffer.get());
+  });
   ReadOnly out;
   for (const BufferNode* b : acc.reads)
     if (b->scope == Scope::kGlobal && !acc.writes.count(b)) out.insert(b);

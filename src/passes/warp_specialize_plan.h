@@ -11,8 +11,9 @@
 // with_wg_wait     a gemm tile op with its wg_wait attribute replaced
 // want_persistent, tile_loop_parts, wrap_in_tile_loop: the persistent tile loop
 //                  (warp_specialize_tiles.cc)
-// Pure functions of the tile IR and the pass context; the rewrite itself stays in
-// warp_specialize.cc.
+// rewrite_kernel   the producer / consumer form of a qualifying kernel
+//                  (warp_specialize_rewrite.cc)
+// Pure functions of the tile IR and the pass context.
 #pragma once
 
 #include <optional>
@@ -102,6 +103,19 @@ std::vector<CopyGroup> copy_groups(const Plan& p, bool single);
 bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out);
 ir::Stmt with_wg_wait(const ir::Stmt& st, int64_t n);
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
+
+// The producer warpgroup's threads.
+inline constexpr int64_t kProducerThreads = 128;
+
+// The rewritten kernel (warp_specialize_rewrite.cc), the blocks per SM its register budget was
+// planned for, and whether it became persistent.
+struct RewriteResult {
+  ir::Stmt kernel;
+  int min_blocks = 1;
+  bool persistent = false;
+};
+RewriteResult rewrite_kernel(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
+                             const PassContext& ctx, const ReadOnly* read_only);
 
 bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx);
 // The block index the loop's trip count depends on (uneven tiles), -1 when it depends on none,

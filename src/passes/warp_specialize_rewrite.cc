@@ -1,0 +1,462 @@
+// warp_specialize_plan.h: the rewrite half of warp_specialize — a qualifying kernel (the
+// analysis in warp_specialize.cc / _plan.cc) becomes a producer warpgroup and consumer
+// warpgroups. The output form is described in warp_specialize.cc's contract header; this file
+// builds it: the producer's loop (and head copies), the consumers' step (plain, GEMM-only with
+// one wgmma group in flight, or rotated for attention), the persistent tile loops, and the
+// kernel with its barriers and register budgets.
+#include <optional>
+#include <unordered_set>
+
+#include "ops/copy_tma.h"
+#include "passes/cuda_back_util.h"
+#include "passes/pipeline_body.h"
+#include "passes/warp_specialize_plan.h"
+#include "tilec/ir/mutator.h"
+#include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
+#include "tilec/passes/cuda_back_passes.h"
+#include "tilec/passes/passes.h"
+
+namespace tilec::passes::ws {
+
+namespace {
+
+using namespace ir;
+namespace pl = pipeline;
+
+// Named barriers 14 and 15: the turns of two consumer warpgroups (tl.pingpong_wait/pass);
+// the roles' own barriers count up from 1.
+constexpr int64_t kPingpongBarrier = 14;
+
+class KernelRewrite {
+ public:
+  KernelRewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
+                const PassContext& ctx, const ReadOnly* read_only)
+      : ctx_(ctx), kernel_(kernel), sp_(sp), p_(p), threads_(threads), f_(p.loop), loc_(p.loop->loc), S_(p.stages),
+        it_(p.loop->loop_var->dtype), k_(make_var(f_->loop_var->name, it_, f_->loop_var->loc)),
+        tx_(kernel->thread_vars[0]) {
+    // Persistent: every block loops over tiles; the pipeline's slots and phases run on
+    // across them (tile_i tiles of n steps each came before).
+    persistent_ = want_persistent(kernel, sp, p, ctx);
+    tile_i_ = make_var("tile_i", it_, loc_);
+    local_ = is_zero(f_->min) ? Expr(k_) : Expr(k_) - f_->min;
+    // The steps of the tiles before this one: tile_i whole tiles, or, when the tiles' step
+    // counts differ (uneven), a running count each role keeps in `done`.
+    uneven_ = persistent_ && work_dim(kernel, sp, p) >= 0;
+    done_ = make_buffer(f_->loop_var->name + "_done", {int_imm(1)}, it_, Scope::kVar, {}, loc_);
+    tile_base_ = uneven_ ? buffer_load(done_, {int_imm(0)}, loc_) : Expr(tile_i_) * cast(it_, f_->extent);
+    iter_ = persistent_ ? tile_base_ + local_ : local_;
+    slot_ = floormod(iter_, int_imm(S_, it_));
+    phase_ = floormod(floordiv(iter_, int_imm(S_, it_)), int_imm(2, it_));
+    deferred_ = defer_release(p);
+    groups_ = copy_groups(p, deferred_);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const std::string suffix = groups_.size() == 1 ? "" : std::to_string(g);
+      groups_[g].full = make_buffer(f_->loop_var->name + "_full" + suffix, {int_imm(S_)}, DataType::UInt(64),
+                                    Scope::kBarrier, {}, loc_);
+      groups_[g].empty = make_buffer(f_->loop_var->name + "_empty" + suffix, {int_imm(S_)}, DataType::UInt(64),
+                                     Scope::kBarrier, {}, loc_);
+    }
+    rename_[f_->loop_var.get()] = k_;
+    // Clusters along one grid dimension: a tile every CTA of the cluster loads alike (its
+    // source does not depend on that block index) is split into one band per CTA, each
+    // multicast to all of them. A slot is then free only when the consumers of every CTA
+    // released it, so they arrive on every CTA's empty barrier.
+    for (size_t d = 0; d < kernel->cluster.size(); ++d) {
+      csize_ *= kernel->cluster[d];
+      if (kernel->cluster[d] > 1) cdim_ = cdim_ == -1 ? static_cast<int>(d) : -2;
+    }
+    // Copies ahead of the loop (attention's Q) go to the producer too: once per tile, through
+    // their own full/empty pair, so that the next tile's load overlaps this tile's epilogue.
+    // Not with two blocks per SM (one consumer warpgroup, below): the other block's main loop
+    // already covers this one's head loads, and within the 128-register launch budget the
+    // producer's extra state made ptxas spill (the backward example at d128).
+    consumer_groups_ = static_cast<int>(threads / 128);
+    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128;
+    if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
+      heads_ = head_copies(sp, p, kernel->body, read_only);
+    for (const Stmt& h : heads_) head_set_.insert(h.get());
+    head_full_ = make_buffer("head_full", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
+    head_empty_ = make_buffer("head_empty", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
+    head_phase_ = persistent_ ? floormod(Expr(tile_i_), int_imm(2, it_)) : int_imm(0, it_);
+  }
+
+  RewriteResult run() {
+    Stmt producer_body = producer_loop();
+    // Two consumer warpgroups with work besides their gemms (attention: S = Q K^T, softmax,
+    // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
+    // the tensor cores.
+    turn_ = deferred_ ? std::nullopt : pingpong_gemm(p_, threads_, ctx_);
+    const bool rot = !deferred_ && rotation(p_, groups_, ctx_, &rotated_);
+    consumer_loop_ = rot ? rotated_consumer_loop() : consumer_loop();
+    if (deferred_) consumer_loop_ = drained(consumer_loop_);
+    // The consumers run the kernel body with the loop replaced and the spine's wrappers
+    // taken out (they go around both roles).
+    spine_.insert(sp_.wrappers.begin(), sp_.wrappers.end());
+    Stmt consumer_body = strip(kernel_->body);
+    TileLoop tiles;
+    if (persistent_) {
+      tiles = tile_loop_parts(kernel_, sp_, p_, loc_);
+      if (uneven_) {
+        // Each role counts the steps of the tiles it has done.
+        Expr zero = buffer_load(done_, {int_imm(0)}, loc_);
+        Stmt count = buffer_store(done_, {int_imm(0)}, zero + cast(it_, f_->extent), loc_);
+        consumer_body = seq({consumer_body, count}, loc_);
+        producer_body = seq({producer_body, count}, loc_);
+      }
+      consumer_body = wrap_in_tile_loop(tiles, consumer_body, tile_i_, false, loc_);
+      producer_body = wrap_in_tile_loop(tiles, producer_body, tile_i_, true, loc_);
+      if (uneven_) {
+        Stmt start = buffer_store(done_, {int_imm(0)}, int_imm(0, it_), loc_);
+        consumer_body = seq({start, consumer_body}, loc_);
+        producer_body = seq({start, producer_body}, loc_);
+      }
+    }
+    return assemble(producer_body, consumer_body, tiles);
+  }
+
+ private:
+  // Producer: one thread; per group, wait for the slot, issue its copies, arrive. The head
+  // copies before the loop (or, with tilec.head_copies_after_first_step, after the first step's).
+  Stmt producer_loop() {
+    const int64_t cta_mask = (int64_t{1} << csize_) - 1;
+    auto cluster_invariant = [&](const BufferRegion& r) {
+      const VarNode* b = kernel_->block_vars[cdim_].get();
+      for (const auto& rg : r.region)
+        if (back::uses_var(substitute(rg.min, sp_.let_values), b)) return false;
+      return true;
+    };
+    std::vector<Stmt> produce;
+    for (const CopyGroup& grp : groups_) {
+      Expr full_slot = buffer_load(grp.full, {slot_}, loc_);
+      produce.push_back(
+          back::call_stmt("barrier_wait", {buffer_load(grp.empty, {slot_}, loc_), int_imm(1, it_) - phase_}, loc_));
+      for (size_t j : grp.producers) {
+        Stmt st = substitute(p_.body.stmts[j], rename_);
+        st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
+        auto* c = st.as<TileOpNode>();
+        if (cdim_ >= 0 && csize_ <= 16 && ctx_.get_bool("tilec.tma_multicast") && cluster_invariant(region_arg(*c, 0))) {
+          Expr rank = ir::call(DataType::Int(32), "tl.block_rank_in_cluster", {}, loc_);
+          if (auto band = ops::tma_row_band(*c, csize_, rank)) {
+            produce.push_back(
+                make_tile_op("tma_copy", *band, {{"barrier", full_slot}, {"cluster_mask", cta_mask}}, c->loc));
+            multicast_ = true;
+            continue;
+          }
+        }
+        produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
+      }
+      produce.push_back(back::call_stmt("barrier_arrive", {full_slot}, loc_));
+    }
+    Stmt loop = make_for(k_, f_->min, f_->extent, ForKind::kSerial, seq(produce, loc_), loc_);
+    if (heads_.empty()) return loop;
+    Expr full0 = buffer_load(head_full_, {int_imm(0)}, loc_);
+    std::vector<Stmt> head_loads = {back::call_stmt(
+        "barrier_wait", {buffer_load(head_empty_, {int_imm(0)}, loc_), int_imm(1, it_) - head_phase_}, loc_)};
+    for (const Stmt& h : heads_) {
+      auto* c = h.as<TileOpNode>();
+      head_loads.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full0}}, c->loc));
+    }
+    head_loads.push_back(back::call_stmt("barrier_arrive", {full0}, loc_));
+    Stmt head = seq(head_loads, loc_);
+    if (!ctx_.get_bool("tilec.head_copies_after_first_step")) return seq({head, loop}, loc_);
+    // The first step's slots free up during the previous tile, the head's only at its end:
+    // issue the first step's copies first (and the head alone when the loop is empty).
+    std::vector<Stmt> step = produce;
+    step.push_back(if_then_else(binary(NodeKind::kEQ, Expr(k_), f_->min), head, nullptr, loc_));
+    loop = make_for(k_, f_->min, f_->extent, ForKind::kSerial, seq(step, loc_), loc_);
+    auto steps = as_const_int(f_->extent);
+    if (steps && *steps > 0) return loop;
+    Expr empty = binary(NodeKind::kLE, f_->extent, int_imm(0, f_->extent->dtype));
+    return seq({loop, if_then_else(empty, back::renew_bound_vars(head), nullptr, loc_)}, loc_);
+  }
+
+  // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
+  // CTA of the cluster when tiles are multicast.
+  Stmt release_on(const Buffer& empty, const Expr& which) const {
+    Expr bar = buffer_load(empty, {which}, loc_);
+    Stmt arrive;
+    if (multicast_) {
+      std::vector<Stmt> all;
+      for (int64_t q = 0; q < csize_; ++q)
+        all.push_back(back::call_stmt("tl.mbarrier_arrive_cluster", {bar, int_imm(q, DataType::UInt(32))}, loc_));
+      arrive = seq(all, loc_);
+    } else {
+      arrive = back::call_stmt("barrier_arrive", {bar}, loc_);
+    }
+    return if_then_else(binary(NodeKind::kEQ, floormod(tx_, int_imm(128, tx_->dtype)), int_imm(0, tx_->dtype)),
+                        arrive, nullptr, loc_);
+  }
+  Stmt release(const CopyGroup& grp, const Expr& which) const { return release_on(grp.empty, which); }
+
+  Stmt turn_wait() const {
+    const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
+    return back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx_->dtype) + wg}, loc_);
+  }
+  Stmt turn_pass() const {
+    const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
+    return back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx_->dtype) - wg}, loc_);
+  }
+
+  // Consumers: the later stages, with the slot's handshake. Each group's slot is awaited right
+  // before its first reader and released after its last. A main loop of gemms only (deferred)
+  // keeps one wgmma group in flight: slot k is released once its gemms are done, which is
+  // checked one iteration later (wgmma_wait(1)), so the tensor cores never idle while a step
+  // waits for its own MMAs.
+  Stmt consumer_loop() {
+    std::vector<Stmt> consume;
+    auto wait_full = [&](size_t q) {
+      for (const CopyGroup& grp : groups_)
+        if (grp.first_reader == q)
+          consume.push_back(back::call_stmt("barrier_wait", {buffer_load(grp.full, {slot_}, loc_), phase_}, loc_));
+    };
+    auto release_done = [&](size_t q) {
+      for (const CopyGroup& grp : groups_)
+        if (grp.last_reader == q) {
+          // The slot is free once its readers' wgmmas finished.
+          if (grp.waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+          consume.push_back(release(grp, slot_));
+        }
+    };
+    for (size_t q = 0; q < p_.consumers.size(); ++q) {
+      Stmt st = substitute(p_.body.stmts[p_.consumers[q]], rename_);
+      st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
+      wait_full(q);
+      if (turn_ && q == *turn_) {
+        // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
+        // it); then this warpgroup waits for its own.
+        consume.push_back(turn_wait());
+        consume.push_back(with_wg_wait(st, -1));
+        consume.push_back(turn_pass());
+        consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+        release_done(q);
+        continue;
+      }
+      if (deferred_) st = with_wg_wait(st, -1);
+      consume.push_back(st);
+      if (deferred_) {
+        if (q + 1 == p_.consumers.size()) {
+          // The previous slot's gemms are done when at most this step's group runs.
+          Expr prev = floormod(iter_ + int_imm(S_ - 1, it_), int_imm(S_, it_));
+          consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc_));
+          consume.push_back(
+              if_then_else(binary(NodeKind::kGT, local_, int_imm(0, it_)), release(groups_[0], prev), nullptr, loc_));
+        }
+        continue;
+      }
+      release_done(q);
+    }
+    return make_for(k_, f_->min, f_->extent, ForKind::kSerial, pl::join_body(p_.body.wrappers, std::move(consume)),
+                    loc_, {}, "", f_->annotations);
+  }
+
+  // The rotated step (attention, tilec.intra_wg_overlap): step k issues S_k and then
+  // P_{k-1} V_{k-1} (one turn), runs the softmax of S_k while P V runs, and only then touches
+  // P and O: the prologue is step m's first half, the epilogue the last P V.
+  Stmt rotated_consumer_loop() {
+    const CopyGroup& gk = groups_[rotated_.first_group];
+    const CopyGroup& gv = groups_[rotated_.second_group];
+    auto at = [&](const Expr& e, const Expr& kval) { return substitute(e, VarMap{{k_.get(), kval}}); };
+    auto stmt_at = [&](size_t q, const Expr& kval, bool fresh) {
+      Stmt st = substitute(p_.body.stmts[p_.consumers[q]], rename_);
+      st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
+      if (kval) st = substitute(st, VarMap{{k_.get(), kval}});
+      return fresh ? back::renew_bound_vars(st) : st;
+    };
+    auto wait_on = [&](const CopyGroup& g, const Expr& kval) {
+      return back::call_stmt("barrier_wait", {buffer_load(g.full, {at(slot_, kval)}, loc_), at(phase_, kval)}, loc_);
+    };
+    const Expr first = f_->min, prev = Expr(k_) - int_imm(1, it_);
+    const Expr last = f_->min + f_->extent - int_imm(1, it_);
+    const size_t q1 = rotated_.first_gemm, q2 = p_.consumers.size() - 1;
+    // Prologue: step m up to its P V.
+    std::vector<Stmt> pro = {wait_on(gk, first)};
+    for (size_t q = 0; q < q1; ++q) pro.push_back(stmt_at(q, first, true));
+    if (turn_) pro.push_back(turn_wait());
+    pro.push_back(with_wg_wait(stmt_at(q1, first, true), -1));
+    if (turn_) pro.push_back(turn_pass());
+    pro.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+    pro.push_back(release(gk, at(slot_, first)));
+    for (size_t q = q1 + 1; q < q2; ++q) pro.push_back(stmt_at(q, first, true));
+    // Steps m+1 ...: S_k and P_{k-1} V_{k-1} in flight together.
+    std::vector<Stmt> step = {wait_on(gk, k_)};
+    for (size_t q = 0; q < q1; ++q) step.push_back(stmt_at(q, nullptr, false));
+    if (turn_) step.push_back(turn_wait());
+    step.push_back(with_wg_wait(stmt_at(q1, nullptr, false), -1));
+    step.push_back(wait_on(gv, prev));
+    step.push_back(with_wg_wait(stmt_at(q2, prev, true), -1));
+    if (turn_) step.push_back(turn_pass());
+    step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(1)}, loc_));
+    step.push_back(release(gk, slot_));
+    for (size_t q = q1 + 1; q < rotated_.touches_second; ++q) step.push_back(stmt_at(q, nullptr, false));
+    step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+    step.push_back(release(gv, at(slot_, prev)));
+    for (size_t q = rotated_.touches_second; q < q2; ++q) step.push_back(stmt_at(q, nullptr, false));
+    Stmt loop = make_for(k_, f_->min + int_imm(1, it_), f_->extent - int_imm(1, it_), ForKind::kSerial,
+                         seq(step, loc_), loc_, {}, "", f_->annotations);
+    // Epilogue: the last P V.
+    std::vector<Stmt> epi = {wait_on(gv, last), stmt_at(q2, last, true), release(gv, at(slot_, last))};
+    Expr any = binary(NodeKind::kGT, f_->extent, int_imm(0, it_));
+    return seq({if_then_else(any, seq(pro, loc_), nullptr, loc_), loop, if_then_else(any, seq(epi, loc_), nullptr, loc_)},
+               loc_);
+  }
+
+  // A GEMM-only loop ends by waiting for its last wgmmas; a persistent block's next tile needs
+  // the last slot back too.
+  Stmt drained(const Stmt& loop) const {
+    std::vector<Stmt> drain = {loop, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_)};
+    if (persistent_) {
+      Expr last = floormod(tile_base_ + cast(it_, f_->extent) - int_imm(1, it_), int_imm(S_, it_));
+      drain.push_back(if_then_else(binary(NodeKind::kGT, cast(it_, f_->extent), int_imm(0, it_)),
+                                   release(groups_[0], last), nullptr, loc_));
+    }
+    return seq(drain, loc_);
+  }
+
+  // The kernel body for the consumers: the loop replaced, the head copies dropped, the spine's
+  // wrappers taken out.
+  Stmt strip(const Stmt& s) const {
+    if (s.get() == f_) {
+      if (heads_.empty()) return consumer_loop_;
+      // The head tiles are read by the loop's gemms only: awaited before it, released after
+      // its last wgmma.
+      return seq({back::call_stmt("barrier_wait", {buffer_load(head_full_, {int_imm(0)}, loc_), head_phase_}, loc_),
+                  consumer_loop_, back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_),
+                  release_on(head_empty_, int_imm(0, it_))},
+                 loc_);
+    }
+    if (head_set_.count(s.get())) return seq(std::vector<Stmt>{}, s->loc);
+    if (spine_.count(s.get())) {
+      if (auto* l = s.as<LetNode>()) return strip(l->body);
+      if (auto* a = s.as<AllocateNode>()) return strip(a->body);
+      if (auto* a = s.as<AnnotateNode>()) return strip(a->body);
+    }
+    if (auto* q = s.as<SeqNode>()) {
+      std::vector<Stmt> out;
+      for (const auto& x : q->stmts) out.push_back(strip(x));
+      return seq(out, s->loc);
+    }
+    return s;
+  }
+
+  // The roles with their register budgets, the barriers, the spine's wrappers, the launch.
+  RewriteResult assemble(const Stmt& producer_body, const Stmt& consumer_body, const TileLoop& tiles) const {
+    // Register budgets (launch budget: 65536 per SM): one consumer warpgroup runs two CTAs per
+    // SM (256 x 128 registers each: 24 producer + 232 consumer per thread); two take the whole
+    // SM (384 x 168: 24 / 240); three, 24 / 160.
+    // (Two CTAs only when every wgmma compiles within the 128-register launch budget: ptxas
+    // places one instruction's accumulators within it, so atoms up to N = 128.)
+    const int consumer_regs = consumer_groups_ == 1 ? (two_per_sm_ ? 232 : 240)
+                              : consumer_groups_ == 2 ? 240
+                              : consumer_groups_ == 3 ? 160
+                                                      : 0;
+    RewriteResult out;
+    out.min_blocks = two_per_sm_ ? 2 : 1;
+    std::vector<Stmt> producer_stmts, consumer_stmts;
+    if (consumer_regs) {
+      producer_stmts.push_back(back::call_stmt("tl.setmaxnreg_dec", {int_imm(24)}, loc_));
+      consumer_stmts.push_back(back::call_stmt("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc_));
+    }
+    // Warpgroup 0 takes the first turn: warpgroup 1 passes it once.
+    if (turn_)
+      consumer_stmts.push_back(
+          if_then_else(tx_ >= int_imm(128, tx_->dtype),
+                       back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier, tx_->dtype)}, loc_), nullptr, loc_));
+    producer_stmts.push_back(
+        if_then_else(binary(NodeKind::kEQ, tx_, int_imm(threads_, tx_->dtype)),
+                     annotate(kThreadRangeKey, std::vector<int64_t>{threads_, 1, 0}, producer_body, loc_), nullptr, loc_));
+    consumer_stmts.push_back(consumer_body);
+    Stmt roles = if_then_else(
+        tx_ >= int_imm(threads_, tx_->dtype),
+        annotate(kThreadRangeKey, std::vector<int64_t>{threads_, kProducerThreads, 2}, seq(producer_stmts, loc_), loc_),
+        annotate(kThreadRangeKey, std::vector<int64_t>{0, threads_, 1}, seq(consumer_stmts, loc_), loc_), loc_);
+    auto whole = [](const Buffer& b) {
+      BufferRegion r;
+      r.buffer = b;
+      for (const auto& e : b->shape) r.region.push_back(Range{int_imm(0), e});
+      return r;
+    };
+    // Empty barriers: one arrival per consumer warpgroup (of every CTA of the cluster).
+    const int64_t releases = (threads_ / 128) * (multicast_ ? csize_ : 1);
+    std::vector<Stmt> top;
+    if (!heads_.empty()) {
+      top.push_back(make_tile_op("barrier_init", {whole(head_full_)}, {{"arrive_count", std::vector<int64_t>{1}}}, loc_));
+      top.push_back(
+          make_tile_op("barrier_init", {whole(head_empty_)}, {{"arrive_count", std::vector<int64_t>{releases}}}, loc_));
+    }
+    for (const CopyGroup& grp : groups_) {
+      top.push_back(make_tile_op("barrier_init", {whole(grp.full)}, {{"arrive_count", std::vector<int64_t>(S_, 1)}}, loc_));
+      top.push_back(
+          make_tile_op("barrier_init", {whole(grp.empty)}, {{"arrive_count", std::vector<int64_t>(S_, releases)}}, loc_));
+    }
+    // The other CTAs arrive on these barriers and write into this CTA's shared memory: the
+    // barriers are initialised cluster-wide before, and no CTA exits before all are done.
+    if (multicast_) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc_));
+    top.push_back(roles);
+    if (multicast_) top.push_back(back::call_stmt("tl.cluster_sync", {}, loc_));
+    Stmt body = seq(top, loc_);
+    for (auto g = groups_.rbegin(); g != groups_.rend(); ++g)
+      body = allocate(g->full, allocate(g->empty, body, loc_), loc_);
+    if (!heads_.empty()) body = allocate(head_full_, allocate(head_empty_, body, loc_), loc_);
+    if (uneven_) body = allocate(done_, body, loc_);
+    // The spine's wrappers around everything, the copied buffers with their versions.
+    for (auto w = sp_.wrappers.rbegin(); w != sp_.wrappers.rend(); ++w) {
+      if (auto* l = dynamic_cast<const LetNode*>(*w)) {
+        if (!persistent_) body = let(l->var, l->value, body, l->loc);  // else inside the tile loops
+      } else if (auto* a = dynamic_cast<const AllocateNode*>(*w)) {
+        auto v = p_.versioned.find(a->buffer.get());
+        body = allocate(v == p_.versioned.end() ? a->buffer : v->second, body, a->loc);
+      } else if (auto* a = dynamic_cast<const AnnotateNode*>(*w)) {
+        body = annotate(a->key, a->value, body, a->loc);
+      }
+    }
+    auto n = std::make_shared<KernelLaunchNode>(*kernel_);
+    n->threads[0] = threads_ + kProducerThreads;
+    n->body = body;
+    if (persistent_) {
+      n->grid = {tiles.total};
+      n->block_vars = {tiles.start};
+      out.persistent = true;
+    }
+    out.kernel = Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
+    return out;
+  }
+
+  const PassContext& ctx_;
+  const KernelLaunchNode* kernel_;
+  const Spine& sp_;
+  const Plan& p_;
+  const int64_t threads_;
+  const ForNode* f_;
+  const SourceLoc loc_;
+  const int64_t S_;
+  const DataType it_;
+  const Var k_;
+  const Var tx_;
+  bool persistent_ = false, uneven_ = false, deferred_ = false, multicast_ = false, two_per_sm_ = false;
+  Var tile_i_;
+  Expr local_, tile_base_, iter_, slot_, phase_;
+  Buffer done_;
+  std::vector<CopyGroup> groups_;
+  VarMap rename_;
+  int cdim_ = -1;
+  int64_t csize_ = 1;
+  int consumer_groups_ = 0;
+  std::vector<Stmt> heads_;
+  std::unordered_set<const StmtNode*> head_set_;
+  Buffer head_full_, head_empty_;
+  Expr head_phase_;
+  std::optional<size_t> turn_;
+  Rotation rotated_;
+  Stmt consumer_loop_;
+  std::unordered_set<const StmtNode*> spine_;
+};
+
+}  // namespace
+
+RewriteResult rewrite_kernel(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
+                             const PassContext& ctx, const ReadOnly* read_only) {
+  return KernelRewrite(kernel, sp, p, threads, ctx, read_only).run();
+}
+
+}  // namespace tilec::passes::ws

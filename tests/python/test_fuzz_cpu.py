@@ -191,3 +191,13 @@ def test_gpu_mode_without_a_gpu_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--mode", "gpu", "--count", "1"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr, proc.stderr
+
+
+def test_attention_programs_carry_their_warp_specialization_configs():
+    spec = _spec("attn", causal=True)
+    assert spec["family"] == "attn" and spec["B"] >= 1 and spec["bm"] >= 16 * (spec["threads"] // 32)
+    spec["ws_configs"] = ["tilec.head_copies_after_first_step=true", "tilec.producer_head_copies=false"]
+    spec["configs"] = ["tl.disable_vectorize"]
+    assert fuzz_check.pass_configs(spec) == {"tilec.head_copies_after_first_step": True,
+                                             "tilec.producer_head_copies": False, "tl.disable_vectorize": True}
+    assert "bx * " in render.render(spec) and ">= k * " in render.render(spec)  # the causal mask

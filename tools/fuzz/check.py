@@ -51,7 +51,12 @@ def load_program(spec: dict, source: Optional[str] = None):
 
 
 def pass_configs(spec: dict) -> dict:
-    return {name: True for name in spec.get("configs", [])}
+    """The spec's pass configs: names switched on, and `name=true|false` settings."""
+    out = {}
+    for entry in spec.get("configs", []) + spec.get("ws_configs", []):
+        name, _, value = entry.partition("=")
+        out[name] = value != "false"
+    return out
 
 
 def out_idx(spec: dict) -> list:

@@ -18,6 +18,11 @@ A spec names a family and its knobs; the families cover the tile surface issue 1
           for such a buffer (bank-aware: row-major, chunk or word XOR swizzles), and the
           barrier-free element-wise store loop. Drawn from its own random stream (about 1 in
           12 seeds), so the other seeds keep the programs they always had.
+  attn    FlashAttention forward (the examples' program): Q K^T, a masked online softmax in base
+          2, P V from registers, over ragged query and key lengths, causal or not, head dims
+          32-128, 1-3 stages, 128 or 256 threads, with the warp-specialization variants'
+          configs (producer head copies, uneven persistence, rotation, ping-pong) switched at
+          random. Its own stream too (about 1 in 10 seeds, after transpose's).
 Shapes and tile sizes are drawn independently, so tiles are often ragged (partial) at the edges.
 Element ops are continuous functions (so float rounding differences stay small differences).
 """
@@ -175,8 +180,28 @@ def gen_transpose(rng: random.Random) -> dict:
             "threads": _threads(rng), "pre": _ops(rng, is_int, False, 0, 2), "dyn": rng.random() < 0.2}
 
 
+# attn: the warp-specialization variants a program may switch (name=value; see check.pass_configs)
+ATTN_CONFIGS = ["tilec.producer_head_copies=false", "tilec.persistent_uneven=false", "tilec.persistent=false",
+                "tilec.head_copies_after_first_step=true", "tilec.intra_wg_overlap=false", "tilec.pingpong=false"]
+
+
+def gen_attn(rng: random.Random) -> dict:
+    dim = rng.choice([64, 64, 128, 128, 32])
+    threads = rng.choice([128, 256, 256])
+    bm = 128 if threads == 256 else rng.choice([64, 128])
+    # fragments per thread (S, O, P as 32-bit words) within ~200 registers
+    bns = [bn for bn in (32, 64, 128) if (bm * bn * 2.5 + bm * dim) / threads <= 200]
+    if not bns:  # 128 threads, 128 rows of 128 dims: half the rows
+        bm, bns = 64, [32, 64, 128]
+    return {"family": "attn", "dtype": rng.choice(["float16", "bfloat16"]), "B": rng.randint(1, 2),
+            "H": rng.randint(1, 3), "M": _extent(rng, 1, 300), "N": _extent(rng, 1, 300), "D": dim,
+            "bm": bm, "bn": rng.choice(bns), "threads": threads, "stages": rng.choice([1, 2, 2, 3]),
+            "causal": rng.random() < 0.5,
+            "ws_configs": sorted(rng.sample(ATTN_CONFIGS, rng.randint(0, 2))) if rng.random() < 0.5 else []}
+
+
 GENERATORS = {"ew": gen_ew, "reduce": gen_reduce, "gemm": gen_gemm, "cumsum": gen_cumsum, "atomic": gen_atomic,
-              "transpose": gen_transpose}
+              "transpose": gen_transpose, "attn": gen_attn}
 WEIGHTS = {"ew": 3, "reduce": 3, "gemm": 3, "cumsum": 1.5, "atomic": 1.5}
 
 
@@ -191,8 +216,10 @@ def generate(seed: int, families=None) -> dict:
     names = [f for f in GENERATORS if not families or f in families]
     if "transpose" in names and (names == ["transpose"] or random.Random(seed * 31 + 5).random() < 1 / 12):
         spec = gen_transpose(random.Random(seed * 131 + 3))
+    elif "attn" in names and (names == ["attn"] or random.Random(seed * 37 + 11).random() < 1 / 10):
+        spec = gen_attn(random.Random(seed * 151 + 7))
     else:
-        names = [f for f in names if f != "transpose"]
+        names = [f for f in names if f not in ("transpose", "attn")]
         family = rng.choices(names, weights=[WEIGHTS[f] for f in names])[0]
         spec = GENERATORS[family](rng)
     spec["seed"] = seed
@@ -234,6 +261,9 @@ def features(spec: dict) -> list:
         tags += ["atomic_" + spec["kind"], "atomic_" + spec["form"]]
     if f == "transpose":
         tags.append("shared_transpose")
+    if f == "attn":
+        tags += ["attn_causal" if spec["causal"] else "attn_full", f"attn_d{spec['D']}", f"attn_s{spec['stages']}"]
+        tags += ["config:" + c.split("=")[0].replace("tilec.", "") for c in spec["ws_configs"]]
     ops = [op[0] for loop in spec.get("loops", []) for op in loop]
     ops += [op[0] for k in ("pre", "post", "epilogue") for op in spec.get(k, [])]
     tags += sorted({"op:" + o for o in ops})

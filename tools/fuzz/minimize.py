@@ -20,7 +20,7 @@ SIMPLER = {  # key -> the simple value
     "use_w": False, "broadcast": False, "dyn": False, "a_frag": False, "trans_A": False, "trans_B": False,
     "reverse": False, "inplace": True, "stage_in": "fragment", "stage_out": "direct", "loop": "serial",
     "stages": 1, "clear": "clear", "threads": 128, "combine": "clear_false", "form": "region", "op": "sum",
-    "single": True, "configs": [],
+    "single": True, "configs": [], "ws_configs": [], "causal": False,
 }
 
 
@@ -40,6 +40,8 @@ def valid(s: dict) -> bool:
             return False
         if s["a_frag"] and (s["trans_A"] or s["dtype"] == "float32"):
             return False
+    if f == "attn" and s["bm"] < 16 * (s["threads"] // 32):  # FullRow: 16 rows per warp
+        return False
     return min(s.get("bm", 1), s.get("bn", 1)) >= 1
 
 
@@ -72,7 +74,7 @@ def candidates(spec: dict):
             yield _without_w(s) if key == "use_w" else s
     if spec.get("odt") not in (None, spec["dtype"]):
         yield dict(copy.deepcopy(spec), odt=spec["dtype"])
-    for key in ("B", "K", "M", "N"):
+    for key in ("B", "H", "K", "M", "N"):
         v = spec.get(key)
         if not v or v == 1:
             continue

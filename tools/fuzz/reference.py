@@ -149,6 +149,15 @@ def reference(spec: dict, inputs: list) -> list:
     if f == "transpose":
         x, mx = _chain(spec["pre"], xs[0], None, is_int)
         return [(x.T, mx.T)]
+    if f == "attn":
+        q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in xs[:3])  # (B, H, seq, D)
+        s = q @ np.swapaxes(k, -1, -2) / np.sqrt(spec["D"])
+        if spec["causal"]:  # query i sees keys j <= i
+            s = np.where(np.arange(N)[None, :] <= np.arange(M)[:, None], s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        o, mag = p @ v, p @ np.abs(v)
+        return [(np.transpose(o, (0, 2, 1, 3)), np.transpose(mag, (0, 2, 1, 3)))]
     if f == "atomic":
         if spec["kind"] == "rowsum":
             x, mx = _chain(spec["pre"], _pad(xs[0], padded))

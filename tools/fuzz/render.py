@@ -51,6 +51,9 @@ def params(spec: dict) -> list:
         return [("X", (M, N), dt, "in"), ("Y", (M, N), spec["odt"], "out")]
     if f == "transpose":
         return [("X", (M, N), dt, "in"), ("Y", (N, M), dt, "out")]
+    if f == "attn":
+        q, kv = (spec["B"], M, spec["H"], spec["D"]), (spec["B"], N, spec["H"], spec["D"])
+        return [("Q", q, dt, "in"), ("K", kv, dt, "in"), ("V", kv, dt, "in"), ("O", q, dt, "out")]
     if f == "atomic":
         if spec["kind"] == "rowsum":
             return [("X", (M, N), dt, "in"), ("Y", (M,), "float32", "acc")]
@@ -348,5 +351,66 @@ def _body_transpose(s: dict, L: _Lines, Mx: str):
     L.dedent()
 
 
-BODIES = {"ew": _body_ew, "reduce": _body_reduce, "gemm": _body_gemm, "cumsum": _body_cumsum,
+def _body_attn(s: dict, L: _Lines, Mx: str):
+    bm, bn, D, dt, N = s["bm"], s["bn"], s["D"], s["dtype"], s["N"]
+    scale = (1.0 / D) ** 0.5 * 1.4426950408889634  # log2(e): softmax in base 2
+    L(f"with T.Kernel(T.ceildiv({Mx}, {bm}), {s['H']}, {s['B']}, threads={s['threads']}) as (bx, by, bz):")
+    L.indent()
+    for name, shape, dtype in (("Q_s", (bm, D), dt), ("K_s", (bn, D), dt), ("V_s", (bn, D), dt)):
+        L(f'{name} = T.alloc_shared({shape}, "{dtype}")')
+    for name, shape, dtype in (("acc_s", (bm, bn), "float32"), ("acc_s_cast", (bm, bn), dt),
+                               ("acc_o", (bm, D), "float32")):
+        L(f'{name} = T.alloc_fragment({shape}, "{dtype}")')
+    for name in ("m", "m_prev", "sc", "sm", "logsum"):
+        L(f'{name} = T.alloc_fragment(({bm},), "float32")')
+    L(f"T.copy(Q[bz, bx * {bm}:(bx + 1) * {bm}, by, :], Q_s)")
+    L("T.fill(acc_o, 0)")
+    L("T.fill(logsum, 0)")
+    L('T.fill(m, -T.infinity("float32"))')
+    steps = f"T.ceildiv({N}, {bn})"
+    if s["causal"]:  # query i sees keys j <= i (top-left aligned)
+        steps = f"T.min({steps}, T.ceildiv((bx + 1) * {bm}, {bn}))"
+    L(f"for k in T.Pipelined({steps}, num_stages={s['stages']}):")
+    L.indent()
+    L(f"T.copy(K[bz, k * {bn}:(k + 1) * {bn}, by, :], K_s)")
+    L(f"for i, j in T.Parallel({bm}, {bn}):")
+    L.indent()
+    visible = f"k * {bn} + j < {N}" + (f" and bx * {bm} + i >= k * {bn} + j" if s["causal"] else "")
+    L(f'acc_s[i, j] = T.if_then_else({visible}, 0, -T.infinity("float32"))')
+    L.dedent()
+    L("T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)")
+    L("T.copy(m, m_prev)")
+    L('T.fill(m, -T.infinity("float32"))')
+    L("T.reduce_max(acc_s, m, dim=1, clear=False)")
+    L(f"for i in T.Parallel({bm}):")
+    L.indent()
+    L("m[i] = T.max(m[i], m_prev[i])")
+    L(f"sc[i] = T.exp2(m_prev[i] * {scale!r} - m[i] * {scale!r})")
+    L.dedent()
+    L(f"for i, j in T.Parallel({bm}, {bn}):")
+    L.indent()
+    L(f"acc_s[i, j] = T.exp2(acc_s[i, j] * {scale!r} - m[i] * {scale!r})")
+    L.dedent()
+    L("T.reduce_sum(acc_s, sm, dim=1)")
+    L(f"for i in T.Parallel({bm}):")
+    L.indent()
+    L("logsum[i] = logsum[i] * sc[i] + sm[i]")
+    L.dedent()
+    L("T.copy(acc_s, acc_s_cast)")
+    L(f"for i, j in T.Parallel({bm}, {D}):")
+    L.indent()
+    L("acc_o[i, j] *= sc[i]")
+    L.dedent()
+    L(f"T.copy(V[bz, k * {bn}:(k + 1) * {bn}, by, :], V_s)")
+    L("T.gemm(acc_s_cast, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)")
+    L.dedent()
+    L(f"for i, j in T.Parallel({bm}, {D}):")
+    L.indent()
+    L("acc_o[i, j] /= logsum[i]")
+    L.dedent()
+    L(f"T.copy(acc_o, O[bz, bx * {bm}:(bx + 1) * {bm}, by, :])")
+    L.dedent()
+
+
+BODIES = {"ew": _body_ew, "reduce": _body_reduce, "gemm": _body_gemm, "cumsum": _body_cumsum, "attn": _body_attn,
           "atomic": _body_atomic, "transpose": _body_transpose}

@@ -153,12 +153,44 @@ class StageOutputTiles : public IRMutator {
     return s;
   }
 
+  // The statements of a Seq on the spine; a Let, Allocate or Annotate among them (a value
+  // bound before the loop, as causal attention's step count) is looked into with the same
+  // state, so a copy after the loop in its body is found too.
   Stmt stage_in(const Stmt& s, const SeqNode* q) {
+    bool after_gemm_loop = false;
+    return stage_in(s, q, after_gemm_loop);
+  }
+  Stmt stage_nested(const Stmt& st, bool& after_gemm_loop) {
+    if (auto* l = st.as<LetNode>()) {
+      Stmt b = stage_nested(l->body, after_gemm_loop);
+      return b.same_as(l->body) ? st : let(l->var, l->value, b, l->loc);
+    }
+    if (auto* a = st.as<AllocateNode>()) {
+      Stmt b = stage_nested(a->body, after_gemm_loop);
+      return b.same_as(a->body) ? st : allocate(a->buffer, b, a->loc);
+    }
+    if (auto* an = st.as<AnnotateNode>()) {
+      Stmt b = stage_nested(an->body, after_gemm_loop);
+      if (b.same_as(an->body)) return st;
+      auto n = std::make_shared<AnnotateNode>(*an);
+      n->body = b;
+      return Stmt(std::shared_ptr<const AnnotateNode>(std::move(n)));
+    }
+    if (auto* q = st.as<SeqNode>()) return stage_in(st, q, after_gemm_loop);
+    return st;
+  }
+  Stmt stage_in(const Stmt& s, const SeqNode* q, bool& after_gemm_loop) {
     std::vector<Stmt> out;
     std::vector<Buffer> staged;
-    bool after_gemm_loop = false;
+    bool changed = false;
     for (const Stmt& st : q->stmts) {
       if (auto* f = st.as<ForNode>(); f && f->for_kind == ForKind::kPipelined && contains_gemm(st)) after_gemm_loop = true;
+      if (st.as<LetNode>() || st.as<AllocateNode>() || st.as<AnnotateNode>() || st.as<SeqNode>()) {
+        Stmt n = stage_nested(st, after_gemm_loop);
+        changed |= !n.same_as(st);
+        out.push_back(n);
+        continue;
+      }
       auto* t = st.as<TileOpNode>();
       std::optional<std::vector<Expr>> shape = after_gemm_loop && t ? stageable(*t) : std::nullopt;
       if (!shape) {
@@ -181,7 +213,7 @@ class StageOutputTiles : public IRMutator {
       out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, t->loc));
       out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, t->loc));
     }
-    if (staged.empty()) return s;
+    if (staged.empty()) return changed ? seq(out, s->loc) : s;
     Stmt body = seq(out, s->loc);
     for (auto it = staged.rbegin(); it != staged.rend(); ++it) body = allocate(*it, body, s->loc);
     return body;

@@ -82,6 +82,9 @@ def test_fp8_example_and_attention_output_are_staged():
     assert "C_local_staged" in src and src.count("tl::tma_store(") == 4, src
     src = _src(flash_attention(1, 2, 512, 128))
     assert "acc_o_staged" in src and "tl::tma_store(tma_Output" in src, src
+    # Causal: the step count is a Let around the loop and the result copy; staged all the same.
+    src = _src(flash_attention(1, 2, 512, 128, True))
+    assert "const int loop_range" in src and "acc_o_staged" in src and "tl::tma_store(tma_Output" in src, src
 
 
 def test_explain_says_which_result_copies_are_staged_and_why_not():

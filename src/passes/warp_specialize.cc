@@ -127,6 +127,7 @@ class WarpSpecializer : public IRMutator {
     RewriteResult r = rewrite_kernel(op, *sp, *plan, threads, ctx_, ro);
     min_blocks_ = r.min_blocks;
     persistent_ |= r.persistent;
+    uneven_ |= r.uneven;
     return r.kernel;
   }
 
@@ -223,6 +224,7 @@ class WarpSpecializer : public IRMutator {
   int min_blocks_ = 0;  // blocks per SM the register budget was planned for (0: not specialized)
   std::string why_not_;  // why a kernel with a pipelined loop was left alone (for explain())
   bool persistent_ = false;
+  bool uneven_ = false;
 };
 
 }  // namespace
@@ -248,7 +250,10 @@ Pass warp_specialize_pass() {
             }
             AttrMap attrs = f->attrs;
             attrs.emplace_back(kMinBlocksPerSmAttr, int64_t{ws.min_blocks_});
-            if (ws.persistent_) attrs.emplace_back(kPersistentAttr, int64_t{ws.min_blocks_});
+            if (ws.persistent_) {
+              attrs.emplace_back(kPersistentAttr, int64_t{ws.min_blocks_});
+              attrs.emplace_back(kPersistentOrderAttr, std::string(ws.uneven_ ? "snake" : "strided"));
+            }
             return make_prim_func(f->name, f->params, body, std::move(attrs), f->loc);
           }};
 }

@@ -113,6 +113,7 @@ struct RewriteResult {
   ir::Stmt kernel;
   int min_blocks = 1;
   bool persistent = false;
+  bool uneven = false;  // persistent over tiles of different step counts (a snake)
 };
 RewriteResult rewrite_kernel(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
                              const PassContext& ctx, const ReadOnly* read_only);

@@ -417,6 +417,7 @@ class KernelRewrite {
       n->grid = {tiles.total};
       n->block_vars = {tiles.start};
       out.persistent = true;
+      out.uneven = uneven_;
     }
     out.kernel = Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
     return out;

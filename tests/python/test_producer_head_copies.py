@@ -86,7 +86,9 @@ def test_causal_attention_is_persistent_in_a_snake_of_decreasing_work():
     assert "const int bx_hw = (tile >> 10) & 3;" in src and "const int bx = 3 - bx_hw;" in src
     # Slots and phases run on across tiles from the steps done so far.
     assert "TL_MBARRIER_WAIT(&k_empty0[(k + k_done[0]) & 1], 1 - (((k + k_done[0]) >> 1) & 1));" in src
-    assert "grid (4096)" in k.explain(show=False)
+    text = k.explain(show=False)
+    assert "grid (4096)" in text
+    assert "persistent: 1 block per SM loop over the tiles, longest first, taken in a snake" in text, text
 
 
 def test_uneven_persistence_can_be_turned_off():
@@ -99,6 +101,8 @@ def test_uneven_persistence_can_be_turned_off():
 def test_even_kernels_keep_the_plain_tile_loop():
     src = _kernel(flash_attention(32, 32, 512, 64, False, dtype="bfloat16")).get_kernel_source()
     assert "k_done" not in src and "tile_i % 2 == 1 ?" not in src
+    text = _kernel(flash_attention(32, 32, 512, 64, False, dtype="bfloat16")).explain(show=False)
+    assert "persistent: 1 block per SM loop over the tiles, taken in turn" in text, text
     assert "for (int tile_i = 0; tile_i < tl::floordiv(tl::grid_dim_x() - tile_start + 4095" in src
 
 

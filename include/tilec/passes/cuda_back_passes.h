@@ -56,6 +56,9 @@ inline constexpr const char* kSharedLayoutChoicesAttr = "tilec.shared_layout_cho
 // PrimFunc attr (int64 B): a persistent kernel (warp_specialize): its grid[0] counts tiles
 // and the runtime launches at most SMs x B blocks (LaunchPlan::persistent_blocks_per_sm).
 inline constexpr const char* kPersistentAttr = "tilec.persistent_blocks_per_sm";
+// PrimFunc attr (string): how a persistent kernel's blocks take its tiles, for
+// kernel.explain() ("strided", or "snake" when the tiles' step counts differ).
+inline constexpr const char* kPersistentOrderAttr = "tilec.persistent_order";
 // PrimFunc attr (int64 A): the arena's base must be A-byte aligned in the shared window
 // (1024: swizzled TMA / wgmma tiles); the arena size includes A bytes of slack for it.
 inline constexpr const char* kSmemBaseAlignAttr = "tilec.smem_base_align";

@@ -232,11 +232,19 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
         out.push_back({loop_loc, "T.Pipelined loop", "software pipeline of the block's threads",
                        {"not warp-specialized (TMA producer + wgmma consumers): " + *why}});
   }
-  if (specialized)
-    out.push_back({loop_loc, "T.Pipelined loop",
-                   "warp-specialized: a producer warpgroup issues TMA loads, consumer warpgroups run the rest "
-                   "(full/empty mbarriers per stage)",
-                   {}});
+  if (specialized) {
+    std::string form = "warp-specialized: a producer warpgroup issues TMA loads, consumer warpgroups run the rest "
+                       "(full/empty mbarriers per stage)";
+    if (auto* b = find_attr(g->attrs, passes::kPersistentAttr)) {
+      const int64_t per_sm = std::get<int64_t>(*b);
+      auto* order = find_attr(g->attrs, passes::kPersistentOrderAttr);
+      const bool snake = order && std::get<std::string>(*order) == "snake";
+      form += "; persistent: " + std::to_string(per_sm) + (per_sm == 1 ? " block" : " blocks") +
+              " per SM loop over the tiles" +
+              (snake ? ", longest first, taken in a snake (their step counts differ)" : ", taken in turn");
+    }
+    out.push_back({loop_loc, "T.Pipelined loop", form, {}});
+  }
   Explainer e(ctx);
   e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
   e.visit(g->body, 1, false);

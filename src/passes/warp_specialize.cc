@@ -47,15 +47,24 @@
 //         A producer thread may run S steps ahead of the consumers; each slot's full
 //         barrier completes when the producer arrived and the TMA bytes landed, its empty
 //         barrier when all T consumer threads are done reading it.
+//         Persistent (tilec.persistent, when the shared buffers fit side by side): grid =
+//         the tile count, each role loops over its block's tiles (warp_specialize_tiles.cc);
+//         with a step count that depends on one block index (tilec.persistent_uneven) that
+//         index varies slowest, tiles go in a snake, and slot / phase count from a per-role
+//         running step count. Head copies (tilec.producer_head_copies, not with two blocks per
+//         SM): a T.copy global -> shared ahead of the loop whose tile only the loop's gemms
+//         read is issued by the producer once per tile (head_full / head_empty); consumers
+//         wait before the loop and release after it.
 // Qualifies when: the target has wgmma and TMA, neither tl.disable_warp_specialized nor
 //   tl.disable_tma_lower is set; the block is one-dimensional, T a multiple of 128 with
 //   T + 128 <= 1024; the kernel has exactly one pipelined loop (num_stages >= 2), not
 //   nested in another loop or a condition, and every wrapper between the kernel and the
-//   loop is a Let without memory reads, an Allocate or an Annotate; the loop's stage-0
+//   loop is a Let, an Allocate or an Annotate; the loop's stage-0
 //   statements are all T.copy global -> shared that TMA can do (no disable_tma, no other
 //   prefer_instruction), into distinct shared buffers without a user layout that nothing
 //   outside the loop touches; every later-stage reader of those buffers is a T.gemm that
-//   selects wgmma on T threads; the copies' regions read no memory.
+//   selects wgmma on T threads; the copies' regions and the wrapper Lets read no memory
+//   (with tilec.ws_indirect_copies: none but global tensors the kernel never writes).
 // Everything else is left to inject_pipeline (cp.async on sm_80+).
 // Before: pipeline_planning.  After: inject_pipeline, layout_inference, lower_tile_ops.
 // Files: the analysis (the spine, copy groups, the rotated step, ping-pong turns) is in

@@ -19,7 +19,7 @@ A spec names a family and its knobs; the families cover the tile surface issue 1
           barrier-free element-wise store loop. Drawn from its own random stream (about 1 in
           12 seeds), so the other seeds keep the programs they always had.
   attn    FlashAttention forward (the examples' program): Q K^T, a masked online softmax in base
-          2, P V from registers, over ragged query and key lengths, causal or not, head dims
+          2, P V from registers, over ragged query and key lengths, MHA / GQA / MQA, causal or not, head dims
           32-128, 1-3 stages, 128 or 256 threads, with the warp-specialization variants'
           configs (producer head copies, uneven persistence, rotation, ping-pong) switched at
           random. Its own stream too (about 1 in 10 seeds, after transpose's).
@@ -193,8 +193,10 @@ def gen_attn(rng: random.Random) -> dict:
     bns = [bn for bn in (32, 64, 128) if (bm * bn * 2.5 + bm * dim) / threads <= 200]
     if not bns:  # 128 threads, 128 rows of 128 dims: half the rows
         bm, bns = 64, [32, 64, 128]
+    heads = rng.randint(1, 4)
     return {"family": "attn", "dtype": rng.choice(["float16", "bfloat16"]), "B": rng.randint(1, 2),
-            "H": rng.randint(1, 3), "M": _extent(rng, 1, 300), "N": _extent(rng, 1, 300), "D": dim,
+            "H": heads, "HKV": rng.choice([h for h in range(1, heads + 1) if heads % h == 0]),  # GQA / MQA
+            "M": _extent(rng, 1, 300), "N": _extent(rng, 1, 300), "D": dim,
             "bm": bm, "bn": rng.choice(bns), "threads": threads, "stages": rng.choice([1, 2, 2, 3]),
             "causal": rng.random() < 0.5,
             "ws_configs": sorted(rng.sample(ATTN_CONFIGS, rng.randint(0, 2))) if rng.random() < 0.5 else []}
@@ -263,6 +265,8 @@ def features(spec: dict) -> list:
         tags.append("shared_transpose")
     if f == "attn":
         tags += ["attn_causal" if spec["causal"] else "attn_full", f"attn_d{spec['D']}", f"attn_s{spec['stages']}"]
+        if spec.get("HKV", spec["H"]) != spec["H"]:
+            tags.append("attn_gqa")
         tags += ["config:" + c.split("=")[0].replace("tilec.", "") for c in spec["ws_configs"]]
     ops = [op[0] for loop in spec.get("loops", []) for op in loop]
     ops += [op[0] for k in ("pre", "post", "epilogue") for op in spec.get(k, [])]

@@ -40,8 +40,8 @@ def valid(s: dict) -> bool:
             return False
         if s["a_frag"] and (s["trans_A"] or s["dtype"] == "float32"):
             return False
-    if f == "attn" and s["bm"] < 16 * (s["threads"] // 32):  # FullRow: 16 rows per warp
-        return False
+    if f == "attn" and (s["bm"] < 16 * (s["threads"] // 32) or s["H"] % s.get("HKV", s["H"])):
+        return False  # FullRow: 16 rows per warp; whole groups of query heads
     return min(s.get("bm", 1), s.get("bn", 1)) >= 1
 
 
@@ -74,7 +74,7 @@ def candidates(spec: dict):
             yield _without_w(s) if key == "use_w" else s
     if spec.get("odt") not in (None, spec["dtype"]):
         yield dict(copy.deepcopy(spec), odt=spec["dtype"])
-    for key in ("B", "H", "K", "M", "N"):
+    for key in ("B", "H", "HKV", "K", "M", "N"):
         v = spec.get(key)
         if not v or v == 1:
             continue

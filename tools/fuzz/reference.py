@@ -150,7 +150,9 @@ def reference(spec: dict, inputs: list) -> list:
         x, mx = _chain(spec["pre"], xs[0], None, is_int)
         return [(x.T, mx.T)]
     if f == "attn":
-        q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in xs[:3])  # (B, H, seq, D)
+        q, k, v = (np.transpose(x, (0, 2, 1, 3)) for x in xs[:3])  # (B, heads, seq, D)
+        group = spec["H"] // spec.get("HKV", spec["H"])  # query head h reads key / value head h // group
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
         s = q @ np.swapaxes(k, -1, -2) / np.sqrt(spec["D"])
         if spec["causal"]:  # query i sees keys j <= i
             s = np.where(np.arange(N)[None, :] <= np.arange(M)[:, None], s, -np.inf)

@@ -52,7 +52,7 @@ def params(spec: dict) -> list:
     if f == "transpose":
         return [("X", (M, N), dt, "in"), ("Y", (N, M), dt, "out")]
     if f == "attn":
-        q, kv = (spec["B"], M, spec["H"], spec["D"]), (spec["B"], N, spec["H"], spec["D"])
+        q, kv = (spec["B"], M, spec["H"], spec["D"]), (spec["B"], N, spec.get("HKV", spec["H"]), spec["D"])
         return [("Q", q, dt, "in"), ("K", kv, dt, "in"), ("V", kv, dt, "in"), ("O", q, dt, "out")]
     if f == "atomic":
         if spec["kind"] == "rowsum":
@@ -363,6 +363,7 @@ def _body_attn(s: dict, L: _Lines, Mx: str):
         L(f'{name} = T.alloc_fragment({shape}, "{dtype}")')
     for name in ("m", "m_prev", "sc", "sm", "logsum"):
         L(f'{name} = T.alloc_fragment(({bm},), "float32")')
+    L(f"hk = by // {s['H'] // s.get('HKV', s['H'])}")  # the key / value head of query head by
     L(f"T.copy(Q[bz, bx * {bm}:(bx + 1) * {bm}, by, :], Q_s)")
     L("T.fill(acc_o, 0)")
     L("T.fill(logsum, 0)")
@@ -372,7 +373,7 @@ def _body_attn(s: dict, L: _Lines, Mx: str):
         steps = f"T.min({steps}, T.ceildiv((bx + 1) * {bm}, {bn}))"
     L(f"for k in T.Pipelined({steps}, num_stages={s['stages']}):")
     L.indent()
-    L(f"T.copy(K[bz, k * {bn}:(k + 1) * {bn}, by, :], K_s)")
+    L(f"T.copy(K[bz, k * {bn}:(k + 1) * {bn}, hk, :], K_s)")
     L(f"for i, j in T.Parallel({bm}, {bn}):")
     L.indent()
     visible = f"k * {bn} + j < {N}" + (f" and bx * {bm} + i >= k * {bn} + j" if s["causal"] else "")
@@ -401,7 +402,7 @@ def _body_attn(s: dict, L: _Lines, Mx: str):
     L.indent()
     L("acc_o[i, j] *= sc[i]")
     L.dedent()
-    L(f"T.copy(V[bz, k * {bn}:(k + 1) * {bn}, by, :], V_s)")
+    L(f"T.copy(V[bz, k * {bn}:(k + 1) * {bn}, hk, :], V_s)")
     L("T.gemm(acc_s_cast, V_s, acc_o, policy=T.GemmWarpPolicy.FullRow)")
     L.dedent()
     L(f"for i, j in T.Parallel({bm}, {D}):")

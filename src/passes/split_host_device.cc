@@ -46,16 +46,27 @@ class SymbolTable {
       d.value = *c;
       return d;
     }
-    auto* v = e.as<VarNode>();
+    Expr sym = e;
+    if (auto* mul = e.as<BinaryNode>(); mul && mul->kind == NodeKind::kMul) {  // scale * symbol
+      const bool const_b = as_const_int(mul->b) != nullptr;
+      const int64_t* c = const_b ? as_const_int(mul->b) : as_const_int(mul->a);
+      const Expr& other = const_b ? mul->a : mul->b;
+      if (c && *c >= 1 && other.as<VarNode>()) {
+        sym = other;
+        d.scale = *c;
+      }
+    }
+    auto* v = sym.as<VarNode>();
     TILEC_USER_CHECK(v != nullptr, tensor->loc,
-                     "declare the dimension as its own T.dynamic variable and compute derived sizes in the kernel")
+                     "declare the dimension as its own T.dynamic variable (or a constant times one) and compute "
+                     "derived sizes in the kernel")
         << "tensor '" << tensor->name << "' " << what << " " << dim
-        << " is an expression; only constants and T.dynamic variables are supported";
+        << " is an expression; only constants, T.dynamic variables and constant multiples of them are supported";
     auto it = by_name_.find(v->name);
     if (it == by_name_.end()) {
       by_name_[v->name] = v;
       names.push_back(v->name);
-      vars.push_back(Var(std::static_pointer_cast<const VarNode>(e.shared())));
+      vars.push_back(Var(std::static_pointer_cast<const VarNode>(sym.shared())));
     } else {
       TILEC_USER_CHECK(it->second == v, tensor->loc, "give every T.dynamic variable its own name")
           << "two different symbolic dimensions are named '" << v->name << "'";

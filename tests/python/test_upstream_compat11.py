@@ -161,3 +161,50 @@ def test_break_in_parallel_or_outside_a_loop_is_a_clear_error():
                 for k in [0, 1, 2]:
                     if A[k] > 0:
                         break
+
+
+# ------------------------------------------------- a tensor dimension `seq_len * heads`
+
+def _scaled_rows(H=4, D=8):
+    n = T.dynamic("n")
+
+    @T.prim_func
+    def scaled(Q: T.Tensor((n * H, D), T.float32), W: T.Tensor((n, H), T.float32), O: T.Tensor((n,), T.float32)):
+        with T.Kernel(n, threads=32) as bx:
+            acc = T.alloc_var(T.float32)
+            acc = 0.0
+            for h in T.serial(H):
+                for d in T.serial(D):
+                    acc = acc + Q[bx * H + h, d] * W[bx, h]
+            O[bx] = acc
+
+    return scaled
+
+
+def test_a_dimension_that_is_a_constant_times_a_symbol():
+    """Upstream's DeepSeek v3.2 indexer declares IndexQ as [seq_len * heads, dim]: the launch
+    plan binds seq_len from it (size / heads) and checks it against the other tensors."""
+    H, D, N = 4, 8, 5
+    q = rng.standard_normal((N * H, D)).astype(np.float32)
+    w = rng.standard_normal((N, H)).astype(np.float32)
+    o = np.zeros(N, np.float32)
+    tilec.compile(_scaled_rows(H, D), target="cpu")(q, w, o)
+    ref = (q.reshape(N, H, D).astype(np.float64).sum(-1) * w).sum(-1)
+    np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-5)
+
+    from tilec.kernel import dim_value, param_shapes, split_dim
+
+    kernel = tilec.compile(_scaled_rows(H, D), target="sm_90a")
+    assert [p["shape"] for p in kernel.params()] == [["4*n", 8], ["n", 4], ["n"]]
+    assert param_shapes(kernel, {"n": 3}) == [(12, 8), (3, 4), (3,)]
+    assert split_dim("4*n") == (4, "n") and split_dim("n") == (1, "n") and dim_value("4*n", {"n": 2}) == 8
+
+    with pytest.raises(CompileError, match="constant multiples of them"):
+        m = T.dynamic("m")
+
+        @T.prim_func
+        def shifted(Q: T.Tensor((m + 1,), T.float32)):
+            with T.Kernel(1, threads=32) as bx:
+                Q[0] = 0.0
+
+        tilec.compile(shifted, target="sm_90a")

@@ -34,11 +34,23 @@ EXIT_KINDS = ("serial", "unroll")
 
 def exits_of(stmts: list) -> tuple:
     """(has_break, has_continue) for jumps in `stmts` that belong to the enclosing loop."""
-    found = {ast.Break: False, ast.Continue: False}
+    found = {ast.Break: None, ast.Continue: None}
+    _walk_exits(stmts, found)
+    return found[ast.Break] is not None, found[ast.Continue] is not None
 
+
+def first_exit(stmts: list) -> Optional[ast.stmt]:
+    """The first `break` / `continue` in `stmts` that belongs to the enclosing loop."""
+    found = {ast.Break: None, ast.Continue: None}
+    _walk_exits(stmts, found)
+    nodes = [n for n in found.values() if n is not None]
+    return min(nodes, key=lambda n: (n.lineno, n.col_offset)) if nodes else None
+
+
+def _walk_exits(stmts: list, found: dict) -> None:
     def walk(node: ast.AST) -> None:
         if isinstance(node, (ast.Break, ast.Continue)):
-            found[type(node)] = True
+            found[type(node)] = found[type(node)] or node
             return
         if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
                              ast.ClassDef, ast.Lambda)):
@@ -48,7 +60,6 @@ def exits_of(stmts: list) -> tuple:
 
     for s in stmts:
         walk(s)
-    return found[ast.Break], found[ast.Continue]
 
 
 def may_exit(stmt: ast.stmt) -> bool:

@@ -32,7 +32,7 @@ from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir,
 
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
-from .loop_exits import EXIT_KINDS, LoopExit, exits_of, may_exit
+from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, may_exit
 
 _UNSUPPORTED_STMT_HINTS = {
     "While": ("a `while` loop", "use a for loop with a known trip count (T.serial(n)) and an `if` inside"),
@@ -439,9 +439,10 @@ class Parser(ExpressionEvaluator):
             it.end_loops(self.ctx)
             return
         if isinstance(it, (list, tuple, range)):
-            has_break, has_continue = exits_of(node.body)
-            if has_break or has_continue:
-                raise self.error(node, f"`{'break' if has_break else 'continue'}` in a loop over a Python sequence "
+            jump = first_exit(node.body)
+            if jump is not None:
+                raise self.error(jump, f"`{'break' if isinstance(jump, ast.Break) else 'continue'}` in a loop over "
+                                       "a Python sequence "
                                        "(unrolled while parsing)",
                                  "loop with T.serial(n) / range(n) over a count instead")
             self.loop_exits.append(None)
@@ -460,9 +461,10 @@ class Parser(ExpressionEvaluator):
         has_break, has_continue = exits_of(node.body)
         if not (has_break or has_continue):
             return None
-        word = "break" if has_break else "continue"
+        jump = first_exit(node.body)
+        word = "break" if isinstance(jump, ast.Break) else "continue"
         if it.kind not in EXIT_KINDS:
-            raise self.error(node, f"`{word}` in a {it.what} loop: its iterations do not run one after another",
+            raise self.error(jump, f"`{word}` in a {it.what} loop: its iterations do not run one after another",
                              "leave early only from T.serial / range / T.unroll loops; in a T.Parallel or "
                              "T.Pipelined loop, use an `if` around the rest of the body")
         return LoopExit(self.builder, self.loc(node), has_break, has_continue)

@@ -6,7 +6,8 @@
 // Output: the function unchanged (the pass only checks), and, from build_launch_plan, the
 //   runtime::LaunchPlan:
 //   - tensors: one TensorParam per buffer parameter, in parameter order: dtype, shape as
-//     DimSpecs (a constant, or a T.dynamic variable by name), strides likewise when the
+//     DimSpecs (a constant, a T.dynamic variable by name, or a constant times one: `seq_len *
+//     heads` is DimSpec{symbol seq_len, scale heads}), strides likewise when the
 //     parameter has explicit strides (empty = contiguous row-major), alignment_bytes = the
 //     widest access the kernel makes through that tensor (vector loads/stores found in the
 //     body, intrinsics whose EFFECT row gives the bytes they access, e.g. 16-byte cp.async,
@@ -19,7 +20,8 @@
 //     kernel body uses (codegen prints the kernel's parameter list from this);
 //   - grid (expressions over symbol_vars, wrapper Lets substituted), block, cluster,
 //     dynamic_shared_bytes (attr kDynamicSharedBytesAttr).
-// Errors (UserError): a tensor dimension that is neither a constant nor a variable; two
+// Errors (UserError): a tensor dimension that is neither a constant, a variable nor a constant
+//   times a variable; two
 //   different symbolic variables with one name; a variable the kernel uses that is neither
 //   a parameter nor a symbolic dimension; a grid extent that depends on a scalar parameter.
 // Must run after: flatten_buffers, plan_shared_memory (it reads their attributes).

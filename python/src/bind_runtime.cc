@@ -427,8 +427,9 @@ nb::list params_list(const Kernel& k) {
       d["kind"] = "tensor";
       d["dtype"] = t.dtype.str();
       nb::list shape, strides;
-      for (const auto& dim : t.shape) shape.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim.symbol.c_str())));
-      for (const auto& dim : t.strides) strides.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim.symbol.c_str())));
+      // A symbolic dimension is its name, or "32*name" when scaled (tilec.kernel.dim_value reads both).
+      for (const auto& dim : t.shape) shape.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim_spec_text(dim).c_str())));
+      for (const auto& dim : t.strides) strides.append(dim.symbol.empty() ? nb::object(nb::int_(dim.value)) : nb::object(nb::str(dim_spec_text(dim).c_str())));
       d["shape"] = shape;
       d["strides"] = strides;
       d["is_output"] = t.is_output;

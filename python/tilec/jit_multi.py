@@ -189,7 +189,7 @@ class MultiKernel:
     def __call__(self, *args, stream: Any = None):
         import torch
 
-        from .kernel import param_shapes
+        from .kernel import bind_dim, param_shapes
         from .language.dtypes import as_torch
 
         inputs = [i for i in self._visible if i not in self._outputs]
@@ -206,8 +206,7 @@ class MultiKernel:
             if p["kind"] == "tensor" and hasattr(a, "shape"):
                 device = device or a.device
                 for d, n in zip(p["shape"], a.shape):
-                    if isinstance(d, str):
-                        symbols.setdefault(d, int(n))
+                    bind_dim(symbols, d, n)
             elif p["kind"] == "scalar":
                 symbols.setdefault(p["name"], a)
         for sym, scalar in self.derived_symbols.items():  # a grid extent from a scalar parameter

@@ -126,6 +126,28 @@ def compile_cuda(source: str, plan: str, target: str = "auto", out_idx: Optional
                                  compile_flags=compile_flags, use_cache=use_cache, cache_dir=cache_dir)
 
 
+def split_dim(d: str) -> tuple:
+    """(scale, symbol) of a symbolic dimension as Kernel.params() spells it: "n" or "32*n"
+    (a tensor dimension declared as a constant times a T.dynamic variable)."""
+    scale, _, name = d.rpartition("*")
+    return (int(scale) if scale else 1), name
+
+
+def bind_dim(symbols: dict, d: Any, size: int) -> None:
+    """Records the symbol of dimension `d` from a tensor's `size` (first binding wins)."""
+    if isinstance(d, str):
+        scale, name = split_dim(d)
+        symbols.setdefault(name, int(size) // scale)
+
+
+def dim_value(d: Any, symbols: dict) -> int:
+    """The size of dimension `d` given the symbols' values (KeyError: an unbound symbol)."""
+    if not isinstance(d, str):
+        return int(d)
+    scale, name = split_dim(d)
+    return scale * int(symbols[name])
+
+
 def param_shapes(kernel: Kernel, symbols: Optional[dict] = None) -> list:
     """The shape of every tensor parameter (None for scalars), with symbolic dimensions
     taken from `symbols`. Raises KernelArgumentError naming a symbol without a value."""
@@ -138,11 +160,12 @@ def param_shapes(kernel: Kernel, symbols: Optional[dict] = None) -> list:
         shape = []
         for d in p["shape"]:
             if isinstance(d, str):
-                if d not in symbols:
+                name = split_dim(d)[1]
+                if name not in symbols:
                     raise KernelArgumentError(
                         f"parameter '{p['name']}' of kernel {kernel.signature} has the symbolic dimension '{d}'; "
-                        f"give its value, e.g. symbols={{'{d}': 1024}}")
-                shape.append(int(symbols[d]))
+                        f"give its value, e.g. symbols={{'{name}': 1024}}")
+                shape.append(dim_value(d, symbols))
             else:
                 shape.append(int(d))
         shapes.append(tuple(shape))

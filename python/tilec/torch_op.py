@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence
 
+from .kernel import bind_dim, dim_value, split_dim
+
 __all__ = ["as_torch_op"]
 
 # tilec dtype -> torch dtype attribute.
@@ -62,12 +64,11 @@ def _output_shapes(params: list, values: list) -> list:
             symbols.setdefault(p["name"], v)
             continue
         for d, size in zip(p["shape"], v.shape):
-            if isinstance(d, str):
-                symbols.setdefault(d, size)
+            bind_dim(symbols, d, size)
     shapes = []
     for p in params:
         if p["kind"] == "tensor" and p["is_output"]:
-            shapes.append([symbols[d] if isinstance(d, str) else int(d) for d in p["shape"]])
+            shapes.append([dim_value(d, symbols) for d in p["shape"]])
     return shapes
 
 
@@ -77,11 +78,11 @@ def _check_outputs_are_determined(params: list, signature: str) -> None:
         if p["kind"] == "scalar":
             known.add(p["name"])
         elif not p["is_output"]:
-            known.update(d for d in p["shape"] if isinstance(d, str))
+            known.update(split_dim(d)[1] for d in p["shape"] if isinstance(d, str))
     for p in params:
         if p["kind"] == "tensor" and p["is_output"]:
             for d in p["shape"]:
-                if isinstance(d, str) and d not in known:
+                if isinstance(d, str) and split_dim(d)[1] not in known:
                     raise ValueError(
                         f"as_torch_op: output '{p['name']}' of kernel {signature} has the dimension '{d}', which "
                         f"no input's shape and no scalar parameter determines; the fake implementation that "

@@ -6,7 +6,8 @@
 // Output: the function unchanged (the pass only checks), and, from build_launch_plan, the
 //   runtime::LaunchPlan:
 //   - tensors: one TensorParam per buffer parameter, in parameter order: dtype, shape as
-//     DimSpecs (a constant, or a T.dynamic variable by name), strides likewise when the
+//     DimSpecs (a constant, a T.dynamic variable by name, or a constant times one: `seq_len *
+//     heads` is DimSpec{symbol seq_len, scale heads}), strides likewise when the
 //     parameter has explicit strides (empty = contiguous row-major), alignment_bytes = the
 //     widest access the kernel makes through that tensor (vector loads/stores found in the
 //     body, intrinsics whose EFFECT row gives the bytes they access, e.g. 16-byte cp.async,
@@ -19,7 +20,8 @@
 //     kernel body uses (codegen prints the kernel's parameter list from this);
 //   - grid (expressions over symbol_vars, wrapper Lets substituted), block, cluster,
 //     dynamic_shared_bytes (attr kDynamicSharedBytesAttr).
-// Errors (UserError): a tensor dimension that is neither a constant nor a variable; two
+// Errors (UserError): a tensor dimension that is neither a constant, a variable nor a constant
+//   times a variable; two
 //   different symbolic variables with one name; a variable the kernel uses that is neither
 //   a parameter nor a symbolic dimension; a grid extent that depends on a scalar parameter.
 // Must run after: flatten_buffers, plan_shared_memory (it reads their attributes).
@@ -46,16 +48,27 @@ class SymbolTable {
       d.value = *c;
       return d;
     }
-    auto* v = e.as<VarNode>();
+    Expr sym = e;
+    if (auto* mul = e.as<BinaryNode>(); mul && mul->kind == NodeKind::kMul) {  // scale * symbol
+      const bool const_b = as_const_int(mul->b) != nullptr;
+      const int64_t* c = const_b ? as_const_int(mul->b) : as_const_int(mul->a);
+      const Expr& other = const_b ? mul->a : mul->b;
+      if (c && *c >= 1 && other.as<VarNode>()) {
+        sym = other;
+        d.scale = *c;
+      }
+    }
+    auto* v = sym.as<VarNode>();
     TILEC_USER_CHECK(v != nullptr, tensor->loc,
-                     "declare the dimension as its own T.dynamic variable and compute derived sizes in the kernel")
+                     "declare the dimension as its own T.dynamic variable (or a constant times one) and compute "
+                     "derived sizes in the kernel")
         << "tensor '" << tensor->name << "' " << what << " " << dim
-        << " is an expression; only constants and T.dynamic variables are supported";
+        << " is an expression; only constants, T.dynamic variables and constant multiples of them are supported";
     auto it = by_name_.find(v->name);
     if (it == by_name_.end()) {
       by_name_[v->name] = v;
       names.push_back(v->name);
-      vars.push_back(Var(std::static_pointer_cast<const VarNode>(e.shared())));
+      vars.push_back(Var(std::static_pointer_cast<const VarNode>(sym.shared())));
     } else {
       TILEC_USER_CHECK(it->second == v, tensor->loc, "give every T.dynamic variable its own name")
           << "two different symbolic dimensions are named '" << v->name << "'";

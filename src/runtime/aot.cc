@@ -95,14 +95,16 @@ std::string aot_header(const LaunchPlan& plan, const std::string& signature, con
       param(std::string(t.is_output ? "void* " : "const void* ") + n);
       shapes << "  const int64_t " << n << "_shape[] = {";
       for (size_t d = 0; d < t.shape.size(); ++d)
-        shapes << (d ? ", " : "") << (t.shape[d].symbol.empty() ? std::to_string(t.shape[d].value) : ident(t.shape[d].symbol));
+        shapes << (d ? ", " : "") << (t.shape[d].symbol.empty() ? std::to_string(t.shape[d].value)
+                                    : (t.shape[d].scale == 1 ? "" : std::to_string(t.shape[d].scale) + " * ") +
+                                          ident(t.shape[d].symbol));
       if (t.shape.empty()) shapes << "0";
       shapes << "};\n";
       args << "      tilec::runtime::AotKernel::tensor(" << n << ", \"" << t.dtype.str() << "\", " << n << "_shape, "
            << t.shape.size() << ", device),\n";
       doc << "//   " << t.name << ": " << t.dtype.str() << "[";
       for (size_t d = 0; d < t.shape.size(); ++d)
-        doc << (d ? ", " : "") << (t.shape[d].symbol.empty() ? std::to_string(t.shape[d].value) : t.shape[d].symbol);
+        doc << (d ? ", " : "") << dim_spec_text(t.shape[d]);
       doc << "]" << (t.is_output ? " (output: allocated by the caller)" : "") << "\n";
     } else {
       const ScalarParam& s = plan.scalars[index];

@@ -152,7 +152,7 @@ const std::string& Kernel::param_name(int param) const {
   return param_is_tensor(param) ? p.tensors[param_index(param)].name : p.scalars[param_index(param)].name;
 }
 
-std::string Kernel::dim_text(const DimSpec& d) const { return d.symbol.empty() ? std::to_string(d.value) : d.symbol; }
+std::string Kernel::dim_text(const DimSpec& d) const { return dim_spec_text(d); }
 
 std::string Kernel::describe_param(int param) const {
   const LaunchPlan& p = artifact_.plan;
@@ -256,8 +256,24 @@ void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call
     arg_error(pos, "expected a " + std::to_string(rank) + "-d tensor (" + describe_param(pos) + "), got a " +
                        std::to_string(t.ndim) + "-d tensor of shape " + shape_text(t.shape, t.ndim));
   }
-  // Binds symbol `sym` to `value` or checks it against the earlier binding.
-  auto bind_symbol = [&](int sym, int dim, int64_t value, const char* what) {
+  // Binds symbol `sym` to `value` / `scale` or checks it against the earlier binding.
+  auto bind_symbol = [&](int sym, int dim, int64_t value, int64_t scale, const char* what) {
+    if (scale != 1) {
+      const std::string name = artifact_.plan.symbols[sym];
+      if (value % scale != 0) {
+        arg_error(pos, std::string(what) + " " + std::to_string(dim) + " is " + std::to_string(scale) + " * " + name +
+                           ", so it must be a multiple of " + std::to_string(scale) + "; got " + std::to_string(value) +
+                           (what[0] == 'd' ? " (shape " + shape_text(t.shape, t.ndim) + ")" : ""));
+      }
+      if (call.symbol_bound_by[sym] >= 0 && call.symbol_values[sym] * scale != value) {
+        int by = call.symbol_bound_by[sym];
+        arg_error(pos, std::string(what) + " " + std::to_string(dim) + " is " + std::to_string(scale) + " * " + name +
+                           " with " + name + " = " + std::to_string(call.symbol_values[sym]) + " (set by argument '" +
+                           param_name(by) + "'), so " + std::to_string(scale * call.symbol_values[sym]) + "; got " +
+                           std::to_string(value) + (what[0] == 'd' ? " (shape " + shape_text(t.shape, t.ndim) + ")" : ""));
+      }
+      value /= scale;
+    }
     if (call.symbol_bound_by[sym] < 0) {
       const ir::DataType st = artifact_.plan.symbol_vars[sym]->dtype;
       if (!int_fits(st, value)) {
@@ -286,7 +302,7 @@ void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call
     numel *= actual;
     int sym = shape_symbol_[ti][i];
     if (sym >= 0) {
-      bind_symbol(sym, i, actual, "dimension");
+      bind_symbol(sym, i, actual, tp.shape[i].scale, "dimension");
     } else if (actual != tp.shape[i].value) {
       arg_error(pos, "dimension " + std::to_string(i) + ": expected " + std::to_string(tp.shape[i].value) + ", got " +
                          std::to_string(actual) + " (expected shape " + describe_param(pos).substr(tp.name.size() + 2) +
@@ -316,7 +332,7 @@ void Kernel::bind_tensor_structure(int pos, const TensorView& t, BoundCall& call
       }
       int sym = stride_symbol_[ti][i];
       if (sym >= 0) {
-        bind_symbol(sym, i, actual, "stride");
+        bind_symbol(sym, i, actual, tp.strides[i].scale, "stride");
       } else if (t.shape[i] != 1 && actual != tp.strides[i].value) {
         arg_error(pos, "stride " + std::to_string(i) + ": expected " + std::to_string(tp.strides[i].value) + ", got " +
                            std::to_string(actual) + " (strides " +
@@ -413,7 +429,7 @@ int Kernel::output_shape(int param, const BoundCall& call, int64_t* shape) const
     if (sym < 0) {
       shape[i] = tp.shape[i].value;
     } else if (call.symbol_bound_by[sym] >= 0) {
-      shape[i] = call.symbol_values[sym];
+      shape[i] = call.symbol_values[sym] * tp.shape[i].scale;
     } else {
       arg_error(param,
                 "cannot allocate this output: its dimension " + std::to_string(i) + " is the symbol '" +

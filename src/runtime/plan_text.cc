@@ -190,13 +190,18 @@ class ExprReader {
   size_t pos_ = 0;
 };
 
+}  // namespace
+
+std::string dim_spec_text(const DimSpec& d) {
+  if (d.symbol.empty()) return std::to_string(d.value);
+  return d.scale == 1 ? d.symbol : std::to_string(d.scale) + "*" + d.symbol;
+}
+
+namespace {
+
 void dims_to_text(const std::vector<DimSpec>& dims, std::ostream& os) {
   os << '[';
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) os << ',';
-    if (!dims[i].symbol.empty()) os << dims[i].symbol;
-    else os << dims[i].value;
-  }
+  for (size_t i = 0; i < dims.size(); ++i) os << (i ? "," : "") << dim_spec_text(dims[i]);
   os << ']';
 }
 
@@ -209,7 +214,14 @@ std::vector<DimSpec> dims_from_text(const std::string& s, int line) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     DimSpec d;
-    if (!item.empty() && std::isdigit(static_cast<unsigned char>(item[0]))) {
+    if (size_t star = item.find('*'); star != std::string::npos) {  // scale*symbol
+      const std::string scale = item.substr(0, star), symbol = item.substr(star + 1);
+      auto [end, ec] = std::from_chars(scale.data(), scale.data() + scale.size(), d.scale);
+      if (ec != std::errc() || end != scale.data() + scale.size() || d.scale < 1 || !is_identifier(symbol)) {
+        text_error(line, "bad dimension '" + item + "' (a scaled symbol is written 32*name)");
+      }
+      d.symbol = symbol;
+    } else if (!item.empty() && std::isdigit(static_cast<unsigned char>(item[0]))) {
       auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d.value);
       if (ec != std::errc() || end != item.data() + item.size()) text_error(line, "bad dimension '" + item + "'");
     } else if (is_identifier(item)) {

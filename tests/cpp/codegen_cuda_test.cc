@@ -233,8 +233,18 @@ TEST(CodegenErrors, IntrinsicMisuse) {
 
 TEST(CodegenErrors, LaunchPlanShapes) {
   Var m = make_var("m"), m2 = make_var("m");
-  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(store_kernel(float_imm(1.0), {m * 2})); }),
-                       "tensor 'out' dimension 0 is an expression; only constants and T.dynamic variables"));
+  EXPECT_TRUE(contains(user_error_of([&] { passes::build_launch_plan(store_kernel(float_imm(1.0), {m + 2})); }),
+                       "tensor 'out' dimension 0 is an expression; only constants, T.dynamic variables and constant "
+                       "multiples of them"));
+  // A constant multiple of a symbol (upstream's `seq_len * heads`): the symbol, scaled.
+  for (Expr dim : {m * 32, int_imm(32) * m}) {
+    runtime::LaunchPlan plan = passes::build_launch_plan(store_kernel(float_imm(1.0), {dim}));
+    ASSERT_EQ(plan.tensors.size(), 1u);
+    EXPECT_EQ(plan.tensors[0].shape[0].symbol, "m");
+    EXPECT_EQ(plan.tensors[0].shape[0].scale, 32);
+    EXPECT_EQ(plan.symbols, std::vector<std::string>{"m"});
+    EXPECT_EQ(runtime::dim_spec_text(plan.tensors[0].shape[0]), "32*m");
+  }
   Builder b("k");
   Buffer A = b.tensor("A", {m}, Float32()), B = b.tensor("B", {m2}, Float32());
   b.begin_kernel({int_imm(1)}, {128});

@@ -287,4 +287,45 @@ TEST(RuntimeLaunch, ArchCompatibility) {
 }
 
 }  // namespace
+// A dimension declared as a constant times a symbol (upstream's `seq_len * heads`): the symbol is
+// bound from it (size / scale), checked against other tensors, and scales an output's shape.
+TEST(RuntimeLaunch, ScaledSymbolDimensions) {
+  const char* plan = R"(tilec-launch-plan 1
+kernel idx
+symbol s int32
+tensor Q float32 shape=[32*s,64]
+tensor W float32 shape=[s,32]
+tensor K float32 shape=[8*s]
+tensor L float32 shape=[4*s] output=1
+arg tensor 0
+arg tensor 1
+arg tensor 2
+arg tensor 3
+arg symbol s int32
+grid s
+block 128 1 1
+)";
+  Kernel k(artifact_for(plan));
+  EXPECT_NE(launch_plan_to_text(k.plan()).find("shape=[32*s,64]"), std::string::npos);
+  FakeTensor q({32 * 5, 64}), w({5, 32}), kk({40});
+  std::vector<ArgValue> args = {q.arg(), w.arg(), kk.arg(), ArgValue{}};
+  BoundCall call;
+  k.bind(args.data(), call, true);
+  EXPECT_EQ(call.symbol_values[0], 5);
+  int64_t shape[kMaxRank];
+  ASSERT_EQ(k.output_shape(3, call, shape), 1);
+  EXPECT_EQ(shape[0], 20);
+
+  FakeTensor ragged({33, 64});
+  EXPECT_CONTAINS(bind_error(k, {ragged.arg(), w.arg(), kk.arg(), {}}),
+                  "dimension 0 is 32 * s, so it must be a multiple of 32; got 33 (shape [33, 64])");
+  FakeTensor q6({32 * 6, 64});
+  EXPECT_CONTAINS(bind_error(k, {q6.arg(), w.arg(), kk.arg(), {}}),
+                  "dimension 0 is the symbol 's' = 6 (set by argument 'Q' dimension 0), got 5");
+  FakeTensor k48({48});
+  EXPECT_CONTAINS(bind_error(k, {q.arg(), w.arg(), k48.arg(), {}}),
+                  "dimension 0 is 8 * s with s = 5 (set by argument 'Q'), so 40; got 48");
+  EXPECT_THROW(launch_plan_from_text(std::string(plan).replace(std::string(plan).find("32*s"), 4, "0*s")), UserError);
+}
+
 }  // namespace tilec::runtime

@@ -213,7 +213,7 @@ def test_non_constant_buffer_extent():
     ("while", "while", "a `while` loop is not supported in a kernel body", "T.serial(n)"),
     ("try", "try", "`try` is not supported in a kernel body", "remove the try"),
     ("lambda", "lambda", "a lambda is not supported in a kernel body", "T.Layout"),
-    ("break", "break", "`break` is not supported in a kernel body", "`if`"),
+    ("break", "break", "`break` in a T.Parallel loop: its iterations do not run one after another", "`if`"),
     ("listcomp", "T.serial", "a comprehension can only loop over Python values, not a LoopFrame", "T.serial"),
 ])
 def test_unsupported_python_syntax(snippet, marker_token, message, hint_part):
@@ -246,7 +246,7 @@ def test_unsupported_python_syntax(snippet, marker_token, message, hint_part):
         @T.prim_func
         def main(A: T.Tensor((128,), "float32")):
             with T.Kernel(1, threads=128) as bx:
-                for i in T.serial(128):
+                for i in T.Parallel(128):
                     break  # unsupported-break
         return main
 

@@ -99,7 +99,7 @@ def test_reinterpret_between_float_and_integer_compiles_to_a_bit_cast():
     assert "tl::reinterpret<unsigned int>(B[" in src and "tl::reinterpret<float>(A[" in src, src
 
 
-def test_bit_operations_widen_the_narrower_integer_of_one_signedness():
+def test_bit_operations_widen_the_narrower_integer_and_prefer_unsigned():
     @T.prim_func
     def widen(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.uint16), O: T.Tensor((128,), T.uint16)):
         with T.Kernel(1, threads=128) as bx:
@@ -107,9 +107,23 @@ def test_bit_operations_widen_the_narrower_integer_of_one_signedness():
                 O[i] = (V[i] >> P[i]) & T.uint16(15)
 
     assert 'T.call_intrin("uint16", "tl.shift_right", T.cast(V[i], "uint16"), P[i])' in widen.script()
+
+    # Mixed signedness (TVM's rule, upstream's top-k selector): the wider type, or of one
+    # width the unsigned one.
+    @T.prim_func
+    def mixed(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.int16), U: T.Tensor((128,), T.uint32),
+              S: T.Tensor((128,), T.int32), O: T.Tensor((128,), T.int16), Q: T.Tensor((128,), T.uint32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                O[i] = V[i] >> P[i]
+                Q[i] = (U[i] >> (24 - S[i])) & 0xFF
+
+    text = mixed.script()
+    assert 'T.call_intrin("int16", "tl.shift_right", T.cast(V[i], "int16"), P[i])' in text, text
+    assert 'T.call_intrin("uint32", "tl.shift_right", U[i], T.cast(24 - S[i], "uint32"))' in text, text
     with pytest.raises(CompileError, match="bit operations need two integers of one type"):
         @T.prim_func
-        def mixed(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.int16), O: T.Tensor((128,), T.int16)):
+        def floats(V: T.Tensor((128,), T.uint8), P: T.Tensor((128,), T.float32), O: T.Tensor((128,), T.int16)):
             with T.Kernel(1, threads=128) as bx:
                 for i in T.Parallel(128):
                     O[i] = V[i] >> P[i]

@@ -184,6 +184,17 @@ def _install_fake_cuda(torch):
     torch.Generator = CpuGenerator
     torch.backends.cudnn.allow_tf32 = True
 
+    # torch.profiler with CUDA activities needs a GPU: profile the CPU only (the table is empty).
+    real_profile = torch.profiler.profile
+
+    def cpu_profile(*a, activities=None, **k):
+        if activities is not None:
+            activities = [x for x in activities if x != torch.profiler.ProfilerActivity.CUDA] or \
+                [torch.profiler.ProfilerActivity.CPU]
+        return real_profile(*a, activities=activities, **k)
+
+    torch.profiler.profile = cpu_profile
+
 
 _COMPUTE = object()  # _shape_only's answer: run the op for real
 _FACTORIES = ("randn", "rand", "randint", "zeros", "ones", "empty", "full", "normal", "arange", "randperm")
@@ -337,6 +348,8 @@ class InterceptedKernel:
     def __call__(self, *args, **kwargs):
         import torch
 
+        from tilec.kernel import bind_dim, dim_value, split_dim
+
         kwargs.pop("stream", None)
         inputs = [p for p in self._params if not p["is_output"]]
         outputs = [p for p in self._params if p["is_output"]]
@@ -355,15 +368,15 @@ class InterceptedKernel:
                     raise KernelArgumentError(f"argument '{p['name']}' of {self._kernel.signature} has rank "
                                               f"{len(a.shape)}, expected {len(p['shape'])}")
                 for d, n in zip(p["shape"], a.shape):
-                    if isinstance(d, str):
-                        symbols.setdefault(d, int(n))
+                    bind_dim(symbols, d, n)
         if len(args) == len(self._params):
             return None
         from tilec.profiler import _torch_dtype
 
         made = []
         for p in outputs:
-            shape = [symbols.get(d, 1) if isinstance(d, str) else d for d in p["shape"]]
+            shape = [dim_value(d, symbols) if not isinstance(d, str) or split_dim(d)[1] in symbols else 1
+                     for d in p["shape"]]
             made.append(torch.zeros(shape, dtype=_torch_dtype(p["dtype"])))
         if not made:
             return None

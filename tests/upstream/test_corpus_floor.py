@@ -28,7 +28,9 @@ import run_corpus
 # (one attention-sink backward sits at the host-memory limit with two examples at a time).
 # 2026-12-01 (compat10: fragments read through j // c, in blocks / rows of an outer serial loop,
 # T.reshape / T.view of fragments, uniform T.alloc_var copies): 80 pass, 77 of upstream's 99.
-FLOOR = 77
+# 2026-12-01 (compat11: break / continue as flags, mixed-signedness bit operations, tensor
+# dimensions scale * symbol, torch.profiler in the harness): 82 pass, 79 of upstream's 99.
+FLOOR = 79
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

@@ -14,10 +14,19 @@ namespace tilec::runtime {
 
 // One dimension of a tensor parameter: either a constant or a symbolic variable
 // (T.dynamic) that is bound from the first tensor that has it and checked against the rest.
+//
+// A symbolic dimension may carry a constant factor (`seq_len * heads` with heads a constant:
+// upstream's DeepSeek v3.2 indexer): the dimension is scale * symbol, a tensor binds the symbol
+// to its size / scale (which must divide evenly) and outputs are allocated scale * symbol.
 struct DimSpec {
   int64_t value = -1;       // >= 0: must equal this
   std::string symbol;       // non-empty: bind / check this symbol
+  int64_t scale = 1;        // with a symbol: the dimension is scale * symbol (scale >= 1)
 };
+
+// "seq_len", or "32*seq_len" for a scaled symbol, or the constant: the launch plan text's
+// spelling, also what Kernel::params() reports for the dimension.
+std::string dim_spec_text(const DimSpec& d);
 
 struct TensorParam {
   std::string name;

@@ -32,14 +32,13 @@ from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir,
 
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
+from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, may_exit
 
 _UNSUPPORTED_STMT_HINTS = {
     "While": ("a `while` loop", "use a for loop with a known trip count (T.serial(n)) and an `if` inside"),
     "Try": ("`try`", "errors are reported when the kernel is compiled; remove the try/except"),
     "TryStar": ("`try`", "remove the try/except"),
     "Raise": ("`raise`", "check conditions in the jit factory, outside the kernel"),
-    "Break": ("`break`", "use an `if` around the rest of the loop body"),
-    "Continue": ("`continue`", "use an `if` around the rest of the loop body"),
     "Delete": ("`del`", "remove it"),
     "Global": ("`global`", "pass values as factory parameters"),
     "Nonlocal": ("`nonlocal`", "pass values as factory parameters"),
@@ -111,6 +110,9 @@ class Parser(ExpressionEvaluator):
         self.in_macro = macro_depth > 0
         self.returned = False
         self.return_value: Any = None
+        # One entry per enclosing loop of this kernel: its LoopExit, or None when it has no
+        # break / continue of its own (frontend/loop_exits.py).
+        self.loop_exits: list = []
 
     # ------------------------------------------------------------------ locations, errors
 
@@ -211,10 +213,14 @@ class Parser(ExpressionEvaluator):
         if new_scope:
             self.scopes.append(_Scope(ir_frame))
         self.implicit_frames.append(0)
-        for stmt in stmts:
+        exits = self.loop_exits[-1] if self.loop_exits else None
+        for k, stmt in enumerate(stmts):
             if self.returned:
                 raise self.error(stmt, "code after `return` in a T.macro", "remove it")
             self.visit_stmt(stmt)
+            if exits is not None and k + 1 < len(stmts) and may_exit(stmt):
+                exits.guard_rest(self.loc(stmts[k + 1]))  # the rest of the block, unless it left
+                self.implicit_frames[-1] += 1
         for _ in range(self.implicit_frames.pop()):
             self.builder.end_frame()
         if new_scope:
@@ -235,6 +241,19 @@ class Parser(ExpressionEvaluator):
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
+
+    def _loop_exit_for(self, node: ast.stmt, word: str) -> LoopExit:
+        exits = self.loop_exits[-1] if self.loop_exits else None
+        if exits is None:
+            raise self.error(node, f"`{word}` outside a T.serial / range / T.unroll loop of the kernel",
+                             "use an `if` around the rest of the loop body")
+        return exits
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        self._loop_exit_for(node, "break").on_break(self.loc(node))
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        self._loop_exit_for(node, "continue").on_continue(self.loc(node))
 
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -353,9 +372,11 @@ class Parser(ExpressionEvaluator):
         if not is_ir(cond):
             # Python value: keep only the taken branch (its names stay visible, as in Python).
             taken = node.body if cond else node.orelse
-            for stmt in taken:
+            for k, stmt in enumerate(taken):
                 if self.returned:
                     raise self.error(stmt, "code after `return` in a T.macro", "remove it")
+                if k and self.loop_exits and self.loop_exits[-1] is not None and may_exit(taken[k - 1]):
+                    raise self.error(stmt, "code after `break` / `continue` never runs", "remove it")
                 self.visit_stmt(stmt)
             return
         self.builder.begin_if(to_expr(cond), self.loc(node))
@@ -395,6 +416,7 @@ class Parser(ExpressionEvaluator):
         if isinstance(it, LoopFrame):
             names = self._target_names(node.target)
             self.ctx.loc = self.loc(node.iter)
+            exits = self._loop_exits_of(node, it)
             try:
                 loop_vars = it.begin_loops(self.ctx, names)
             except CompileError as e:
@@ -404,18 +426,48 @@ class Parser(ExpressionEvaluator):
             self.scopes.append(_Scope(ir_frame=True))
             for n, v in zip(names, loop_vars):
                 self.bind(n, v)
-            self.visit_body(node.body, new_scope=False)
+            guards = exits.begin_iteration(self.loc(node.body[0])) if exits is not None else 0
+            self.loop_exits.append(exits)
+            try:
+                self.visit_body(node.body, new_scope=False)
+            finally:
+                self.loop_exits.pop()
+            for _ in range(guards):
+                self.builder.end_frame()
             self.scopes.pop()
             self.ir_depth -= 1
             it.end_loops(self.ctx)
             return
         if isinstance(it, (list, tuple, range)):
-            for value in it:  # a Python sequence: unrolled while parsing
-                self.assign_target(node.target, value, node)
-                self.visit_body(node.body, new_scope=False)
+            jump = first_exit(node.body)
+            if jump is not None:
+                raise self.error(jump, f"`{'break' if isinstance(jump, ast.Break) else 'continue'}` in a loop over "
+                                       "a Python sequence "
+                                       "(unrolled while parsing)",
+                                 "loop with T.serial(n) / range(n) over a count instead")
+            self.loop_exits.append(None)
+            try:
+                for value in it:  # a Python sequence: unrolled while parsing
+                    self.assign_target(node.target, value, node)
+                    self.visit_body(node.body, new_scope=False)
+            finally:
+                self.loop_exits.pop()
             return
         raise self.error(node.iter, f"cannot loop over {describe(it)} in a kernel",
                          "loop over T.serial(n), T.Parallel(...), T.Pipelined(...), range(...) or a Python list")
+
+    def _loop_exits_of(self, node: ast.For, it: Any) -> Optional[LoopExit]:
+        """The flags of a loop whose body has its own break / continue (None: it has none)."""
+        has_break, has_continue = exits_of(node.body)
+        if not (has_break or has_continue):
+            return None
+        jump = first_exit(node.body)
+        word = "break" if isinstance(jump, ast.Break) else "continue"
+        if it.kind not in EXIT_KINDS:
+            raise self.error(jump, f"`{word}` in a {it.what} loop: its iterations do not run one after another",
+                             "leave early only from T.serial / range / T.unroll loops; in a T.Parallel or "
+                             "T.Pipelined loop, use an `if` around the rest of the body")
+        return LoopExit(self.builder, self.loc(node), has_break, has_continue)
 
     def _evals_to(self, node: ast.AST, target: Any) -> bool:
         if isinstance(node, ast.Name):

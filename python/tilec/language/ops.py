@@ -536,10 +536,11 @@ def bitwise(kind: str, a: Any, b: Any):
         ea = _tilec.int_imm(int(a), eb.dtype, _loc()) if isinstance(a, numbers.Integral) else to_expr(a)
     if eb is None:
         eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
-    if ea.dtype.is_integer() and eb.dtype.is_integer() and ea.dtype != eb.dtype and \
-            str(ea.dtype).startswith("u") == str(eb.dtype).startswith("u") and ea.dtype.lanes == eb.dtype.lanes:
-        # Two integers of one signedness: the narrower is widened (TVM's rule), e.g. uint8 >> uint16.
-        if ea.dtype.bits < eb.dtype.bits:
+    if ea.dtype.is_integer() and eb.dtype.is_integer() and ea.dtype != eb.dtype and ea.dtype.lanes == eb.dtype.lanes:
+        # TVM's rule for two integer types: the narrower is widened (uint8 >> uint16); of one
+        # width, unsigned wins (uint32 >> int32: the top-k selector's radix digits).
+        a_unsigned, b_unsigned = str(ea.dtype).startswith("u"), str(eb.dtype).startswith("u")
+        if ea.dtype.bits < eb.dtype.bits or (ea.dtype.bits == eb.dtype.bits and b_unsigned and not a_unsigned):
             ea = _tilec.cast(eb.dtype, ea, _loc())
         else:
             eb = _tilec.cast(ea.dtype, eb, _loc())

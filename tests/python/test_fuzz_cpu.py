@@ -133,6 +133,7 @@ def test_sanitizer_command_stops_with_the_error_status():
     cmd = sanitizer_command("racecheck")
     assert cmd[:3] == ["compute-sanitizer", "--tool", "racecheck"]
     assert cmd[cmd.index("--error-exitcode") + 1] == str(SANITIZER_ERROR_EXIT)
+    assert cmd[cmd.index("--log-file") + 1] == "/dev/stderr"  # stdout carries only the answers
 
 
 def test_minimizer_shrinks_to_what_still_fails(tmp_path):

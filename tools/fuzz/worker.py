@@ -28,8 +28,10 @@ SANITIZER_ERROR_EXIT = 86
 
 
 def sanitizer_command(tool: str) -> list:
-    """The prefix that runs a checking process under compute-sanitizer's `tool`."""
-    return ["compute-sanitizer", "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR_EXIT), "--print-limit", "20"]
+    """The prefix that runs a checking process under compute-sanitizer's `tool`. Its report goes
+    to stderr (the worker's stdout carries only the JSON answers)."""
+    return ["compute-sanitizer", "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR_EXIT), "--print-limit", "20",
+            "--log-file", "/dev/stderr"]
 
 
 class Worker:

@@ -166,7 +166,9 @@ class Explainer {
       if (tma_target) {
         l.rejected.push_back(no_tma.empty() ? std::string("no TMA: loads use TMA in a warp-specialized T.Pipelined "
                                                           "loop (or T.tma_copy with an mbarrier), and this copy is "
-                                                          "not in one")
+                                                          "not in one, nor ahead of one with its tile read only by "
+                                                          "the loop's gemms in a block of two or more consumer "
+                                                          "warpgroups (tilec.producer_head_copies)")
                                             : "no TMA: " + no_tma);
       }
       if (env.target().has_cp_async() && !pipelined)

@@ -66,9 +66,9 @@ def bwd_programs(b, h, s, d, causal, dtype="bfloat16", blocks=None):
     import flash_attention as fwd
     from tilec.ops.attention_kernels import flash_attention_bwd
 
-    bm, bn, threads = blocks or (64, None, 128)
+    sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     return (fwd.flash_attention(b, h, s, d, causal, dtype=dtype, return_lse=True),
-            *flash_attention_bwd(b, h, s, d, causal, dtype, block_M=bm, block_N=bn, threads=threads))
+            *flash_attention_bwd(b, h, s, d, causal, dtype, **sizes))
 
 
 def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):

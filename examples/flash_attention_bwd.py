@@ -55,10 +55,9 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
     compile_ = _harness.tilec.compile
     forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
                                            heads_kv=hkv, seq_len_kv=skv))
-    block_M, block_N, threads = blocks or (64, None, 128)
+    sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype,
-                                                                  heads_kv=hkv, seq_len_kv=skv, block_M=block_M,
-                                                                  block_N=block_N, threads=threads))
+                                                                  heads_kv=hkv, seq_len_kv=skv, **sizes))
     shape, kv_shape = (batch, seq_len, heads, dim), (batch, skv, hkv, dim)
     q, do = (torch.randn(shape, dtype=tdt, device="cuda") for _ in range(2))
     k, v = (torch.randn(kv_shape, dtype=tdt, device="cuda") for _ in range(2))

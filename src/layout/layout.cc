@@ -468,6 +468,19 @@ int64_t vector_elems(DataType dtype, int64_t innermost_extent, int64_t bytes) {
   return v;
 }
 
+namespace {
+// The register digits after the thread digits, in register order: the vector digit fastest,
+// then outer dimensions' repeats.
+void append_register_digits(DigitForm& f, std::vector<Digit>& locals) {
+  int64_t ls = 1;
+  for (auto& d : locals) {
+    d.out_stride = ls;
+    ls *= d.extent;
+    f.digits.push_back(d);
+  }
+}
+}  // namespace
+
 Layout coalesced_layout(const std::vector<int64_t>& shape, int64_t num_threads, int64_t vec) {
   TILEC_ICHECK(num_threads >= 1 && vec >= 1) << "coalesced_layout";
   DigitForm f;
@@ -504,13 +517,7 @@ Layout coalesced_layout(const std::vector<int64_t>& shape, int64_t num_threads, 
     int64_t outer = (shape[d] + s - 1) / s;
     if (outer > 1) locals.push_back({d, s, outer, false, 0});
   }
-  // Register order: the vector digit fastest, then outer dimensions' repeats.
-  int64_t ls = 1;
-  for (auto& d : locals) {
-    d.out_stride = ls;
-    ls *= d.extent;
-    f.digits.push_back(d);
-  }
+  append_register_digits(f, locals);
   TILEC_ICHECK(f.well_formed()) << "coalesced_layout produced a malformed layout";
   return to_layout(f);
 }
@@ -549,12 +556,7 @@ DigitForm coalesced_within(const std::vector<int64_t>& shape, int64_t num_thread
     const int64_t outer = (shape[d] + s - 1) / s;
     if (outer > 1) locals.push_back({d, s, outer, false, 0});
   }
-  int64_t ls = 1;
-  for (auto& d : locals) {
-    d.out_stride = ls;
-    ls *= d.extent;
-    f.digits.push_back(d);
-  }
+  append_register_digits(f, locals);
   return f;
 }
 

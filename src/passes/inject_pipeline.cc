@@ -221,8 +221,7 @@ class Injector : public IRMutator {
 
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     const int64_t saved = threads_;
-    threads_ = 1;
-    for (int64_t t : op->threads) threads_ *= t;
+    threads_ = op->block_threads();
     Stmt r = IRMutator::mutate_KernelLaunch(s, op);
     threads_ = saved;
     return r;

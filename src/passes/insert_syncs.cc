@@ -782,8 +782,7 @@ PrimFunc insert(const PrimFunc& f, PassContext& ctx) {
   if (!kernel) return f;
   SyncPlanner planner(kernel, syncs::arena_ranges(kernel->body));
   Stmt body = planner.run(kernel->body);
-  int64_t threads = 1;
-  for (auto t : kernel->threads) threads *= t;
+  const int64_t threads = kernel->block_threads();
   body = syncs::named_barriers(body, threads);
   if (body.same_as(kernel->body)) return f;
   auto k = std::make_shared<KernelLaunchNode>(*kernel);

@@ -534,8 +534,7 @@ class KernelRewriter : public IRMutator {
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
-    int64_t threads = 1;
-    for (auto t : op->threads) threads *= t;
+    const int64_t threads = op->block_threads();
     UnitCollector c;
     c.visit(op->body);
     Inference inf(target_, threads, c, ctx_);

@@ -157,8 +157,7 @@ class OverlapGemmMainLoop : public IRMutator {
     return IRMutator::mutate_For(s, op);
   }
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
-    threads_ = 1;
-    for (int64_t t : op->threads) threads_ *= t;
+    threads_ = op->block_threads();
     return IRMutator::mutate_KernelLaunch(s, op);
   }
   // The fragment-size annotation of every gemm left as it was is dropped (also when

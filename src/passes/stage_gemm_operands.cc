@@ -48,8 +48,7 @@ class GemmOperandStager : public IRMutator {
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     const int64_t saved = threads_;
-    threads_ = 1;
-    for (int64_t t : op->threads) threads_ *= t;
+    threads_ = op->block_threads();
     Stmt out = IRMutator::mutate_KernelLaunch(s, op);
     threads_ = saved;
     return out;

@@ -119,12 +119,12 @@ class StageOutputTiles : public IRMutator {
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
-    int64_t threads = 1;
-    for (int64_t t : op->threads) threads *= t;
+    const int64_t threads = op->block_threads();
     blocks_per_sm_ = threads <= 128 ? 2 : 1;
     budget_ = std::min<int64_t>(ctx_.target().max_shared_memory_per_block(), kSmemPerSm / blocks_per_sm_) -
               kReservedPerBlock - shared_bytes(op->body);
-    Stmt body = spine(op->body);
+    bool after_gemm_loop = false;
+    Stmt body = spine(op->body, after_gemm_loop);
     if (body.same_as(op->body)) return s;
     auto n = std::make_shared<KernelLaunchNode>(*op);
     n->body = body;
@@ -132,53 +132,29 @@ class StageOutputTiles : public IRMutator {
   }
 
  private:
-  // Down the kernel's wrappers to its statement list.
-  Stmt spine(const Stmt& s) {
+  // Down the kernel's wrappers (Lets, Allocates, Annotates) to its statement lists; a wrapper
+  // among a list's statements (a value bound before the loop, as causal attention's step count)
+  // is looked into with the same state, so a copy after the loop in its body is found too.
+  Stmt spine(const Stmt& s, bool& after_gemm_loop) {
     if (auto* l = s.as<LetNode>()) {
-      Stmt b = spine(l->body);
+      Stmt b = spine(l->body, after_gemm_loop);
       return b.same_as(l->body) ? s : let(l->var, l->value, b, l->loc);
     }
     if (auto* a = s.as<AllocateNode>()) {
-      Stmt b = spine(a->body);
+      Stmt b = spine(a->body, after_gemm_loop);
       return b.same_as(a->body) ? s : allocate(a->buffer, b, a->loc);
     }
     if (auto* an = s.as<AnnotateNode>()) {
-      Stmt b = spine(an->body);
+      Stmt b = spine(an->body, after_gemm_loop);
       if (b.same_as(an->body)) return s;
       auto n = std::make_shared<AnnotateNode>(*an);
       n->body = b;
       return Stmt(std::shared_ptr<const AnnotateNode>(std::move(n)));
     }
-    if (auto* q = s.as<SeqNode>()) return stage_in(s, q);
+    if (auto* q = s.as<SeqNode>()) return stage_in(s, q, after_gemm_loop);
     return s;
   }
 
-  // The statements of a Seq on the spine; a Let, Allocate or Annotate among them (a value
-  // bound before the loop, as causal attention's step count) is looked into with the same
-  // state, so a copy after the loop in its body is found too.
-  Stmt stage_in(const Stmt& s, const SeqNode* q) {
-    bool after_gemm_loop = false;
-    return stage_in(s, q, after_gemm_loop);
-  }
-  Stmt stage_nested(const Stmt& st, bool& after_gemm_loop) {
-    if (auto* l = st.as<LetNode>()) {
-      Stmt b = stage_nested(l->body, after_gemm_loop);
-      return b.same_as(l->body) ? st : let(l->var, l->value, b, l->loc);
-    }
-    if (auto* a = st.as<AllocateNode>()) {
-      Stmt b = stage_nested(a->body, after_gemm_loop);
-      return b.same_as(a->body) ? st : allocate(a->buffer, b, a->loc);
-    }
-    if (auto* an = st.as<AnnotateNode>()) {
-      Stmt b = stage_nested(an->body, after_gemm_loop);
-      if (b.same_as(an->body)) return st;
-      auto n = std::make_shared<AnnotateNode>(*an);
-      n->body = b;
-      return Stmt(std::shared_ptr<const AnnotateNode>(std::move(n)));
-    }
-    if (auto* q = st.as<SeqNode>()) return stage_in(st, q, after_gemm_loop);
-    return st;
-  }
   Stmt stage_in(const Stmt& s, const SeqNode* q, bool& after_gemm_loop) {
     std::vector<Stmt> out;
     std::vector<Buffer> staged;
@@ -186,7 +162,7 @@ class StageOutputTiles : public IRMutator {
     for (const Stmt& st : q->stmts) {
       if (auto* f = st.as<ForNode>(); f && f->for_kind == ForKind::kPipelined && contains_gemm(st)) after_gemm_loop = true;
       if (st.as<LetNode>() || st.as<AllocateNode>() || st.as<AnnotateNode>() || st.as<SeqNode>()) {
-        Stmt n = stage_nested(st, after_gemm_loop);
+        Stmt n = spine(st, after_gemm_loop);
         changed |= !n.same_as(st);
         out.push_back(n);
         continue;

@@ -125,7 +125,7 @@ class WarpSpecializer : public IRMutator {
     // writes (a paged cache's block table, varlen offsets); the producer thread reads them too.
     read_only_.reset();
     if (ctx_.get_bool("tilec.ws_indirect_copies")) read_only_ = read_only_globals(op->body);
-    const ReadOnly* ro = read_only_ ? &*read_only_ : nullptr;
+    const ReadOnly* ro = read_only();
     for (const StmtNode* w : sp->wrappers)
       if (auto* l = dynamic_cast<const LetNode*>(w); l && !reads_only(l->value, ro))
         return refuse(s, "a value the loop depends on ('" + l->var->name + "') is read from memory" +
@@ -167,7 +167,7 @@ class WarpSpecializer : public IRMutator {
         p.consumers.push_back(j);
         continue;
       }
-      if (std::string why = why_not_producer_copy(st, read_only_ ? &*read_only_ : nullptr); !why.empty())
+      if (std::string why = why_not_producer_copy(st, read_only()); !why.empty())
         return no(why);
       const TileOpNode* op = tile_op(st);
       const BufferNode* dst = region_arg(*op, 1).buffer.get();
@@ -228,6 +228,7 @@ class WarpSpecializer : public IRMutator {
 
   const PassContext& ctx_;
   std::optional<ReadOnly> read_only_;  // with tilec.ws_indirect_copies: the kernel's read-only globals
+  const ReadOnly* read_only() const { return read_only_ ? &*read_only_ : nullptr; }
 
  public:
   int min_blocks_ = 0;  // blocks per SM the register budget was planned for (0: not specialized)

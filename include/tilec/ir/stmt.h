@@ -103,6 +103,12 @@ struct KernelLaunchNode : StmtNode {
   std::vector<Var> thread_vars;    // one per block extent (threadIdx.x, .y, .z)
   std::vector<int64_t> cluster;    // empty or 1..3 cluster extents
   Stmt body;
+  // The block's thread count (the product of `threads`).
+  int64_t block_threads() const {
+    int64_t n = 1;
+    for (int64_t t : threads) n *= t;
+    return n;
+  }
 };
 
 // An argument of a tile op: a scalar expression or a buffer region.

@@ -347,8 +347,7 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
   }
 
   // Body: kernel indices, then the wrappers' lets, then the kernel body.
-  int64_t threads = 1;
-  for (auto t : kernel->threads) threads *= t;
+  const int64_t threads = kernel->block_threads();
   static const char* kAxes[] = {"x", "y", "z"};
   std::vector<std::string> prologue;
   if (plan.dynamic_shared_bytes > 0) {

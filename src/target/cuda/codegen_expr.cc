@@ -409,17 +409,18 @@ Printed CudaPrinter::print_printf(const CallNode* op, const IntrinInfo& info) {
   std::string fmt = "block (%d, %d, %d) thread (%d, %d, %d):";
   std::string args = ", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, "
                      "(int)threadIdx.z";
+  for (const Expr& a : op->args)
+    if (!a.as<StringImmNode>() && a->dtype.is_vector()) {
+      std::string all;
+      for (size_t i = 0; i < op->args.size(); ++i) all += (i ? ", " : "") + expr(op->args[i]);
+      return {info.cuda + "(" + all + ")"};
+    }
   for (const Expr& a : op->args) {
     if (auto* str = a.as<StringImmNode>()) {
       fmt += " " + c_string_body(str->value, true);
       continue;
     }
     const DataType t = a->dtype;
-    if (t.is_vector()) {
-      std::string all;
-      for (size_t i = 0; i < op->args.size(); ++i) all += (i ? ", " : "") + expr(op->args[i]);
-      return {info.cuda + "(" + all + ")"};
-    }
     const std::string v = expr(a);
     if (t.is_bool()) {
       fmt += " %s";

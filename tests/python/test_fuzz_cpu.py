@@ -202,3 +202,10 @@ def test_attention_programs_carry_their_warp_specialization_configs():
     assert fuzz_check.pass_configs(spec) == {"tilec.head_copies_after_first_step": True,
                                              "tilec.producer_head_copies": False, "tl.disable_vectorize": True}
     assert "bx * " in render.render(spec) and ">= k * " in render.render(spec)  # the causal mask
+
+
+def test_sanitize_needs_the_gpu_mode(capsys):
+    from tools.fuzz.__main__ import main
+
+    assert main(["--mode", "cpu", "--sanitize", "memcheck", "--count", "1"]) == 2
+    assert "--sanitize needs --mode gpu" in capsys.readouterr().err

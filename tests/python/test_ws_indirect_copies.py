@@ -77,3 +77,29 @@ def test_a_table_the_kernel_writes_stays_with_the_consumers():
     k = _compile(_written_table(), **ON)
     assert "setmaxnreg" not in k.get_kernel_source()
     assert "computed from memory (e.g. a block table) that the kernel also writes" in k.explain(show=False)
+
+
+def _table_read_only(n=512):
+    @T.prim_func
+    def f(A: T.Tensor((n, 64), "float16"), B: T.Tensor((64, 64), "float16"), idx: T.Tensor((n // 64,), "int32"),
+          C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.copy(B, B_s)
+            T.clear(acc)
+            for k in T.Pipelined(n // 64, num_stages=2):
+                T.copy(A[idx[k] * 64, 0], A_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C)
+
+    return f
+
+
+def test_a_copy_region_read_from_a_table_names_the_config():
+    off = _compile(_table_read_only())
+    assert "setmaxnreg" not in off.get_kernel_source()
+    assert ("is computed from memory (e.g. a block table); tilec.ws_indirect_copies lets the producer read it"
+            in off.explain(show=False))
+    assert "setmaxnreg" in _compile(_table_read_only(), **ON).get_kernel_source()

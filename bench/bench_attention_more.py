@@ -1,7 +1,7 @@
 """Issue 10's other attention targets: the FlashAttention backward against cuDNN's SDPA backward,
 and MLA decoding against the roofline (with FlashMLA's published H800 ratio as the bar).
 
-    python bench/bench_attention_more.py [--part bwd|mla|all] [--quick] [--json out.json]
+    python bench/bench_attention_more.py [--part bwd|mla|decode|all] [--quick] [--json out.json]
     python bench/bench_attention_more.py --compile-only      (no GPU: builds every program for sm_90a)
 
 Backward (bf16, the FlashAttention-3 paper's grid restricted to issue 10's rows: head dim 64 and
@@ -19,6 +19,11 @@ H200 4.8 TB/s HBM3e, 989 TFLOP/s dense bf16 (ridge 206 FLOP/B; MLA with h_q 128 
 240 FLOP/B, compute-bound). FlashMLA's published H800 SXM5 figures: 3000 GB/s memory-bound (of
 3.35 TB/s: 0.896) and 580 TFLOP/s compute-bound (of 989: 0.586); issue 10's target is 0.9 x that
 fraction of the bound that applies.
+
+Paged Flash-Decoding (examples/flash_decoding.py: GQA 32 query heads / 8 KV heads, d 128, bf16,
+64-token pages in a shuffled block table; split kernel + combine, num_split the best of --splits):
+GB/s = (K and V cache b s h_kv d + Q + O) x 2 bytes / t against the 4.8 TB/s HBM roof (decoding
+is memory-bound: 2 h/h_kv = 8 FLOP/B).
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ FLASHMLA_H800 = {"memory": 3000e9 / 3.35e12, "compute": 580e12 / 989e12}  # frac
 
 BWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128) for c in (False, True) for s in (2048, 4096, 8192)]
 MLA_SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 8192), (128, 32768)]
+DECODE_SHAPES = [(64, 4096), (64, 16384), (8, 32768)]  # (batch, KV length); 32 / 8 heads, d 128
 
 
 def bwd_flops(b, h, s, d, causal):
@@ -184,27 +190,81 @@ def run_mla(quick, splits):
     return rows
 
 
+def decode_bytes(batch, seqlen, heads=32, heads_kv=8, dim=128):
+    return 2.0 * (2 * batch * seqlen * heads_kv * dim + 2 * batch * heads * dim)
+
+
+def run_decode(quick, splits, heads=32, heads_kv=8, dim=128, page_size=64):
+    import torch
+
+    import tilec
+    from _timing import bench
+    from flash_decoding import flash_decoding
+
+    rows = []
+    for (batch, seqlen) in (DECODE_SHAPES[:1] if quick else DECODE_SHAPES):
+        best = None
+        max_pages = math.ceil(seqlen / page_size)
+        num_pages = batch * max_pages
+        q = torch.randn(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
+        k_cache, v_cache = (torch.randn(num_pages, page_size, heads_kv, dim, dtype=torch.bfloat16, device="cuda")
+                            for _ in range(2))
+        table = torch.randperm(num_pages, device="cuda").int().reshape(batch, max_pages)
+        lens = torch.full((batch,), seqlen, dtype=torch.int32, device="cuda")
+        out = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
+        for ns in splits:
+            split, combine = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None) for p in
+                              flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size, ns,
+                                             dtype="bfloat16"))
+            o_part = torch.empty(batch, heads, ns, dim, dtype=torch.float32, device="cuda")
+            lse_part = torch.empty(batch, heads, ns, dtype=torch.float32, device="cuda")
+
+            def run():
+                split(q, k_cache, v_cache, table, lens, o_part, lse_part)
+                combine(o_part, lse_part, out)
+
+            t = bench(run, warmup=5, rep=30) / 1e3
+            if best is None or t < best[0]:
+                best = (t, ns)
+        t, ns = best
+        gbps = decode_bytes(batch, seqlen, heads, heads_kv, dim) / t / 1e9
+        row = {"batch": batch, "seqlen": seqlen, "num_split": ns, "ms": t * 1e3, "gbps": gbps,
+               "fraction_of_roof": gbps * 1e9 / H200_BYTES_PER_S}
+        rows.append(row)
+        print(f"  decode b{batch} h{heads}/{heads_kv} s{seqlen} d{dim} split {ns}: {gbps:.0f} GB/s, "
+              f"{row['fraction_of_roof']:.3f} of the HBM roof", flush=True)
+        del k_cache, v_cache
+    return rows
+
+
 def compile_only():
     import tilec
 
     n = 0
     for (b, h, s, d, causal) in BWD_SHAPES[:1] + BWD_SHAPES[-1:]:
-        for p in bwd_programs(b, h, s, d, causal) + bwd_programs(b, h, s, d, causal, blocks=(128, 64, 256))[2:3]:
+        for p in bwd_programs(b, h, s, d, causal) + bwd_programs(b, h, s, d, causal, blocks=(64, 32, 128))[2:3]:
             tilec.compile(p, target="sm_90a")
             n += 1
     for (batch, seqlen) in MLA_SHAPES[:1]:
         for p in mla_programs(batch, seqlen, 2)[0]:
             tilec.compile(p, target="sm_90a")
             n += 1
+    from flash_decoding import flash_decoding
+
+    batch, seqlen = DECODE_SHAPES[0]
+    pages = math.ceil(seqlen / 64)
+    for p in flash_decoding(batch, 32, 8, 128, batch * pages, pages, 64, 2, dtype="bfloat16"):
+        tilec.compile(p, target="sm_90a")
+        n += 1
     print(f"compiled {n} programs for sm_90a")
     return n
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["bwd", "mla", "all"], default="all")
+    ap.add_argument("--part", choices=["bwd", "mla", "decode", "all"], default="all")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--splits", default="1,2,4", help="MLA num_split candidates (the best is reported)")
+    ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs for every program timed")
@@ -221,6 +281,8 @@ def main():
         out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks)]
     if args.part in ("mla", "all"):
         out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
+    if args.part in ("decode", "all"):
+        out["decode"] = run_decode(args.quick, [int(x) for x in args.splits.split(",")])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -93,7 +93,7 @@ def shapes(quick):
     return [(16384 // s, 2048 // d, s, d, c) for d in DIMS for c in (False, True) for s in SEQLENS]
 
 
-def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128):
+def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128, block_m=128, threads=256, dims=None):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -110,6 +110,8 @@ def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128):
     tdt = getattr(torch, dtype)
     rows = []
     for b, h, s, d, causal in shapes(quick):
+        if dims and d not in dims:
+            continue
         q, k, v = (torch.randn(b, s, h, d, dtype=tdt, device="cuda") for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
         flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
@@ -117,7 +119,8 @@ def run(impl, dtype, quick, pass_configs=None, label=None, block_n=128):
         t0 = time.time()
         try:
             kw = {"pass_configs": pass_configs} if pass_configs else {}
-            kernel = tilelang.compile(program(T, b, h, s, d, causal, dtype, block_N=block_n), out_idx=[3], **kw)
+            kernel = tilelang.compile(program(T, b, h, s, d, causal, dtype, block_M=block_m, block_N=block_n,
+                                                    threads=threads), out_idx=[3], **kw)
             compile_s = time.time() - t0
             o = kernel(q, k, v)
             ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
@@ -187,6 +190,9 @@ def main():
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--block-n", type=int, default=128)
+    ap.add_argument("--block-m", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=256)
+    ap.add_argument("--dims", default="", help="head dims to run, e.g. 64 (default: all)")
     ap.add_argument("--json", default="")
     ap.add_argument("--table", nargs="*")
     ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs (tilec variants)")
@@ -196,7 +202,8 @@ def main():
         table(args.table)
         return
     rows = run(args.impl, args.dtype, args.quick, json.loads(args.pass_configs) if args.pass_configs else None,
-               args.label or None, args.block_n)
+               args.label or None, args.block_n, args.block_m, args.threads,
+               [int(x) for x in args.dims.split(",")] if args.dims else None)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -39,11 +39,11 @@ CASES = [
     (2, 8, 333, 64, False, "float16", 2, 333),
     (1, 6, 401, 128, True, "float16", 3, 390),
     (1, 4, 200, 64, True, "bfloat16", 1, 517),      # causal, keys past the last query get no gradient
-    # (..., blocks): 128 keys x 64 queries per block on 256 threads (two consumer warpgroups),
-    # a candidate default (half the dQ atomics per FLOP; no spills on sm_90a), checked here
-    (2, 4, 512, 64, True, "bfloat16", None, None, (128, 64, 256)),
-    (1, 6, 401, 128, True, "float16", 3, 390, (128, 64, 256)),
-    (1, 4, 300, 128, False, "bfloat16", None, None, (128, 64, 256)),
+    # (..., blocks): the small blocks (64 keys x 32 queries on 128 threads, the default for head
+    # dim 256 and short sequences) where the default would be 128 x 64 x 256
+    (2, 4, 512, 64, True, "bfloat16", None, None, (64, 32, 128)),
+    (1, 6, 401, 128, True, "float16", 3, 390, (64, 32, 128)),
+    (1, 4, 300, 128, False, "bfloat16", None, None, (64, 32, 128)),
 ]
 
 

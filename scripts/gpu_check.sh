@@ -37,7 +37,7 @@ if want test; then
   run_step "C++ tests (ctest)" ctest.log ctest --test-dir build-gpu -j16 --output-on-failure
   run_step "GPU tests (pytest -m gpu)" pytest_gpu.log "$PY" -m pytest -q -m gpu tests/gpu
 fi
-if want corpus && [ -d ../shared/upstream/tilelang/examples ]; then
+if want corpus && [ -d "${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples" ]; then
   # Upstream TileLang's examples, unmodified, each under 120 s, 8 at a time (docs/COMPAT.md, GPU
   # mode). Writes $OUT/corpus_gpu.json, the table $OUT/corpus_gpu.md and one log per example in
   # $OUT/corpus_gpu_logs/. CORPUS_SHARD=K/N runs every N-th example from the K-th (a full run can
@@ -49,7 +49,7 @@ if want corpus && [ -d ../shared/upstream/tilelang/examples ]; then
     --timeout 120 $shard --report "$report"
   tail -n 3 "$OUT/corpus.log"
 elif want corpus; then
-  record "upstream corpus (GPU mode)" "SKIPPED (no ../shared/upstream/tilelang/examples)"
+  record "upstream corpus (GPU mode)" "SKIPPED (no ../shared/upstream/tilelang/examples; TILEC_UPSTREAM_DIR names a copy)"
 fi
 if want examples; then
   for ex in examples/[a-z]*.py; do
@@ -99,18 +99,27 @@ if want bench; then
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then
-  # Default-off variants waiting for a measurement (docs/PERFORMANCE.md, the sixth session): each
-  # against the default in the same step. Not part of `all`.
-  run_step "FA grid, head copies after step 1" cand_fa.log "$PY" bench/peer_attention.py --impl tilec \
-    --label tilec_head_late --pass-configs '{"tilec.head_copies_after_first_step": true}' --json "$OUT/cand_fa_late.json"
-  run_step "FA grid, default" cand_fa_default.log "$PY" bench/peer_attention.py --impl tilec --json "$OUT/cand_fa.json"
-  "$PY" bench/peer_attention.py --table "$OUT/cand_fa.json" "$OUT/cand_fa_late.json" | tail -n 3
-  run_step "backward blocks default vs 128x64x256" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
-    --bwd-blocks default,128x64x256 --json "$OUT/cand_bwd.json"
+  # Variants against the defaults, each pair in the same step (docs/PERFORMANCE.md). Not part of
+  # `all`. The seventh session's: the paged / varlen producer (tilec.ws_indirect_copies, on since
+  # then) against off, for MLA and paged Flash-Decoding; the backward's default blocks against the
+  # small ones; tilec.head_copies_after_first_step (off: no gain in the seventh session's grid).
+  run_step "MLA, default" cand_mla.log "$PY" bench/bench_attention_more.py --part mla \
+    --json "$OUT/cand_mla.json"
+  run_step "MLA, ws_indirect_copies off" cand_mla_off.log "$PY" bench/bench_attention_more.py --part mla \
+    --pass-configs '{"tilec.ws_indirect_copies": false}' --json "$OUT/cand_mla_off.json"
+  run_step "decode, default" cand_dec.log "$PY" bench/bench_attention_more.py --part decode \
+    --json "$OUT/cand_dec.json"
+  run_step "decode, ws_indirect_copies off" cand_dec_off.log "$PY" bench/bench_attention_more.py --part decode \
+    --pass-configs '{"tilec.ws_indirect_copies": false}' --json "$OUT/cand_dec_off.json"
+  tail -n 8 "$OUT"/cand_mla.log "$OUT"/cand_mla_off.log "$OUT"/cand_dec.log "$OUT"/cand_dec_off.log
+  run_step "backward blocks default vs 64x32x128" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
+    --bwd-blocks default,64x32x128 --json "$OUT/cand_bwd.json"
   tail -n 28 "$OUT/cand_bwd.log"
-  run_step "MLA, ws_indirect_copies" cand_mla.log "$PY" bench/bench_attention_more.py --part mla \
-    --pass-configs '{"tilec.ws_indirect_copies": true}' --json "$OUT/cand_mla.json"
-  tail -n 8 "$OUT/cand_mla.log"
+  if [ -n "${CANDIDATE_FA:-}" ]; then
+    run_step "FA grid, head copies after step 1" cand_fa.log "$PY" bench/peer_attention.py --impl tilec \
+      --label tilec_head_late --pass-configs '{"tilec.head_copies_after_first_step": true}' --json "$OUT/cand_fa_late.json"
+    run_step "FA grid, default" cand_fa_default.log "$PY" bench/peer_attention.py --impl tilec --json "$OUT/cand_fa.json"
+  fi
 fi
 
 echo

@@ -79,10 +79,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "With tilec.producer_head_copies: the producer issues the first step's copies of a tile before its "
      "head copies (the first step's slots free up during the previous tile, the head's only at its end). "
      "Off by default: not yet measured on the GPU."},
-    {"tilec.ws_indirect_copies", false,
+    {"tilec.ws_indirect_copies", true,
      "Warp specialization also takes loops whose copies' regions (or the values the loop depends on) read "
      "global tensors the kernel never writes: a paged cache's block table, varlen offsets (MLA and paged "
-     "decoding, varlen attention); the producer thread reads them. Off by default: not yet run on the GPU."},
+     "decoding, varlen attention); the producer thread reads them. Only speed changes."},
     {"tilec.pingpong", true,
      "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
      "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},

@@ -2,7 +2,9 @@
 //
 // Input:  a verified PrimFunc (variables defined before use, each loop variable bound once).
 // Output: an equivalent function: same statements, buffers and tile ops; each expression
-//         replaced by the analyzer's simplified form. Expressions the analyzer cannot
+//         replaced by the analyzer's simplified form, except that an If whose condition
+//         simplifies to a constant becomes the branch it takes (when that branch exists: a
+//         false If without else stays). Expressions the analyzer cannot
 //         improve keep their identity, so an already simple function comes back as the
 //         same object (no copy, and the pass manager sees "unchanged").
 // Before: verify.
@@ -49,6 +51,17 @@ class Simplifier : public ir::IRMutator {
     n->extent = std::move(extent);
     n->body = std::move(body);
     return Stmt(std::shared_ptr<const ir::ForNode>(std::move(n)));
+  }
+
+  // `if True:` (a guard the bounds prove, e.g. `if k * block + i < n` of whole blocks) is its
+  // body: later passes then see the statements themselves (a vector atomic, a plain store).
+  Stmt mutate_If(const Stmt& s, const ir::IfNode* op) override {
+    Stmt out = IRMutator::mutate_If(s, op);
+    auto* n = out.as<ir::IfNode>();
+    const int64_t* c = n ? ir::as_const_int(n->cond) : nullptr;
+    if (c == nullptr) return out;
+    if (*c != 0) return n->then_case;
+    return n->else_case ? n->else_case : out;
   }
 
   Stmt mutate_KernelLaunch(const Stmt& s, const ir::KernelLaunchNode* op) override {

@@ -4,7 +4,11 @@
 //         local buffers are 1-D.
 // Output: no For of kind Vectorized. A vectorized loop `for v in [m, m + V)` (V, m constant)
 //         becomes its body on V-lane vectors when
-//           - the body is a sequence of BufferStores (no If, Let, loop or call statement),
+//           - the body is a sequence of BufferStores and vector atomic adds (no If, Let, loop
+//             or other call statement): `tl.atomic_add(tl.address_of(B[..v..]), value)` as a
+//             statement (old value unused) where kVectorAtomicAdds has B's dtype and V for the
+//             target and B's memory (float x2 / x4 in global memory on sm_90+, half / bfloat16
+//             x2); it becomes tl.atomic_add(tl.address_of(B[Ramp]), vector value),
 //           - every access is contiguous in v: v appears (affinely) in one index only, with
 //             coefficient 1, in a dimension of stride 1 — or not at all (a loop-invariant
 //             scalar access, broadcast),
@@ -41,10 +45,44 @@ namespace {
 
 bool vector_bytes_ok(int64_t bytes) { return bytes == 4 || bytes == 8 || bytes == 16; }
 
+// Vector atomic adds the device library turns into one instruction (tilec/atomic.cuh).
+struct VectorAtomicAdd {
+  DataType dtype;
+  int64_t lanes;
+  int min_arch;      // compute capability * 10
+  bool global_only;  // sm_90's float2 / float4 atomicAdd take global addresses only
+};
+const VectorAtomicAdd kVectorAtomicAdds[] = {
+    {DataType::Float(32), 2, 90, true},
+    {DataType::Float(32), 4, 90, true},
+    {DataType::Float(16), 2, 80, false},
+    {DataType::BFloat16(), 2, 80, false},
+};
+
+bool vector_atomic_add_ok(const Buffer& b, int64_t lanes, int arch) {
+  for (const auto& row : kVectorAtomicAdds)
+    if (row.dtype == b->dtype && row.lanes == lanes && arch >= row.min_arch &&
+        (!row.global_only || b->scope == Scope::kGlobal))
+      return true;
+  return false;
+}
+
+// `tl.atomic_add(tl.address_of(B[...]), value)` as a statement: the address's load, else null.
+const BufferLoadNode* atomic_add_target(const Stmt& s, const CallNode** atomic) {
+  auto* ev = s.as<EvaluateNode>();
+  auto* c = ev ? ev->value.as<CallNode>() : nullptr;
+  if (!c || c->op != "tl.atomic_add" || c->args.size() != 2) return nullptr;
+  auto* addr = c->args[0].as<CallNode>();
+  if (!addr || addr->op != "tl.address_of" || addr->args.size() != 1) return nullptr;
+  *atomic = c;
+  return addr->args[0].as<BufferLoadNode>();
+}
+
 class LoopVectorizer {
  public:
-  LoopVectorizer(arith::Analyzer& az, const ForNode* loop)
-      : az_(az), v_(loop->loop_var.get()), min_(*as_const_int(loop->min)), lanes_(*as_const_int(loop->extent)) {}
+  LoopVectorizer(arith::Analyzer& az, const ForNode* loop, int arch)
+      : az_(az), v_(loop->loop_var.get()), min_(*as_const_int(loop->min)), lanes_(*as_const_int(loop->extent)),
+        arch_(arch) {}
 
   // The vectorized statements, or null when the loop cannot be vectorized. `align_cond` gets
   // the runtime alignment check the vector code needs (null: none).
@@ -54,6 +92,13 @@ class LoopVectorizer {
     else stmts = {body};
     std::vector<Stmt> out;
     for (const auto& s : stmts) {
+      const CallNode* atomic = nullptr;
+      if (const BufferLoadNode* target = atomic_add_target(s, &atomic)) {
+        Stmt v = vector_atomic_add(s, atomic, target);
+        if (!v.defined()) return Stmt();
+        out.push_back(v);
+        continue;
+      }
       auto* st = s.as<BufferStoreNode>();
       if (!st) return Stmt();
       auto idx = access(st->buffer, st->indices);
@@ -82,6 +127,19 @@ class LoopVectorizer {
   }
 
  private:
+  // One atomic add of the loop's lanes to consecutive elements, or null.
+  Stmt vector_atomic_add(const Stmt& s, const CallNode* atomic, const BufferLoadNode* target) {
+    if (!vector_atomic_add_ok(target->buffer, lanes_, arch_)) return Stmt();
+    auto idx = access(target->buffer, target->indices);
+    if (!idx || !any_vector(*idx)) return Stmt();
+    auto value = vec(atomic->args[1]);
+    if (!value) return Stmt();
+    stored_.push_back({target->buffer.get(), target->indices});
+    const int lanes = static_cast<int>(lanes_);
+    Expr addr = call(DataType::Handle(), "tl.address_of", {buffer_load(target->buffer, *idx, s->loc)}, s->loc);
+    return evaluate(call(atomic->dtype.with_lanes(lanes), "tl.atomic_add", {addr, widen(*value)}, s->loc), s->loc);
+  }
+
   bool is_vector(const Expr& e) const { return e->dtype.lanes() > 1; }
   bool any_vector(const std::vector<Expr>& xs) const {
     for (const auto& x : xs)
@@ -233,13 +291,14 @@ class LoopVectorizer {
   arith::Analyzer& az_;
   const VarNode* v_;
   int64_t min_, lanes_;
+  int arch_;
   Expr align_cond_;
   std::vector<std::pair<const BufferNode*, std::vector<Expr>>> stored_, touched_;
 };
 
 class Vectorizer : public IRMutator {
  public:
-  explicit Vectorizer(bool disabled) : disabled_(disabled) {}
+  Vectorizer(bool disabled, int arch) : disabled_(disabled), arch_(arch) {}
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -256,7 +315,7 @@ class Vectorizer : public IRMutator {
     if (op->for_kind != ForKind::kVectorized) return out;
     auto* loop = out.as<ForNode>();
     if (!disabled_ && as_const_int(loop->min) && as_const_int(loop->extent) && *as_const_int(loop->extent) > 1) {
-      LoopVectorizer lv(az_, loop);
+      LoopVectorizer lv(az_, loop, arch_);
       Expr align_cond;
       if (Stmt v = lv.run(loop->body, &align_cond); v.defined())
         return align_cond ? if_then_else(align_cond, v, unrolled(loop), s->loc) : v;
@@ -273,11 +332,12 @@ class Vectorizer : public IRMutator {
 
   arith::Analyzer az_;
   bool disabled_;
+  int arch_;
 };
 
 PrimFunc vectorize_func(const PrimFunc& f, PassContext& ctx) {
   bool disabled = back::config_flag(ctx, "tl.disable_vectorize") || back::config_flag(ctx, "tir.disable_vectorize");
-  return with_body(f, Vectorizer(disabled).mutate(f->body));
+  return with_body(f, Vectorizer(disabled, ctx.target().arch).mutate(f->body));
 }
 
 }  // namespace

@@ -334,6 +334,48 @@ TEST(Vectorize, DependenceBetweenIterationsBlocksVectorization) {
   EXPECT_EQ(loop->for_kind, ForKind::kUnrolled);
 }
 
+// A vectorized loop of `tl.atomic_add(tl.address_of(D[tx * lanes + v]), S[tx * lanes + v])`.
+PrimFunc atomic_loop(DataType dtype, int lanes, bool shared_target) {
+  Builder b("k");
+  Buffer G = b.tensor("G", {int_imm(4096)}, dtype), S = b.tensor("S", {int_imm(4096)}, dtype);
+  b.begin_kernel({int_imm(4)}, {128});
+  Buffer D = shared_target ? b.alloc_shared("D", {int_imm(1024)}, dtype) : G;
+  Var tx = b.thread_vars()[0];
+  Var v = b.begin_for("v", int_imm(0), int_imm(lanes), ForKind::kVectorized);
+  Expr addr = call(DataType::Handle(), "tl.address_of", {buffer_load(D, {tx * lanes + v})});
+  b.evaluate(call(dtype, "tl.atomic_add", {addr, buffer_load(S, {tx * lanes + v})}));
+  b.end_frame();
+  b.end_frame();
+  return b.finish();
+}
+
+std::string vectorized_for(const PrimFunc& f, int arch) {
+  target::Target t;
+  t.arch = arch;
+  passes::PassContext ctx(t);
+  PrimFunc out = passes::vectorize_pass().run(f, ctx);
+  return body_text(out);
+}
+
+TEST(Vectorize, FloatAtomicAddsBecomeOneVectorAtomicOnSm90) {
+  EXPECT_EQ(vectorized_for(atomic_loop(Float32(), 2, false), 90),
+            "tl::atomic_add(&G[tx * 2], tl::load<2>(&S[tx * 2]));\n");
+  EXPECT_EQ(vectorized_for(atomic_loop(Float32(), 4, false), 90),
+            "tl::atomic_add(&G[tx * 4], tl::load<4>(&S[tx * 4]));\n");
+  // Half and bfloat16 pairs: one 32-bit atomic from sm_80 on, in shared memory too.
+  const std::string half_shared = vectorized_for(atomic_loop(Float16(), 2, true), 80);
+  EXPECT_TRUE(contains(half_shared, "tl::atomic_add(&D[tx * 2], tl::load<2>(&S[tx * 2]));")) << half_shared;
+  EXPECT_FALSE(contains(half_shared, "for (int v = 0;")) << half_shared;
+}
+
+TEST(Vectorize, AtomicAddsWithoutAVectorInstructionStayLaneByLane) {
+  auto lane_by_lane = [](const std::string& text) { return contains(text, "for (int v = 0;"); };
+  EXPECT_TRUE(lane_by_lane(vectorized_for(atomic_loop(Float32(), 2, false), 80)));  // float x2 needs sm_90
+  EXPECT_TRUE(lane_by_lane(vectorized_for(atomic_loop(Float32(), 2, true), 90)));   // and global memory
+  EXPECT_TRUE(lane_by_lane(vectorized_for(atomic_loop(Float16(), 4, false), 90)));  // half x4: no instruction
+  EXPECT_TRUE(lane_by_lane(vectorized_for(atomic_loop(DataType::Int(32), 2, false), 90)));    // integers
+}
+
 // ---------------------------------------------------------------- flatten_buffers
 
 TEST(FlattenBuffers, RowMajorAndStridedParameters) {

@@ -409,6 +409,29 @@ TEST_F(PassesTest, SimplifyUsesLoopAndThreadRanges) {
   EXPECT_TRUE(is_zero(store->indices[0])) << script(out);
 }
 
+TEST_F(PassesTest, SimplifyReplacesAnIfOfAProvedConditionByItsBranch) {
+  // `if i < 16` in a loop of 16 is its body; `if i < 0` with an else is the else; without an
+  // else it stays (there is no branch to take).
+  Builder b("guards");
+  auto A = b.tensor("A", {int_imm(16)}, DataType::Float(32));
+  b.begin_kernel({int_imm(1)}, {1});
+  Var i = b.begin_for("i", int_imm(0), int_imm(16), ForKind::kSerial);
+  b.begin_if(Expr(i) < int_imm(16));
+  b.store(A, {i}, float_imm(1.0));
+  b.end_frame();
+  b.begin_if(Expr(i) < int_imm(0));
+  b.store(A, {i}, float_imm(2.0));
+  b.end_frame();
+  b.end_frame();
+  b.end_frame();
+  passes::PassContext ctx;
+  PrimFunc out = passes::simplify_pass().run(b.finish(), ctx);
+  const std::string text = script(out);
+  EXPECT_EQ(text.find("if True"), std::string::npos) << text;
+  EXPECT_NE(text.find("A[i] = T.float32(1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("if False"), std::string::npos) << text;
+}
+
 TEST_F(PassesTest, CudaPipelineStartsWithVerifyAndSimplify) {
   target::Target t;
   t.arch = 90;

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="N
 def test_programs_compile_and_the_roofline_is_consistent():
     import bench_attention_more as b
 
-    assert b.compile_only() == 12  # 2 backward shapes x (4 programs + the 128x64x256 main kernel), 2 MLA
+    assert b.compile_only() == 14  # 2 backward shapes x (4 programs + the 64x32x128 main kernel), 2 MLA, 2 decode
     assert b.parse_blocks("default,128x64x256") == [None, (128, 64, 256)]
     flops, bytes_ = b.mla_counts(64, 4096)
     assert flops == 2.0 * 64 * 128 * 4096 * 1088
@@ -24,3 +24,4 @@ def test_programs_compile_and_the_roofline_is_consistent():
     assert bound == "compute" and t == pytest.approx(flops / 989e12)  # ~228 FLOP/B > the 206 ridge
     assert b.roofline(1.0, 1e9)[0] == "memory"
     assert b.bwd_flops(1, 1, 10, 8, True) == pytest.approx(2.5 * 4 * 100 * 8 * 0.5)
+    assert b.decode_bytes(2, 100, heads=4, heads_kv=2, dim=8) == 2.0 * (2 * 2 * 100 * 2 * 8 + 2 * 2 * 4 * 8)

@@ -96,7 +96,7 @@ EXAMPLES = {
     "flash_decoding_split": (
         lambda: importlib.import_module("flash_decoding").flash_decoding(4, 32, 8, 128, 256, 64)[0],
         {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", "ex2.approx"],
-         "sm_90a": [WGMMA, "cp.async.cg.shared.global", "ex2.approx"]}),
+         "sm_90a": [WGMMA, TMA_LOAD, MBAR_WAIT, "ex2.approx"]}),  # the producer reads the block table
     "flash_decoding_mqa_bf16": (
         lambda: importlib.import_module("flash_decoding").flash_decoding(2, 128, 1, 64, 64, 32, dtype="bfloat16")[0],
         {"sm_80": None,  # (ptxas spills 8 bytes at 128 registers here)
@@ -106,7 +106,7 @@ EXAMPLES = {
     # Varlen: the copies' rows start at cu_seqlens (read from memory), so cp.async rather than TMA.
     "flash_attention_varlen": (
         lambda: importlib.import_module("flash_attention_varlen").flash_attention_varlen(3, 4, 64, 333, 400, 200, True, 2),
-        {"sm_80": None, "sm_90a": [WGMMA, "cp.async.cg.shared.global", "ex2.approx"]}),
+        {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD, MBAR_WAIT, "ex2.approx"]}),  # the producer reads cu_seqlens
     # MLA decoding: two stages of the 64 x 512 latent tile need sm_90's shared memory; sm_80 gets one.
     "mla_decode_sm80": (
         lambda: importlib.import_module("mla_decode").mla_decode(4, 128, 256, 64, num_stages=1)[0],
@@ -114,7 +114,7 @@ EXAMPLES = {
     "mla_decode": (
         lambda: importlib.import_module("mla_decode").mla_decode(4, 128, 256, 64, dtype="bfloat16")[0],
         {"sm_80": None, "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16",
-                                   "cp.async.cg.shared.global", "fence.proxy.async"]}),
+                                   TMA_LOAD, "fence.proxy.async"]}),
     "flash_attention_causal_bf16": (
         lambda: importlib.import_module("flash_attention").flash_attention(1, 4, 512, 64, is_causal=True,
                                                                            dtype="bfloat16"),
@@ -220,12 +220,14 @@ def test_mla_decode_orders_p_stores_before_the_pv_gemm():
     # P goes through shared memory (S_shared): a barrier (after the async-proxy fence) must separate
     # the threads' stores from the wgmma that reads it. A loop trip count read from cache_seqlens
     # used to lose these barriers (fixed: tests/python/test_sync_gaps.py); the example still keeps
-    # its static trip count.
-    src = tilec.compile(importlib.import_module("mla_decode").mla_decode(2, 128, 64, 16)[0],
-                        target="sm_90a").get_kernel_source()
-    loop = src[src.index("for (int p"):]
-    between = loop[loop.index("&S_shared["):loop.index("(&S_shared[0]")]
-    assert "tl::fence_proxy_async();\n    __syncthreads();" in between, between
+    # its static trip count. Warp-specialized (the consumers' named barrier) and not.
+    for ws in (True, False):
+        src = tilec.compile(importlib.import_module("mla_decode").mla_decode(2, 128, 64, 16)[0], target="sm_90a",
+                            pass_configs={"tilec.ws_indirect_copies": ws}).get_kernel_source()
+        loop = src[src.index("for (int p"):]
+        between = loop[loop.index("&S_shared["):loop.index("(&S_shared[0]")]
+        barrier = "tl::named_barrier_sync(1, 256);" if ws else "__syncthreads();"
+        assert re.search(r"tl::fence_proxy_async\(\);\n\s*" + re.escape(barrier), between), between
 
 
 def test_flash_attention_option_errors():

@@ -100,7 +100,7 @@ def test_tma_store_and_why_a_store_is_not_tma():
     assert "no TMA: loads use TMA in a warp-specialized T.Pipelined loop" in _section(text, "T.copy(A, S)")
 
 
-def test_a_paged_copy_is_not_warp_specialized():
+def test_a_paged_copy_is_warp_specialized_unless_the_config_is_off():
     @T.prim_func
     def paged(K: T.Tensor((64 * 16, 64), "float16"), table: T.Tensor((16,), "int32"),
               Q: T.Tensor((128, 64), "float16"), O: T.Tensor((128, 64), "float32")):
@@ -115,8 +115,10 @@ def test_a_paged_copy_is_not_warp_specialized():
                 T.gemm(Qs, Ks, acc, transpose_B=True)
             T.copy(acc, O)
 
-    text = tilec.compile(paged, target="sm_90a").explain(show=False)
-    assert "is computed from memory (e.g. a block table)" in _section(text, "T.Pipelined loop")
+    off = tilec.compile(paged, target="sm_90a", pass_configs={"tilec.ws_indirect_copies": False})
+    assert "is computed from memory (e.g. a block table)" in _section(off.explain(show=False), "T.Pipelined loop")
+    on = tilec.compile(paged, target="sm_90a").explain(show=False)
+    assert "chosen: warp-specialized" in _section(on, "T.Pipelined loop")
 
 
 def test_kernels_from_cuda_source_have_nothing_to_explain():

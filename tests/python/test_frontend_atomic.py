@@ -56,3 +56,35 @@ def test_vector_atomic_add_is_one_atomic_per_element():
         assert f"D[Idx[i], j * 4{k}]" in text, text
     src = tilec.compile(scatter, target="sm_90a").get_kernel_source()
     assert src.count("tl::atomic_add(") == 4, src
+
+
+def _splitk_accumulate():
+    @T.prim_func
+    def splitk(A: T.Tensor((256, 64), "float16"), B: T.Tensor((64, 256), "float16"), C: T.Tensor((256, 256), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_local = T.alloc_fragment((128, 128), "float32")
+            T.copy(A[by * 128, 0], A_s)
+            T.copy(B[0, bx * 128], B_s)
+            T.clear(C_local)
+            T.gemm(A_s, B_s, C_local)
+            T.atomic_add(C[by * 128, bx * 128], C_local)
+
+    return splitk
+
+
+def _atomics_in_ptx(kernel):
+    import collections
+
+    return collections.Counter(line.split()[0] for line in kernel.get_ptx().splitlines()
+                               if line.strip().startswith(("red.", "atom.")))
+
+
+def test_accumulator_pairs_are_added_with_one_vector_atomic_on_sm90():
+    # Each thread holds its accumulator in pairs of adjacent columns: sm_90 adds a pair with one
+    # red/atom .v2.f32; sm_80 has no vector float atomic and adds element by element.
+    on90 = _atomics_in_ptx(tilec.compile(_splitk_accumulate(), target="sm_90a"))
+    assert any(".v2.f32" in op or ".v4.f32" in op for op in on90), on90
+    on80 = _atomics_in_ptx(tilec.compile(_splitk_accumulate(), target="sm_80"))
+    assert on80 and not any(".v2." in op or ".v4." in op for op in on80), on80

@@ -33,6 +33,18 @@ def test_forward_blocks():
     assert K.forward_blocks(64, 64, 256) == (64, 32, 128)
 
 
+def test_backward_blocks():
+    assert K.backward_blocks(4096, 4096, 64) == (128, 64, 256)
+    assert K.backward_blocks(4096, 4096, 128) == (128, 64, 256)
+    assert K.backward_blocks(4096, 4096, 256) == (64, 32, 128)   # head dim 256: the small blocks
+    assert K.backward_blocks(4096, 100, 128) == (64, 32, 128)    # fewer keys than a 128-key block
+    assert K.backward_blocks(100, 4096, 64) == (64, 32, 128)     # fewer queries than a 128-key block
+    # the backward's main kernel without blocks given is the one with these blocks
+    default, given = (tilec.compile(K.flash_attention_bwd(1, 2, 512, 64, **sizes)[1], target="sm_90a")
+                      for sizes in ({}, {"block_M": 128, "block_N": 64, "threads": 256}))
+    assert default.get_kernel_source() == given.get_kernel_source()
+
+
 def test_backward_option_errors():
     with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
         K.flash_attention_bwd(1, 8, 256, 64, heads_kv=3)

@@ -71,8 +71,9 @@ def test_a_head_tile_read_outside_the_loop_stays_with_the_consumers():
 
 
 def test_two_blocks_per_sm_keep_their_head_copies():
-    # The backward's main kernel runs one consumer warpgroup, two blocks per SM.
-    src = _kernel(flash_attention_bwd(1, 4, 256, 128, False, dtype="bfloat16")[1]).get_kernel_source()
+    # The backward's main kernel with its small blocks runs one consumer warpgroup, two blocks per SM.
+    src = _kernel(flash_attention_bwd(1, 4, 256, 128, False, dtype="bfloat16", block_M=64, block_N=32,
+                                      threads=128)[1]).get_kernel_source()
     assert "__launch_bounds__(256, 2)" in src and "head_full" not in src
 
 

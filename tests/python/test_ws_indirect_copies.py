@@ -1,4 +1,4 @@
-"""tilec.ws_indirect_copies (off by default): warp specialization of loops whose copy regions, or
+"""tilec.ws_indirect_copies (on by default): warp specialization of loops whose copy regions, or
 the values they depend on, read global tensors the kernel never writes (MLA / paged decoding's
 block table, varlen offsets). The producer thread reads them and issues TMA at those rows."""
 import os
@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 ON = {"tilec.ws_indirect_copies": True}
+OFF = {"tilec.ws_indirect_copies": False}
 
 
 def _compile(f, **pc):
@@ -27,10 +28,11 @@ def test_mla_decoding_gets_a_producer_reading_the_block_table():
     from mla_decode import mla_decode
 
     f = mla_decode(8, 128, 8 * 16, 16, 2, dtype="bfloat16")[0]
-    off = _compile(f)
+    off = _compile(f, **OFF)
     assert "setmaxnreg" not in off.get_kernel_source()
     assert "tilec.ws_indirect_copies allows reads of tensors the kernel does not write" in off.explain(show=False)
-    on = _compile(f, **ON)
+    on = _compile(f)  # the default
+    assert on.get_kernel_source() == _compile(f, **ON).get_kernel_source()
     src = on.get_kernel_source()
     assert "tl::setmaxnreg_dec<24>();" in src
     # The page comes from the block table, read by the producer, as TMA's outermost coordinate.
@@ -49,8 +51,8 @@ def test_paged_and_varlen_attention_are_warp_specialized(example):
         from flash_attention_varlen import flash_attention_varlen
 
         f = flash_attention_varlen(4, 16, 64, 4 * 700, 4 * 800, 1024, is_causal=False, dtype="bfloat16")
-    assert "setmaxnreg" not in _compile(f).get_kernel_source()
-    on = _compile(f, **ON)
+    assert "setmaxnreg" not in _compile(f, **OFF).get_kernel_source()
+    on = _compile(f)
     assert "setmaxnreg" in on.get_kernel_source() and on.ptxas_info["spill_stores_bytes"] == 0
 
 
@@ -98,8 +100,8 @@ def _table_read_only(n=512):
 
 
 def test_a_copy_region_read_from_a_table_names_the_config():
-    off = _compile(_table_read_only())
+    off = _compile(_table_read_only(), **OFF)
     assert "setmaxnreg" not in off.get_kernel_source()
     assert ("is computed from memory (e.g. a block table); tilec.ws_indirect_copies lets the producer read it"
             in off.explain(show=False))
-    assert "setmaxnreg" in _compile(_table_read_only(), **ON).get_kernel_source()
+    assert "setmaxnreg" in _compile(_table_read_only()).get_kernel_source()

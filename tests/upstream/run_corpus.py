@@ -47,7 +47,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-UPSTREAM = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream"))
+# The pinned snapshot beside the checkout; TILEC_UPSTREAM_DIR names another copy (the device
+# machine gets only the repository, so the GPU mode carries a copy there).
+UPSTREAM = os.environ.get("TILEC_UPSTREAM_DIR") or os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream"))
 EXAMPLES = os.path.join(UPSTREAM, "tilelang", "examples")
 TSV = os.path.join(UPSTREAM, "h200-upstream-2026-12-01.tsv")
 REPORT = os.path.join(HERE, "report", "cpu_mode.json")
@@ -185,6 +187,8 @@ def write_gpu_docs(results: list, stamp: str = "", commit: str = "") -> None:
 
 
 def _commit() -> str:
+    if os.environ.get("TILEC_COMMIT"):  # a copy of the tree without its .git (the device machine)
+        return os.environ["TILEC_COMMIT"]
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL).stdout.decode().strip() or "unknown"
 
@@ -199,22 +203,29 @@ def shard(examples: list, spec: str) -> list:
 
 def run_gpu(examples: list, args) -> int:
     args.report = args.report or os.path.join(HERE, "report", "gpu_mode.json")
+    report = args.report
+    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
+    meta = {"date": time.strftime("%Y-%m-%d"), "commit": _commit(), "jobs": args.jobs, "timeout": args.timeout,
+            "examples": len(examples)}
     results = []
+
+    def write_report():  # after every example: a run stopped from outside keeps what finished
+        done = sorted(results, key=lambda r: r["example"])
+        with open(report + ".tmp", "w") as f:
+            json.dump({"meta": meta, "summary": summarize(done, ("pass", "fail", "timeout")), "results": done}, f,
+                      indent=1)
+        os.replace(report + ".tmp", report)  # whole reports only, for a reader at any moment
+
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         log_dir = os.path.splitext(args.report)[0] + "_logs"
         futures = [pool.submit(run_one_on_gpu, e, args.timeout, log_dir) for e in examples]
         for fut in concurrent.futures.as_completed(futures):
             r = fut.result()
             results.append(r)
+            write_report()
             print(f"[{len(results):3d}/{len(examples)}] {r['status']:8s} {r['example']}  ({r['seconds']} s) "
                   f"{r['last_line'][:120]}", flush=True)
     results.sort(key=lambda r: r["example"])
-    report = args.report
-    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
-    meta = {"date": time.strftime("%Y-%m-%d"), "commit": _commit(), "jobs": args.jobs, "timeout": args.timeout}
-    with open(report, "w") as f:
-        json.dump({"meta": meta, "summary": summarize(results, ("pass", "fail", "timeout")), "results": results}, f,
-                  indent=1)
     with open(os.path.splitext(report)[0] + ".md", "w") as f:
         f.write(gpu_table(results, meta["date"], meta["commit"]))
     print("summary:", ", ".join(f"{k} {v}" for k, v in summarize(results, ("pass", "fail", "timeout")).items()),

@@ -59,6 +59,17 @@ def forward_blocks(seq_len, seq_len_kv, dim):
     return block_M, block_N, threads
 
 
+def backward_blocks(seq_len, seq_len_kv, dim):
+    """(block_M, block_N, threads) of the backward's main kernel: 128 keys x 64 queries on 256
+    threads (two consumer warpgroups; no spills on sm_90a at head dim 64 / 128, half the dQ
+    atomics per FLOP of the small blocks: 0.34 -> 0.50x cuDNN on the H200, docs/PERFORMANCE.md)
+    where the lengths allow it, else 64 keys x 32 queries on 128 threads (head dim 256, short
+    sequences)."""
+    if dim in (64, 128) and seq_len >= 128 and seq_len_kv >= 128:
+        return 128, 64, 256
+    return 64, 32, 128
+
+
 def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=None, dtype="float16",
                     num_stages=2, threads=256, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None):
     """The forward program: (Q, K, V, Output[, LSE]) -> writes Output (and LSE when return_lse)."""
@@ -156,19 +167,20 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, bl
     return flash_fwd_lse
 
 
-def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=64, block_N=None,
-                        threads=128, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None):
+def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
+                        threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
-    dQ_f32 is accumulated with atomics: it must start at zero. The default blocks do not spill
-    registers on sm_90a (on sm_80 head dim 128 spills a few bytes: a PerformanceWarning)."""
+    dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
+    backward_blocks(seq_len, seq_len_kv, dim); they do not spill registers on sm_90a."""
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
         raise ValueError(f"flash_attention_bwd: heads_kv ({heads_kv}) must divide heads ({heads})")
     if dim not in HEAD_DIMS:
         raise ValueError(f"flash_attention_bwd: head dim {dim} is not supported (64, 128 or 256)")
-    block_N = block_N or 32
+    default_M, default_N, default_threads = backward_blocks(seq_len, seq_len_kv, dim)
+    block_M, block_N, threads = block_M or default_M, block_N or default_N, threads or default_threads
     if seq_len < max(block_M, block_N) or seq_len_kv < block_M:
         raise ValueError(f"flash_attention_bwd: seq_len ({seq_len}) must be at least block_M ({block_M}) "
                          f"and block_N ({block_N}), seq_len_kv ({seq_len_kv}) at least block_M")

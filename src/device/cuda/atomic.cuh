@@ -2,6 +2,11 @@
 //
 //   tl::atomic_add(T* address, T value)   int32, uint32, int64, uint64, float, double,
 //                                         half, bfloat16, half2, bfloat162 (sm_80+)
+//   tl::atomic_add(T* address, vec<T, N> v)  the lanes to N consecutive elements, no old value
+//                                         (the vectorize pass's form): float x2 / x4 in global
+//                                         memory as one red.global.add.v2/v4.f32 on sm_90+,
+//                                         half x2 and bfloat16 x2 as one 32-bit atomic; lane by
+//                                         lane elsewhere
 //   tl::atomic_max / tl::atomic_min       the same scalar types; float, double, half and
 //                                         bfloat16 by a compare-and-swap loop (NaN values are
 //                                         ignored, like fmaxf)
@@ -29,6 +34,30 @@ TL_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) 
 TL_DEVICE __half2 atomic_add(__half2* address, __half2 value) { return atomicAdd(address, value); }
 TL_DEVICE __nv_bfloat162 atomic_add(__nv_bfloat162* address, __nv_bfloat162 value) {
   return atomicAdd(address, value);
+}
+
+// ---- add of a vector to consecutive elements ----
+template <int N>
+TL_DEVICE void atomic_add(float* address, const vec<float, N>& v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // sm_90's vector float atomics (global memory only: the vectorize pass emits them for
+  // global buffers alone).
+  if constexpr (N == 4) {
+    atomicAdd(reinterpret_cast<float4*>(address), make_float4(v[0], v[1], v[2], v[3]));
+    return;
+  } else if constexpr (N == 2) {
+    atomicAdd(reinterpret_cast<float2*>(address), make_float2(v[0], v[1]));
+    return;
+  }
+#endif
+#pragma unroll
+  for (int i = 0; i < N; ++i) atomicAdd(address + i, v[i]);
+}
+TL_DEVICE void atomic_add(__half* address, const vec<__half, 2>& v) {
+  atomicAdd(reinterpret_cast<__half2*>(address), __halves2half2(v[0], v[1]));
+}
+TL_DEVICE void atomic_add(__nv_bfloat16* address, const vec<__nv_bfloat16, 2>& v) {
+  atomicAdd(reinterpret_cast<__nv_bfloat162*>(address), __halves2bfloat162(v[0], v[1]));
 }
 
 // ---- max / min on integers: native ----

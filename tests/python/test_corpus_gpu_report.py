@@ -1,0 +1,55 @@
+"""tests/upstream/run_corpus.py's GPU mode without a GPU: the report is rewritten after every
+example (a run stopped from outside keeps what finished), the table counts upstream's passes,
+and TILEC_UPSTREAM_DIR / TILEC_COMMIT name the snapshot and the commit on a machine that has
+neither beside the tree."""
+import importlib
+import json
+import os
+import sys
+import time
+import types
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "upstream"))
+
+
+def _load(monkeypatch, upstream):
+    monkeypatch.setenv("TILEC_UPSTREAM_DIR", str(upstream))
+    monkeypatch.setenv("TILEC_COMMIT", "abc1234")
+    import run_corpus
+
+    return importlib.reload(run_corpus)
+
+
+def test_gpu_report_is_written_after_each_example(tmp_path, monkeypatch):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    (upstream / "passing-upstream-h200.txt").write_text("a/one.py\nb/two.py\n")
+    rc = _load(monkeypatch, upstream)
+    assert rc.UPSTREAM == str(upstream) and rc._commit() == "abc1234"
+    report = tmp_path / "out" / "corpus_gpu.json"
+    seen = []
+
+    def fake_run(example, timeout, log_dir=""):
+        # The examples finished before this one reach the report while this one runs.
+        want, deadline = ["a/one.py", "b/two.py", "c/three.py"].index(example), time.time() + 10
+        while want and time.time() < deadline:
+            if os.path.exists(report) and len(json.loads(report.read_text())["results"]) >= want:
+                seen.append(want)
+                break
+            time.sleep(0.01)
+        return {"example": example, "status": "pass" if example != "b/two.py" else "fail", "seconds": 1.0,
+                "last_line": "ok | done"}
+
+    monkeypatch.setattr(rc, "run_one_on_gpu", fake_run)
+    args = types.SimpleNamespace(report=str(report), jobs=1, timeout=5.0, write_docs=False)
+    assert rc.run_gpu(["a/one.py", "b/two.py", "c/three.py"], args) == 0
+    assert seen == [1, 2]
+    data = json.loads(report.read_text())
+    assert data["meta"]["commit"] == "abc1234" and data["meta"]["examples"] == 3
+    assert [r["status"] for r in data["results"]] == ["pass", "fail", "pass"]
+    table = (tmp_path / "out" / "corpus_gpu.md").read_text()
+    assert "Of the 2 examples upstream passes on the H200, 1 pass here" in table
+    assert "ok \\| done" in table
+    monkeypatch.undo()
+    importlib.reload(rc)  # the module's paths back to the snapshot beside the checkout

@@ -529,8 +529,9 @@ void bind_runtime(nb::module_& m) {
       .def("prepare", [](const PyKernel& k, int device) { k.kernel->prepare(device); }, nb::arg("device") = 0,
            "Loads the module on a device now (the first call does it otherwise).")
       .def("get_profiler",
-           [](nb::handle self, nb::kwargs kwargs) {
-             return nb::module_::import_("tilec.profiler").attr("Profiler")(self, **kwargs);
+           [](nb::handle self, nb::args args, nb::kwargs kwargs) {
+             // TileLang's form: get_profiler(tensor_supply_type=..., ...), the supply type often positional.
+             return nb::module_::import_("tilec.profiler").attr("Profiler")(self, *args, **kwargs);
            })
       .def("_export",
            [](const PyKernel& k, const std::string& dir) {

@@ -195,7 +195,10 @@ class Profiler:
         values for symbolic sizes like `symbols=` of get_profiler."""
         if dynamic_symbolic_constraints:
             self.symbols.update(dynamic_symbolic_constraints)
-        inputs = self._check_inputs(input_tensors) if input_tensors is not None else self._inputs()
+        if func is not None and input_tensors is not None:
+            inputs = list(input_tensors)  # func's own arguments (the kernel's signature does not apply)
+        else:
+            inputs = self._check_inputs(input_tensors) if input_tensors is not None else self._inputs()
         if func is None:
             args = self._all_args(inputs, self._outputs())
             kernel = self.kernel

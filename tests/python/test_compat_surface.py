@@ -184,3 +184,37 @@ def test_profiler_func_is_the_kernel():
     kernel = tilec.compile(add_one, target="sm_90a")
     profiler = Profiler(kernel)
     assert profiler.func is kernel and profiler.adapter is kernel
+
+
+def test_get_profiler_takes_the_supply_type_positionally():
+    # Upstream examples write kernel.get_profiler(tilelang.TensorSupplyType.Auto).
+    @T.prim_func
+    def add_one(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = A[i] + 1.0
+
+    kernel = tilec.compile(add_one, target="sm_90a")
+    assert kernel.get_profiler(tilec.TensorSupplyType.Normal).supply == tilec.TensorSupplyType.Normal
+    assert kernel.get_profiler(tensor_supply_type=tilec.TensorSupplyType.Integer).supply == \
+        tilec.TensorSupplyType.Integer
+
+
+def test_do_bench_of_a_function_takes_its_own_inputs(monkeypatch):
+    # The autotuner of an eager-JIT function times `lambda *_: kernel(*args)` with input_tensors=[]:
+    # those are the function's arguments, not the kernel's (upstream topk example).
+    from tilec import profiler as prof
+
+    @T.prim_func
+    def add_one(A: T.Tensor((128,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(128):
+                A[i] = A[i] + 1.0
+
+    calls = []
+    monkeypatch.setattr(prof, "do_bench", lambda call, **kw: (call(), 1.5)[1])
+    p = prof.Profiler(tilec.compile(add_one, target="sm_90a"))
+    assert p.do_bench(lambda *a: calls.append(a), input_tensors=[]) == 1.5
+    assert calls == [()]
+    with pytest.raises(tilec.kernel.KernelArgumentError, match="takes 1 inputs, got 0 input_tensors"):
+        p.do_bench(input_tensors=[])  # the kernel itself still checks its inputs

@@ -73,6 +73,7 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   if (!load && !store) return "TMA copies between global and shared memory";
   const BufferRegion& g = load ? src : dst;
   const BufferRegion& s = load ? dst : src;
+  if (g.buffer->data) return "a T.make_tensor buffer has no tensor map (TMA copies tensor parameters)";
   if (g.buffer->dtype != s.buffer->dtype) return "TMA copies without converting types";
   const int bits = g.buffer->dtype.bits();
   if (bits % 8 != 0 || g.buffer->dtype.lanes() != 1) return "TMA copies whole bytes";

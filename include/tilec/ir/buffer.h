@@ -42,6 +42,11 @@ struct BufferNode {
   // buffer with memory of its own. Layouts of the two follow each other; lowering gives
   // both the same storage.
   Buffer viewed;
+  // T.make_tensor: a global buffer whose first element is at this address (a 64-bit integer
+  // variable of the kernel: a Let or a scalar parameter), declared by an Allocate inside the
+  // variable's scope. Null for tensor parameters and on-chip buffers. Such a buffer has no
+  // tensor map and no launch-time checks: accesses are assumed aligned, as TileLang assumes.
+  Var data;
   int ndim() const { return static_cast<int>(shape.size()); }
 };
 
@@ -53,6 +58,11 @@ Buffer make_buffer(std::string name, std::vector<Expr> shape, DataType dtype, Sc
 Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
 // The buffer whose memory `b` is: b itself, or the root of its chain of views.
 const BufferNode* storage_root(const BufferNode* b);
+// T.make_tensor: a global buffer at the address `data` (int64 / uint64); UserError otherwise.
+Buffer make_pointer_tensor(std::string name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides,
+                           Var data, SourceLoc loc = {});
+// A global buffer reached through a kernel value (T.make_tensor) rather than a parameter.
+inline bool is_pointer_tensor(const BufferNode* b) { return b->data.defined(); }
 
 // Row-major strides of a buffer (its own strides when given).
 std::vector<Expr> buffer_strides(const Buffer& b);

@@ -280,10 +280,13 @@ void bind_builder(nb::module_& m) {
            },
            "name"_a, "shape"_a, "dtype"_a, "scope"_a, "loc"_a = SourceLoc{})
       .def("alloc_view",
-           [](Builder& b, const std::string& name, nb::handle shape, const Buffer& base, SourceLoc loc) {
-             return b.alloc_view(name, to_exprs(shape), base, loc);
+           [](Builder& b, const std::string& name, nb::handle shape, const Buffer& base, SourceLoc loc,
+              nb::handle dtype) {
+             std::optional<DataType> t;
+             if (!dtype.is_none()) t = to_dtype(dtype);
+             return b.alloc_view(name, to_exprs(shape), base, loc, t);
            },
-           "name"_a, "shape"_a, "base"_a, "loc"_a = SourceLoc{})
+           "name"_a, "shape"_a, "base"_a, "loc"_a = SourceLoc{}, "dtype"_a = nb::none())
       .def("make_tensor",
            [](Builder& b, const std::string& name, nb::handle address, nb::handle shape, nb::handle dtype,
               nb::handle strides, SourceLoc loc) {

@@ -232,14 +232,15 @@ Buffer Builder::alloc(const std::string& name, std::vector<Expr> shape, DataType
   return b;
 }
 
-Buffer Builder::alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc) {
+Buffer Builder::alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc,
+                           std::optional<DataType> dtype) {
   check_open(loc);
   TILEC_USER_CHECK(frames_.size() > 1, loc, "reshape buffers inside `with T.Kernel(...)`")
       << "T.reshape of '" << base->name << "' outside a kernel";
   for (const auto& e : shape)
     TILEC_USER_CHECK(as_const_int(e) && *as_const_int(e) > 0, loc, "on-chip buffers need constant, positive extents")
         << "T.reshape of '" << base->name << "' to a non-constant or non-positive extent";
-  Buffer b = make_view(name, std::move(shape), base, loc);
+  Buffer b = make_view(name, std::move(shape), base, loc, dtype);
   top().allocs.push_back(b);
   return b;
 }

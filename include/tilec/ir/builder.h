@@ -71,8 +71,10 @@ class Builder {
     return alloc(name, std::move(shape), dtype, Scope::kFragment, std::move(loc));
   }
 
-  // T.reshape: a view of `base` (an on-chip fragment or local buffer) with another shape.
-  Buffer alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
+  // T.reshape / T.view: a view of `base` (a fragment, local or shared.dyn buffer) with another
+  // shape, and for shared memory possibly another dtype (make_view).
+  Buffer alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {},
+                    std::optional<DataType> dtype = std::nullopt);
 
   // T.make_tensor: a global buffer at `address` (a 64-bit integer), declared from here to the
   // end of the innermost frame. An address that is not a variable is bound to `<name>_ptr`

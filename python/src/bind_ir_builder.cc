@@ -280,10 +280,20 @@ void bind_builder(nb::module_& m) {
            },
            "name"_a, "shape"_a, "dtype"_a, "scope"_a, "loc"_a = SourceLoc{})
       .def("alloc_view",
-           [](Builder& b, const std::string& name, nb::handle shape, const Buffer& base, SourceLoc loc) {
-             return b.alloc_view(name, to_exprs(shape), base, loc);
+           [](Builder& b, const std::string& name, nb::handle shape, const Buffer& base, SourceLoc loc,
+              nb::handle dtype) {
+             std::optional<DataType> t;
+             if (!dtype.is_none()) t = to_dtype(dtype);
+             return b.alloc_view(name, to_exprs(shape), base, loc, t);
            },
-           "name"_a, "shape"_a, "base"_a, "loc"_a = SourceLoc{})
+           "name"_a, "shape"_a, "base"_a, "loc"_a = SourceLoc{}, "dtype"_a = nb::none())
+      .def("make_tensor",
+           [](Builder& b, const std::string& name, nb::handle address, nb::handle shape, nb::handle dtype,
+              nb::handle strides, SourceLoc loc) {
+             return b.make_tensor(name, to_expr(address), to_exprs(shape), tilec::pybind::to_dtype(dtype),
+                                  strides.is_none() ? std::vector<Expr>{} : to_exprs(strides), loc);
+           },
+           "name"_a, "address"_a, "shape"_a, "dtype"_a, "strides"_a = nb::none(), "loc"_a = SourceLoc{})
       .def("store",
            [](Builder& b, const Buffer& buf, nb::handle indices, nb::handle value, SourceLoc loc) {
              b.store(buf, to_exprs(indices), to_expr(value), loc);

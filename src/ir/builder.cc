@@ -171,7 +171,11 @@ Stmt Builder::close_body(Frame& f) {
     std::vector<Stmt> tail(stmts.begin() + static_cast<long>(start), stmts.end());
     Stmt body = tail.empty() ? ir::evaluate(int_imm(0)) : seq(std::move(tail));
     stmts.resize(start);
-    stmts.push_back(ir::let(f.lets[li].first, f.lets[li].second, body, f.lets[li].first->loc));
+    if (const Buffer& b = f.let_buffers[li]) {
+      stmts.push_back(ir::allocate(b, body, b->loc));
+    } else {
+      stmts.push_back(ir::let(f.lets[li].first, f.lets[li].second, body, f.lets[li].first->loc));
+    }
   }
   Stmt body = stmts.empty() ? ir::evaluate(int_imm(0), f.loc) : seq(std::move(stmts), f.loc);
   for (size_t i = f.allocs.size(); i-- > 0;) body = ir::allocate(f.allocs[i], body, f.allocs[i]->loc);
@@ -228,14 +232,15 @@ Buffer Builder::alloc(const std::string& name, std::vector<Expr> shape, DataType
   return b;
 }
 
-Buffer Builder::alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc) {
+Buffer Builder::alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc,
+                           std::optional<DataType> dtype) {
   check_open(loc);
   TILEC_USER_CHECK(frames_.size() > 1, loc, "reshape buffers inside `with T.Kernel(...)`")
       << "T.reshape of '" << base->name << "' outside a kernel";
   for (const auto& e : shape)
     TILEC_USER_CHECK(as_const_int(e) && *as_const_int(e) > 0, loc, "on-chip buffers need constant, positive extents")
         << "T.reshape of '" << base->name << "' to a non-constant or non-positive extent";
-  Buffer b = make_view(name, std::move(shape), base, loc);
+  Buffer b = make_view(name, std::move(shape), base, loc, dtype);
   top().allocs.push_back(b);
   return b;
 }
@@ -263,7 +268,24 @@ Var Builder::let(const std::string& name, Expr value, SourceLoc loc) {
   Frame& f = top();
   f.let_starts.push_back(f.stmts.size());
   f.lets.emplace_back(v, std::move(value));
+  f.let_buffers.emplace_back();
   return v;
+}
+
+Buffer Builder::make_tensor(const std::string& name, Expr address, std::vector<Expr> shape, DataType dtype,
+                            std::vector<Expr> strides, SourceLoc loc) {
+  check_open(loc);
+  TILEC_USER_CHECK(frames_.size() > 1, loc, "call T.make_tensor inside `with T.Kernel(...)`")
+      << "T.make_tensor('" << name << "') outside a kernel";
+  Var data = address.as<VarNode>() ? Var(std::static_pointer_cast<const VarNode>(address.shared()))
+                                   : let(name + "_ptr", std::move(address), loc);
+  Buffer b = make_pointer_tensor(name, std::move(shape), dtype, std::move(strides), data, loc);
+  // Declared like a let: from this statement on (inside the address's let when there is one).
+  Frame& f = top();
+  f.let_starts.push_back(f.stmts.size());
+  f.lets.emplace_back(data, Expr());
+  f.let_buffers.push_back(b);
+  return b;
 }
 
 void Builder::kernel(std::vector<Expr> grid, std::vector<int64_t> threads,

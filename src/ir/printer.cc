@@ -317,6 +317,9 @@ void ScriptPrinter::print_Allocate(const AllocateNode* op, int indent) {
   if (call.empty())
     call = "T.alloc_buffer(" + shape + ", " + dtype + ", scope=" + quote(scope_name(b->scope)) + strides + ")";
   if (b->viewed) call = "T.reshape(" + buffer_name(b->viewed.get()) + ", " + shape + ")";
+  if (b->viewed && b->dtype != b->viewed->dtype)
+    call = "T.view(" + buffer_name(b->viewed.get()) + ", " + shape + ", " + dtype + ")";
+  if (b->data) call = "T.make_tensor(" + var_name(b->data.get()) + ", " + shape + ", " + dtype + strides + ")";
   line(indent, define(b.get(), b->name) + " = " + call, op->loc);
   stmt(op->body, indent);
 }

@@ -56,12 +56,22 @@ Buffer make_buffer(std::string name, std::vector<Expr> shape, DataType dtype, Sc
   return Buffer(std::shared_ptr<const BufferNode>(std::move(n)));
 }
 
-Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc) {
-  TILEC_USER_CHECK(base->scope == Scope::kFragment || base->scope == Scope::kLocal, loc,
-                   "reshape the fragment the data is in, or index the buffer with arithmetic")
-      << "T.reshape of '" << base->name << "' (" << scope_name(base->scope)
-      << "): tilec reshapes fragments and local buffers only";
-  TILEC_USER_CHECK(base->strides.empty(), loc, "") << "T.reshape of '" << base->name << "', which has strides";
+Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc,
+                 std::optional<DataType> dtype) {
+  const DataType t = dtype.value_or(base->dtype);
+  const bool shared = base->scope == Scope::kSharedDyn;
+  const char* what = t == base->dtype ? "T.reshape" : "T.view";
+  TILEC_USER_CHECK(base->scope != Scope::kShared, loc, "allocate it with the default scope (T.alloc_shared(shape, dtype))")
+      << what << " of '" << base->name << "': views of static shared memory (scope=\"shared\") are not supported";
+  TILEC_USER_CHECK(shared || base->scope == Scope::kFragment || base->scope == Scope::kLocal, loc,
+                   "reshape the buffer the data is in, or index the buffer with arithmetic")
+      << what << " of '" << base->name << "' (" << scope_name(base->scope)
+      << "): tilec views fragments, local buffers and shared memory";
+  TILEC_USER_CHECK(shared || t == base->dtype, loc,
+                   "registers hold values, not bytes: convert with T.cast into a buffer of the dtype you need")
+      << "T.view of '" << base->name << "' (" << scope_name(base->scope) << ", " << base->dtype.str() << ") as "
+      << t.str() << ": tilec reinterprets shared memory only";
+  TILEC_USER_CHECK(base->strides.empty(), loc, "") << what << " of '" << base->name << "', which has strides";
   int64_t n = 1, m = 1;
   bool known = true;
   for (const auto& e : shape) {
@@ -74,11 +84,32 @@ Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, 
     known &= c != nullptr;
     if (c) m *= *c;
   }
-  TILEC_USER_CHECK(!known || n == m, loc, "the new shape must hold exactly the buffer's elements")
-      << "T.reshape of '" << base->name << "' (" << m << " elements) to a shape of " << n << " elements";
-  Buffer b = make_buffer(std::move(name), std::move(shape), base->dtype, base->scope, {}, std::move(loc));
+  const int64_t view_bits = n * t.bits() * t.lanes(), base_bits = m * base->dtype.bits() * base->dtype.lanes();
+  if (t == base->dtype) {
+    TILEC_USER_CHECK(!known || n == m, loc, "the new shape must hold exactly the buffer's elements")
+        << what << " of '" << base->name << "' (" << m << " elements) to a shape of " << n << " elements";
+  } else {
+    TILEC_USER_CHECK(known && view_bits == base_bits, loc, "the view must cover exactly the buffer's bytes")
+        << what << " of '" << base->name << "' (" << base_bits / 8 << " bytes) as " << n << " " << t.str()
+        << " elements (" << view_bits / 8 << " bytes)";
+  }
+  Buffer b = make_buffer(std::move(name), std::move(shape), t, base->scope, {}, std::move(loc));
   auto node = std::make_shared<BufferNode>(*b);
   node->viewed = base;
+  return Buffer(std::shared_ptr<const BufferNode>(std::move(node)));
+}
+
+Buffer make_pointer_tensor(std::string name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides,
+                           Var data, SourceLoc loc) {
+  TILEC_ICHECK(data.defined()) << "T.make_tensor without an address";
+  TILEC_USER_CHECK(data->dtype.is_integer() && data->dtype.bits() == 64 && data->dtype.lanes() == 1, loc,
+                   "pass an address: an element of a T.Tensor([n], T.ptr) (int64) table, e.g. ptrs[i]")
+      << "T.make_tensor('" << name << "'): the address is " << data->dtype.str() << ", not a 64-bit integer";
+  TILEC_USER_CHECK(strides.empty() || strides.size() == shape.size(), loc, "give one stride per dimension")
+      << "T.make_tensor('" << name << "') has " << shape.size() << " dimensions and " << strides.size() << " strides";
+  Buffer b = make_buffer(std::move(name), std::move(shape), dtype, Scope::kGlobal, std::move(strides), std::move(loc));
+  auto node = std::make_shared<BufferNode>(*b);
+  node->data = std::move(data);
   return Buffer(std::shared_ptr<const BufferNode>(std::move(node)));
 }
 

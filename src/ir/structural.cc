@@ -183,8 +183,8 @@ void define_vars(R& r, const std::vector<Var>& a, const std::vector<Var>& b) {
 template <class R>
 void use_buffer(R& r, const Buffer& a, const Buffer& b);
 
-// A buffer's declaration: type, scope, shape and strides (names ignored), and the buffer
-// a view views.
+// A buffer's declaration: type, scope, shape and strides (names ignored), the buffer a
+// view views, and the address variable of a T.make_tensor buffer.
 template <class R>
 void buffer_decl(R& r, const Buffer& a, const Buffer& b) {
   r.pod(a->dtype, b->dtype);
@@ -193,6 +193,8 @@ void buffer_decl(R& r, const Buffer& a, const Buffer& b) {
   exprs(r, a->strides, b->strides);
   r.pod(a->viewed.defined(), b->viewed.defined());
   if (r.ok() && a->viewed && b->viewed) use_buffer(r, a->viewed, b->viewed);
+  r.pod(a->data.defined(), b->data.defined());
+  if (r.ok() && a->data && b->data) expr(r, Expr(a->data), Expr(b->data));
 }
 
 template <class R>

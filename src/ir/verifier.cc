@@ -371,8 +371,10 @@ class Verifier {
   void stmt_Allocate(const AllocateNode* op) {
     const Buffer& b = op->buffer;
     TILEC_VERIFY(b.defined(), loc_, "") << "an allocation without a buffer";
-    TILEC_VERIFY(b->scope != Scope::kGlobal, loc_, "global tensors are function parameters")
+    TILEC_VERIFY(b->scope != Scope::kGlobal || b->data, loc_,
+                 "global tensors are function parameters or T.make_tensor views of an address")
         << "cannot allocate global buffer '" << b->name << "'";
+    if (b->data) expr(Expr(b->data));  // the address must be in scope
     TILEC_VERIFY(kernel_depth_ > 0, loc_, "allocate shared, fragment and local buffers inside `with T.Kernel(...)`")
         << "on-chip buffer '" << b->name << "' (" << scope_name(b->scope) << ") is allocated outside T.Kernel";
     for (const auto& e : b->shape) {

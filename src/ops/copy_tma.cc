@@ -15,7 +15,11 @@
 //   pipelined loop into T.tma_copy.
 // Shapes: the shared side is a tile (its last two dimensions: all columns of all rows, or
 //   of a band of whole 8-row groups; leading dimensions indexed with one value) in
-//   smem_tile.h's form; the global side's non-unit
+//   smem_tile.h's form, or a column block of it (`S[:, j * 64:(j + 1) * 64]`) whose start and
+//   width are whole swizzle spans: a swizzled tile stores each span-wide column block as its
+//   own rows x span array, which a box of span columns writes as it writes a whole tile (a
+//   row-major tile has no such block: T.copy falls back to the SIMT copy, T.tma_copy is a
+//   UserError); the global side's non-unit
 //   extents are (rows, cols) or (cols), the last dimension contiguous. Boxes are at most
 //   256 per dimension and one swizzle span wide: a tile is one or more boxes (column
 //   blocks x 256-row chunks), each one instruction. Partial tiles need nothing: TMA reads
@@ -53,9 +57,11 @@ struct TmaShape {
   const BufferRegion* shared = nullptr;
   bool load = true;
   int rows_dim = -1;  // global dimension paired with the tile's rows (-1: rows == 1)
-  int64_t rows = 1, cols = 1;  // the copy: rows of the tile from row_min, all its columns
-  int64_t tile_rows = 1;       // the shared tile (its second-to-last dimension)
+  int64_t rows = 1, cols = 1;  // the copy: rows of the tile from row_min, cols from col_min
+  int64_t tile_rows = 1, tile_cols = 1;  // the shared tile (its last two dimensions)
   Expr row_min;                // first tile row the copy writes
+  Expr col_min;                // first tile column the copy writes (0 unless a column block)
+  bool column_block() const { return cols != tile_cols; }
 };
 
 // Static TMA conditions; "" and `out` filled, or why not.
@@ -67,6 +73,7 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   if (!load && !store) return "TMA copies between global and shared memory";
   const BufferRegion& g = load ? src : dst;
   const BufferRegion& s = load ? dst : src;
+  if (g.buffer->data) return "a T.make_tensor buffer has no tensor map (TMA copies tensor parameters)";
   if (g.buffer->dtype != s.buffer->dtype) return "TMA copies without converting types";
   const int bits = g.buffer->dtype.bits();
   if (bits % 8 != 0 || g.buffer->dtype.lanes() != 1) return "TMA copies whole bytes";
@@ -75,14 +82,17 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   if (gn > 5) return "TMA addresses tensors of at most 5 dimensions";
   for (int d = 0; d + 2 < sn; ++d)
     if (!is_one(s.region[d].extent)) return "the shared side's leading dimensions must be indexed with one value";
-  // Whole rows of the tile: all of them, or (multicast slices) a band of whole 8-row groups.
+  // Rows of the tile: all of them, or (multicast slices) a band of whole 8-row groups; their
+  // whole width or a column block (whole swizzle spans: checked against the layout when
+  // lowering).
   const int64_t* cols_extent = as_const_int(s.region[sn - 1].extent);
   const int64_t* rows_extent = as_const_int(s.region[sn - 2].extent);
   const int64_t* tile_cols = as_const_int(s.buffer->shape[sn - 1]);
   const int64_t* tile_rows = as_const_int(s.buffer->shape[sn - 2]);
-  if (!cols_extent || !rows_extent || !tile_cols || !tile_rows || !is_zero(s.region[sn - 1].min) ||
-      *cols_extent != *tile_cols)
-    return "the shared side must cover whole rows of its tile";
+  if (!cols_extent || !rows_extent || !tile_cols || !tile_rows)
+    return "the shared tile and the copied part of it need constant extents";
+  if (*cols_extent != *tile_cols && (*cols_extent * (bits / 8)) % 32 != 0)
+    return "a column block of a shared tile must be whole swizzle spans (a multiple of 32 bytes wide)";
   const bool whole = is_zero(s.region[sn - 2].min) && *rows_extent == *tile_rows;
   if (!whole && *rows_extent % 8 != 0) return "a part of a shared tile must be whole 8-row groups";
   TmaShape t;
@@ -92,7 +102,9 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   t.rows = *rows_extent;
   t.cols = *cols_extent;
   t.tile_rows = *tile_rows;
+  t.tile_cols = *tile_cols;
   t.row_min = s.region[sn - 2].min;
+  t.col_min = s.region[sn - 1].min;
   std::vector<Expr> strides = buffer_strides(g.buffer);
   if (!is_one(strides.back())) return "the global tensor's last dimension must be contiguous";
   std::vector<int> nonunit;
@@ -157,8 +169,8 @@ LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& stat
   TmaShape t;
   if (!tma_shape(op, &t).empty() || state.has_layout(t.shared->buffer)) return {};
   const Buffer& b = t.shared->buffer;
-  layout::SwizzleMode mode = widest_smem_tile_mode(t.tile_rows, t.cols, t.cols, b->dtype);
-  if (mode == layout::SwizzleMode::kNone && t.cols > 256) return {};  // no box that wide: not TMA
+  layout::SwizzleMode mode = widest_smem_tile_mode(t.tile_rows, t.tile_cols, t.cols, b->dtype);
+  if (mode == layout::SwizzleMode::kNone && (t.cols > 256 || t.column_block())) return {};  // no box: not TMA
   return {{b, smem_tile_layout(b, mode)}};
 }
 
@@ -183,6 +195,23 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
       << layout::describe(ctx.layout_of(s)) << ")";
   TILEC_USER_CHECK(box_cols <= 256, op.loc, "use tiles of at most 256 columns")
       << describe_op(op) << ": a TMA box is at most 256 elements wide, the tile has " << t.cols << " columns";
+  // A column block: whole spans of a swizzled tile, starting at a span boundary.
+  Expr col_block = int_imm(0, t.col_min->dtype);
+  if (t.column_block() || !is_zero(t.col_min)) {
+    std::string why_not;
+    if (form->mode == layout::SwizzleMode::kNone)
+      why_not = "its layout is row-major (a box writes whole rows of a row-major tile)";
+    else if (t.cols % span != 0)
+      why_not = "the block is " + std::to_string(t.cols) + " columns wide, not a multiple of the " +
+                std::to_string(span) + "-column swizzle span";
+    else if (!ctx.analyzer().can_prove_divisible(t.col_min, span))
+      why_not = "the block does not provably start at a multiple of the " + std::to_string(span) +
+                "-column swizzle span";
+    if (!why_not.empty() && !explicit_tma) return Stmt();
+    TILEC_USER_CHECK(why_not.empty(), op.loc, "copy whole rows of the tile, or blocks of whole swizzle spans")
+        << describe_op(op) << ": TMA cannot write a column block of shared tile '" << s->name << "': " << why_not;
+    col_block = floordiv(t.col_min, int_imm(span, t.col_min->dtype));
+  }
   const int gn = g->ndim();
   // The map: box extents innermost first.
   std::vector<Expr> desc_args = {string_imm(g->name), int_imm(layout::swizzle_bits(form->mode))};
@@ -204,6 +233,7 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
         << describe_op(op) << ": a part of shared tile '" << s->name << "' must start at a multiple of 8 rows";
     base = base + t.row_min * int_imm(span, t.row_min->dtype);
   }
+  if (!is_zero(col_block)) base = base + cast(base->dtype, col_block) * int_imm(t.tile_rows * span, base->dtype);
   const int64_t mask = attr_int(op, "cluster_mask", 0);
   TILEC_USER_CHECK(mask == 0 || t.load, op.loc, "multicast loads only") << describe_op(op) << ": cluster_mask on a store";
   TILEC_USER_CHECK(mask >= 0 && mask < (1 << 16), op.loc, "") << describe_op(op) << ": cluster_mask must be 16 bits";

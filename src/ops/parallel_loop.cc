@@ -590,7 +590,7 @@ class NestRewriter : public IRMutator {
     return buffer_store(ctx_.lowered_buffer(op->buffer), index_of(op->buffer, op->indices), v, op->loc);
   }
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
-    if (op->buffer->viewed) return mutate(op->body);  // a view has no storage of its own
+    if (op->buffer->viewed && !is_shared(op->buffer->scope)) return mutate(op->body);  // registers of its buffer
     return allocate(ctx_.lowered_buffer(op->buffer), mutate(op->body), op->loc);
   }
 

@@ -16,6 +16,10 @@
 //         buffer's extent has the index type: build_launch_plan reads it from there, and
 //         the runtime rejects arguments of int32-indexed tensors whose actual span
 //         reaches 2^31 (runtime::kMaxInt32Span), so int32 offsets never wrap silently.
+//         T.make_tensor buffers (global, at a kernel address: BufferNode::data) are flattened
+//         the same way at their Allocate, which then declares the 1-D buffer (same address);
+//         their offsets are int32 only when every dimension and stride is a constant and
+//         the span fits (no launch check bounds a symbolic span), else int64.
 // Runs after: vectorize (vector decisions use the logical indices). Runs once: a function
 //         that already has the attr is returned unchanged.
 
@@ -62,9 +66,19 @@ Expr scale_lanes(const Expr& a, const Expr& s) {
   return back::mul(a, s);
 }
 
+int64_t constant_span_lower_bound(const Buffer& b, const std::vector<Expr>& strides);
+bool has_int64(const std::vector<Expr>& xs);
+
+bool all_constant(const std::vector<Expr>& xs) {
+  for (const auto& x : xs)
+    if (!as_const_int(x)) return false;
+  return true;
+}
+
 class Flattener : public IRMutator {
  public:
   std::unordered_map<const BufferNode*, FlatInfo> info;
+  std::unordered_set<const BufferNode*> wide;  // buffers indexed with int64 somewhere (IndexWidth)
 
   Expr flat_index(const FlatInfo& fi, const std::vector<Expr>& indices) const {
     Expr acc;
@@ -75,7 +89,32 @@ class Flattener : public IRMutator {
     return acc ? acc : int_imm(0, fi.index_type);
   }
 
+  // The 1-D form of a global buffer: strides, index type and flat buffer (same address).
+  static FlatInfo flat_info(const Buffer& b, bool wide) {
+    FlatInfo fi;
+    fi.strides = back::strides_of(b);
+    wide = wide || has_int64(fi.strides) || has_int64(b->shape) ||
+           constant_span_lower_bound(b, fi.strides) > runtime::kMaxInt32Span;
+    fi.index_type = wide ? Int64() : Int32();
+    for (auto& s : fi.strides) s = to_type(s, fi.index_type);
+    // Extent of the flat view: 1 + sum (shape_d - 1) * stride_d (= numel when row-major).
+    Expr extent = int_imm(1, fi.index_type);
+    for (int d = 0; d < b->ndim(); ++d)
+      extent = back::add(extent, back::mul(back::sub(to_type(b->shape[d], fi.index_type), int_imm(1, fi.index_type)),
+                                           fi.strides[d]));
+    TILEC_ICHECK(extent->dtype == fi.index_type) << "flat extent of '" << b->name << "' lost the index type";
+    fi.flat = b->data ? make_pointer_tensor(b->name, {extent}, b->dtype, {}, b->data, b->loc)
+                      : make_buffer(b->name, {extent}, b->dtype, Scope::kGlobal, {}, b->loc);
+    return fi;
+  }
+
  protected:
+  Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    const Buffer& b = op->buffer;
+    if (b->data && !info.count(b.get()))
+      info[b.get()] = flat_info(b, !all_constant(b->shape) || !all_constant(b->strides) || wide.count(b.get()));
+    return IRMutator::mutate_Allocate(s, op);
+  }
   Buffer mutate_buffer(const Buffer& b) override {
     auto it = info.find(b.get());
     return it == info.end() ? b : it->second.flat;
@@ -135,6 +174,7 @@ PrimFunc flatten(const PrimFunc& f) {
   IndexWidth width;
   width.mutate(f->body);
   Flattener flattener;
+  flattener.wide = width.wide;
   LayoutMap originals;
   std::vector<Param> params;
   for (const auto& p : f->params) {
@@ -143,19 +183,7 @@ PrimFunc flatten(const PrimFunc& f) {
       continue;
     }
     const Buffer& b = p.buffer;
-    FlatInfo fi;
-    fi.strides = back::strides_of(b);
-    bool wide = width.wide.count(b.get()) > 0 || has_int64(fi.strides) || has_int64(b->shape) ||
-                constant_span_lower_bound(b, fi.strides) > runtime::kMaxInt32Span;
-    fi.index_type = wide ? Int64() : Int32();
-    for (auto& s : fi.strides) s = to_type(s, fi.index_type);
-    // Extent of the flat view: 1 + sum (shape_d - 1) * stride_d (= numel when row-major).
-    Expr extent = int_imm(1, fi.index_type);
-    for (int d = 0; d < b->ndim(); ++d)
-      extent = back::add(extent, back::mul(back::sub(to_type(b->shape[d], fi.index_type), int_imm(1, fi.index_type)),
-                                           fi.strides[d]));
-    TILEC_ICHECK(extent->dtype == fi.index_type) << "flat extent of '" << b->name << "' lost the index type";
-    fi.flat = make_buffer(b->name, {extent}, b->dtype, Scope::kGlobal, {}, b->loc);
+    FlatInfo fi = Flattener::flat_info(b, width.wide.count(b.get()) > 0);
     std::vector<Var> vars;
     std::vector<Expr> var_exprs;
     for (int d = 0; d < b->ndim(); ++d) {

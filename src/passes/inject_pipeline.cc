@@ -194,6 +194,10 @@ class Injector : public IRMutator {
 
  protected:
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
+    TILEC_USER_CHECK(!op->buffer->viewed || !new_buffer_.count(storage_root(op->buffer.get())), op->loc,
+                     "view a buffer that is not carried from one stage to the next, or use num_stages=0/1")
+        << "'" << op->buffer->name << "' views shared buffer '" << storage_root(op->buffer.get())->name
+        << "', which T.Pipelined keeps one copy of per stage; views of such buffers are not supported";
     Stmt body = mutate(op->body);
     auto it = new_buffer_.find(op->buffer.get());
     if (it == new_buffer_.end()) return body.same_as(op->body) ? s : allocate(op->buffer, body, op->loc);

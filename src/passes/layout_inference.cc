@@ -262,9 +262,10 @@ class Inference : public ops::LayoutInferenceState {
     }
     validate(b, l, origin);
     layouts_.emplace(b.get(), std::make_pair(l, origin));
-    // A view (T.reshape) and the buffer it views hold the same registers: each one's
-    // layout is the other's, reshaped.
+    // A register view (T.reshape) and the buffer it views hold the same registers: each
+    // one's layout is the other's, reshaped. A shared view has a layout of its own.
     for (const auto& other : buffers_) {
+      if (is_shared(other->scope)) continue;
       const bool linked = (other->viewed && other->viewed.get() == b.get()) || (b->viewed && b->viewed.get() == other.get());
       if (linked)
         propose(other, layout::reshape(l, const_buffer_shape(other)), "T.reshape of '" + b->name + "' (" + origin + ")");

@@ -50,8 +50,19 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   Buffer lowered_buffer(const Buffer& b) const override {
     auto it = lowered_.find(b.get());
     if (it != lowered_.end()) return it->second;
-    // A view (T.reshape) is its buffer's storage; its own layout gives the positions.
-    Buffer nb = b->viewed ? lowered_buffer(b->viewed) : make_lowered(b);
+    // A register view (T.reshape) is its buffer's storage; its own layout gives the positions.
+    // A shared view stays a buffer of its own over the same bytes (plan_shared_memory puts it
+    // at its storage's offset): its lowered form views the lowered storage.
+    Buffer nb;
+    if (b->viewed && !is_shared(b->scope)) {
+      nb = lowered_buffer(b->viewed);
+    } else if (b->viewed) {
+      auto node = std::make_shared<BufferNode>(*make_lowered(b));
+      node->viewed = lowered_buffer(b->viewed);
+      nb = Buffer(std::shared_ptr<const BufferNode>(std::move(node)));
+    } else {
+      nb = make_lowered(b);
+    }
     lowered_.emplace(b.get(), nb);
     return nb;
   }
@@ -157,7 +168,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
     return IRMutator::mutate_Annotate(s, op);
   }
   Stmt mutate_Allocate(const Stmt& s, const AllocateNode* op) override {
-    if (op->buffer->viewed) return mutate(op->body);  // no storage of its own
+    if (op->buffer->viewed && !is_shared(op->buffer->scope)) return mutate(op->body);  // no storage of its own
     return allocate(lowered_buffer(op->buffer), mutate(op->body), op->loc);
   }
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {

@@ -11,6 +11,9 @@
 //         Offsets are 128-byte aligned (1024 for swizzled buffers, so swizzle atoms stay
 //         aligned to the pattern's period; the arena then gets 1024 bytes of slack and
 //         attr kSmemBaseAlignAttr = 1024, and codegen aligns its base at run time).
+//         A shared view (T.view / T.reshape of shared memory: BufferNode::viewed) is not
+//         placed by itself: it gets its storage's offset, and its storage lives (and is sized)
+//         for both, so insert_syncs sees their accesses alias.
 // Errors: UserError naming every buffer and its size when the arena plus static shared
 //         memory exceeds target::Target::max_shared_memory_per_block().
 // Runs after: flatten_buffers. Runs before: insert_syncs (which reads the offsets to know
@@ -224,7 +227,36 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
     if (auto it = lr.range.find(b); it != lr.range.end()) std::tie(p.first, p.last) = it->second;
     plans.push_back(std::move(p));
   }
-  place(plans);
+  // Views share their storage's bytes: the storage is placed for both.
+  std::unordered_map<const BufferNode*, size_t> plan_of;
+  for (size_t i = 0; i < plans.size(); ++i) plan_of[plans[i].buffer.get()] = i;
+  std::vector<std::pair<size_t, size_t>> view_of_root;  // (view, root)
+  std::vector<BufferPlan> roots;
+  std::vector<size_t> root_index(plans.size(), 0);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i].buffer->viewed) continue;
+    root_index[i] = roots.size();
+    roots.push_back(plans[i]);
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i].buffer->viewed) continue;
+    auto it = plan_of.find(storage_root(plans[i].buffer.get()));
+    TILEC_ICHECK(it != plan_of.end() && !plans[it->second].buffer->viewed)
+        << "shared view '" << plans[i].buffer->name << "' without an allocated storage";
+    BufferPlan& root = roots[root_index[it->second]];
+    const BufferPlan& view = plans[i];
+    root.bytes = std::max(root.bytes, view.bytes);
+    root.align = std::max(root.align, view.align);
+    if (view.first >= 0) {
+      root.first = root.first < 0 ? view.first : std::min(root.first, view.first);
+      root.last = std::max(root.last, view.last);
+    }
+    view_of_root.emplace_back(i, it->second);
+  }
+  place(roots);
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (!plans[i].buffer->viewed) plans[i] = roots[root_index[i]];
+  for (const auto& [view, root] : view_of_root) plans[view].offset = plans[root].offset;
   int64_t total = 0;
   for (const auto& p : plans) total = std::max(total, p.offset + p.bytes);
   total = align_up(total, 16);

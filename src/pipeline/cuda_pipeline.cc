@@ -13,6 +13,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   std::vector<Pass> list = {
       verify_pass(),
       simplify_pass(),
+      narrow_guarded_parallel_loops_pass(),  // `if i < c` around a T.Parallel body: i in [0, c)
       fuse_clear_into_gemm_pass(),
       rasterize_blocks_pass(),
       order_blocks_by_work_pass(),

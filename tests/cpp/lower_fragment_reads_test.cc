@@ -276,6 +276,8 @@ TEST(FragmentViews, ReshapeNeedsTheSameElementCount) {
   std::string msg = user_error_of([&] { b.alloc_view("v", {ci(8), ci(4)}, s); });
   EXPECT_NE(msg.find("(64 elements) to a shape of 32 elements"), std::string::npos) << msg;
   Buffer sh = b.alloc_shared("sh", {ci(8), ci(8)}, f32);
-  msg = user_error_of([&] { b.alloc_view("v", {ci(64)}, sh); });
-  EXPECT_NE(msg.find("tilec reshapes fragments and local buffers only"), std::string::npos) << msg;
+  msg = user_error_of([&] { b.alloc_view("v", {ci(32)}, sh); });  // shared views: the same rule
+  EXPECT_NE(msg.find("(64 elements) to a shape of 32 elements"), std::string::npos) << msg;
+  msg = user_error_of([&] { b.alloc_view("v", {ci(64)}, s, {}, DataType::Int(32)); });
+  EXPECT_NE(msg.find("tilec reinterprets shared memory only"), std::string::npos) << msg;
 }

@@ -84,6 +84,38 @@ TEST(PlanSharedMemory, LoopsKeepTheirBuffersAliveAcrossIterations) {
   EXPECT_EQ(dyn_bytes(out), 1024);
 }
 
+TEST(PlanSharedMemory, ASharedViewSitsOnItsStorageWhichLivesForBoth) {
+  // V views S's bytes as float32 and is used after S's last access; T (alive only between
+  // S's last use and V's first) must not take S's bytes, and the barrier pass sees V and S
+  // alias (same bytes): a write of V after reads of S by other threads needs a barrier.
+  Builder b("k");
+  Buffer A = b.tensor("A", {int_imm(4096)}, Float32());
+  Buffer H = b.tensor("H", {int_imm(4096)}, Float16());
+  b.begin_kernel({int_imm(1)}, {128});
+  Var tx = b.thread_vars()[0];
+  Buffer S = b.alloc_shared("S", {int_imm(256)}, Float16());  // 512 bytes
+  Buffer T = b.alloc_shared("T", {int_imm(128)}, Float32());  // 512 bytes
+  Buffer V = b.alloc_view("V", {int_imm(128)}, S, {}, Float32());
+  b.store(S, {tx}, buffer_load(H, {tx}));
+  b.store(H, {tx}, buffer_load(S, {int_imm(127) - tx}));
+  b.store(T, {tx}, buffer_load(A, {tx}));
+  b.store(A, {tx}, buffer_load(T, {int_imm(127) - tx}));
+  b.store(V, {tx}, buffer_load(A, {tx}));
+  b.store(A, {tx}, buffer_load(V, {tx}));
+  b.end_frame();
+  PrimFunc out = run_passes({passes::plan_shared_memory_pass(), passes::insert_syncs_pass()}, b.finish());
+  std::string text = body_text(out);
+  EXPECT_TRUE(contains(text, "half* S = reinterpret_cast<half*>(tilec_smem + 0);")) << text;
+  EXPECT_TRUE(contains(text, "float* T = reinterpret_cast<float*>(tilec_smem + 512);")) << text;
+  EXPECT_TRUE(contains(text, "float* V = reinterpret_cast<float*>(tilec_smem + 0);")) << text;
+  EXPECT_EQ(dyn_bytes(out), 1024);
+  // S read by other threads, then V (the same bytes) written: a barrier between.
+  const size_t read_s = text.find("S[127 - tx]"), write_v = text.find("V[tx] =");
+  ASSERT_NE(read_s, std::string::npos);
+  ASSERT_NE(write_v, std::string::npos);
+  EXPECT_NE(text.substr(read_s, write_v - read_s).find("__syncthreads()"), std::string::npos) << text;
+}
+
 TEST(PlanSharedMemory, SwizzledBuffersAre1024Aligned) {
   Builder b("k");
   Buffer A = b.tensor("A", {int_imm(4096)}, Float16());

@@ -308,6 +308,20 @@ def program_annotations_and_misc():
     return main
 
 
+def program_pointer_tables():
+    @T.prim_func
+    def main(ptrs: T.Tensor((4,), T.ptr), B: T.Tensor((64, 32), "float16")):
+        with T.Kernel(4, threads=128) as bx:
+            A = T.make_tensor(ptrs[bx], (64, 32), "float16")
+            addr = ptrs[3 - bx]
+            C = T.make_tensor(addr, (32, 64), T.float16, strides=(1, 32))
+            S = T.alloc_shared((64, 32), "float16")
+            T.copy(A, S)
+            T.copy(S, B)
+            C[0, 0] = A[0, 1]
+    return main
+
+
 PROGRAMS = {
     name[len("program_"):]: fn for name, fn in sorted(globals().items())
     if name.startswith("program_") and name != "program_macro_inlined_by_hand"

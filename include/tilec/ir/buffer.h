@@ -37,22 +37,39 @@ struct BufferNode {
   std::vector<Expr> strides;  // empty = compact row-major
   Scope scope = Scope::kGlobal;
   SourceLoc loc;
-  // T.reshape: this buffer is `viewed`'s memory under another shape (same dtype, scope
-  // and element count; element k in row-major order is `viewed`'s element k). Null for a
-  // buffer with memory of its own. Layouts of the two follow each other; lowering gives
-  // both the same storage.
+  // T.reshape / T.view: this buffer is `viewed`'s memory under another shape. Null for a
+  // buffer with memory of its own.
+  //  * a fragment or local view: same dtype and element count; element k in row-major order
+  //    is `viewed`'s element k; layouts of the two follow each other, lowering gives both
+  //    the same registers;
+  //  * a shared.dyn view: any dtype, the same bytes; the view has a layout of its own (as in
+  //    TileLang, each buffer over the memory is laid out by its own uses) and
+  //    plan_shared_memory places it at its storage's offset, over the union of their
+  //    lifetimes, so insert_syncs sees the two alias.
   Buffer viewed;
+  // T.make_tensor: a global buffer whose first element is at this address (a 64-bit integer
+  // variable of the kernel: a Let or a scalar parameter), declared by an Allocate inside the
+  // variable's scope. Null for tensor parameters and on-chip buffers. Such a buffer has no
+  // tensor map and no launch-time checks: accesses are assumed aligned, as TileLang assumes.
+  Var data;
   int ndim() const { return static_cast<int>(shape.size()); }
 };
 
 Buffer make_buffer(std::string name, std::vector<Expr> shape, DataType dtype, Scope scope,
                    std::vector<Expr> strides = {}, SourceLoc loc = {});
 
-// A view of `base` with another shape (T.reshape); UserError when the element counts
-// differ (both constant) or base is not an on-chip fragment / local buffer.
-Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
+// A view of `base` with another shape (T.reshape) and, for a shared.dyn base, possibly
+// another dtype (T.view); UserError when the sizes differ, when a register view changes the
+// dtype, or when base is global or static shared memory.
+Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {},
+                 std::optional<DataType> dtype = std::nullopt);
 // The buffer whose memory `b` is: b itself, or the root of its chain of views.
 const BufferNode* storage_root(const BufferNode* b);
+// T.make_tensor: a global buffer at the address `data` (int64 / uint64); UserError otherwise.
+Buffer make_pointer_tensor(std::string name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides,
+                           Var data, SourceLoc loc = {});
+// A global buffer reached through a kernel value (T.make_tensor) rather than a parameter.
+inline bool is_pointer_tensor(const BufferNode* b) { return b->data.defined(); }
 
 // Row-major strides of a buffer (its own strides when given).
 std::vector<Expr> buffer_strides(const Buffer& b);

@@ -71,8 +71,16 @@ class Builder {
     return alloc(name, std::move(shape), dtype, Scope::kFragment, std::move(loc));
   }
 
-  // T.reshape: a view of `base` (an on-chip fragment or local buffer) with another shape.
-  Buffer alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {});
+  // T.reshape / T.view: a view of `base` (a fragment, local or shared.dyn buffer) with another
+  // shape, and for shared memory possibly another dtype (make_view).
+  Buffer alloc_view(const std::string& name, std::vector<Expr> shape, const Buffer& base, SourceLoc loc = {},
+                    std::optional<DataType> dtype = std::nullopt);
+
+  // T.make_tensor: a global buffer at `address` (a 64-bit integer), declared from here to the
+  // end of the innermost frame. An address that is not a variable is bound to `<name>_ptr`
+  // first, so the buffer keeps the address it had here.
+  Buffer make_tensor(const std::string& name, Expr address, std::vector<Expr> shape, DataType dtype,
+                     std::vector<Expr> strides = {}, SourceLoc loc = {});
 
   // ---- statements ----
   void emit(Stmt s);
@@ -100,6 +108,7 @@ class Builder {
     std::vector<Buffer> allocs;
     std::vector<std::pair<Var, Expr>> lets;  // with the index into stmts they start at
     std::vector<size_t> let_starts;
+    std::vector<Buffer> let_buffers;  // per let: null, or a T.make_tensor buffer declared there
     // payload
     std::shared_ptr<KernelLaunchNode> kernel;
     std::vector<std::shared_ptr<ForNode>> loops;  // kFor: one; kLoopNest: outer to inner

@@ -31,6 +31,12 @@ Pass simplify_pass();
 //   panel-serpentine order (better L2 reuse). Runs before layout inference / lowering.
 Pass rasterize_blocks_pass();
 
+// narrow_guarded_parallel_loops (src/passes/narrow_guarded_parallel_loops.cc)
+//   in:  verified tile IR.   out: a T.Parallel nest whose body is `if v < c:` (no else) on a
+//   nest variable v, c a constant inside v's range, runs v over [min, c) without the if
+//   (fragment reads at `v + s * c` then follow the fragment). Runs before pipeline_planning.
+Pass narrow_guarded_parallel_loops_pass();
+
 // fuse_clear_into_gemm (src/passes/fuse_clear_into_gemm.cc)
 //   in:  verified tile IR.   out: T.fill(C, 0) of a whole fragment immediately followed by
 //   T.gemm(A, B, C) into the whole fragment becomes the gemm with clear_accum=True (config

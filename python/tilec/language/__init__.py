@@ -31,6 +31,7 @@ from .rng import rng_init, rng_rand
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .bitcast import reinterpret
 from .persistent import Persistent
+from .pointers import make_tensor, make_tensor_from_addr, ptr
 from .views import im2col, reshape, view
 from .warp import shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up
 

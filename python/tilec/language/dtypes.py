@@ -152,6 +152,8 @@ def dtype_str(v: Any, what: str = "dtype") -> str:
         return str(v)
     if isinstance(v, _tilec.DataType):
         return str(v)
+    if getattr(v, "_tilec_pointer_table", False):  # T.ptr: a table of addresses is int64 storage
+        return "int64"
     if v is float:
         return "float32"
     if v is int:

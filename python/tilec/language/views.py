@@ -93,6 +93,7 @@ def subscript(view: GlobalView, items: list) -> Any:
 def reshape(src: Any, shape: Any):
     """`T.reshape(buf, shape)`: buf's elements under another shape (row-major order kept).
     Fragments and local buffers: a view with the same registers (layouts follow each other);
+    shared memory: a buffer of its own over the same bytes (its own layout, as in TileLang);
     global tensors: a view as `T.Tensor(shape, dtype, A.data)`."""
     ctx = context.require("T.reshape")
     if not isinstance(src, Buffer):
@@ -106,15 +107,18 @@ def reshape(src: Any, shape: Any):
 
 @primitive
 def view(src: Any, shape: Any = None, dtype: Any = None):
-    """`T.view(buf, shape=..., dtype=...)`: T.reshape when the dtype stays; another dtype would
-    reinterpret the bytes, which tilec does not do."""
+    """`T.view(buf, shape=..., dtype=...)`: T.reshape when the dtype stays. Another dtype
+    reinterprets shared memory (`T.view(KV_shared, shape=[16, D], dtype=T.float32)`: the bf16
+    tile's bytes reused as float32 staging): a buffer of its own over the same bytes, the sizes in
+    bytes equal; registers and global tensors are not reinterpreted (a CompileError says so)."""
     if not isinstance(src, Buffer):
         raise CompileError("T.view takes a buffer")
-    if dtype is not None and dtype_str(dtype) != str(src.dtype):
-        raise CompileError(f"T.view of '{src.name}' ({src.dtype}) as {dtype_str(dtype)}: tilec does not reinterpret "
-                           "on-chip memory as another dtype",
-                           hint="allocate a buffer of the dtype you need (T.alloc_shared) and copy into it")
-    return reshape(src, list(src.shape) if shape is None else shape)
+    dims = list(src.shape) if shape is None else (list(shape) if isinstance(shape, (list, tuple)) else [shape])
+    if dtype is None or dtype_str(dtype) == str(src.dtype) or src.scope == "global":
+        return reshape(src, dims) if dtype is None or src.scope != "global" else make_view(dims, dtype, BufferData(src))
+    ctx = context.require("T.view")
+    name = ctx.take_name(f"{src.name}_view")
+    return ctx.builder.alloc_view(name, [to_expr(n) for n in dims], src, ctx.loc, dtype_str(dtype))
 
 
 @primitive

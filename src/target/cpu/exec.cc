@@ -1,7 +1,7 @@
 // CPU target: statements. Every loop kind runs serially in order (T.Parallel, T.serial,
 // T.Pipelined, unrolled, vectorized); T.Kernel runs its blocks one after another (x
 // fastest), each with fresh on-chip buffers; thread-bound loops and T.ws are thread-level
-// code and raise "not supported on target=cpu".
+// code and raise "not supported on target=cpu", as does T.make_tensor (device addresses).
 #include "target/cpu/machine.h"
 
 namespace tilec::cpu {
@@ -79,6 +79,9 @@ void Machine::exec(const Stmt& s) {
     case NodeKind::kEvaluate: eval(s.as<EvaluateNode>()->value); return;
     case NodeKind::kAllocate: {
       auto* n = s.as<AllocateNode>();
+      if (n->buffer->data)
+        not_supported("T.make_tensor (a tensor at an address read by the kernel)", s->loc,
+                      "pass the tensors as parameters (the CPU target has no device addresses)");
       allocate(n->buffer, s->loc);
       exec(n->body);
       release(n->buffer);

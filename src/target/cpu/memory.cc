@@ -96,6 +96,9 @@ void Machine::allocate(const Buffer& b, const SourceLoc& loc) {
   for (int d = static_cast<int>(s.shape.size()) - 2; d >= 0; --d) s.strides[d] = s.strides[d + 1] * s.shape[d + 1];
   Value poison;  // never-written floats read as NaN
   if (b->dtype.is_float()) poison.f = std::numeric_limits<double>::quiet_NaN();
+  if (b->viewed && !(b->dtype == b->viewed->dtype))
+    not_supported("T.view of shared memory as another dtype (the CPU target holds values, not bytes)", loc,
+                  "allocate a buffer of the dtype you need");
   if (b->viewed) s.cells = storage(b->viewed, loc).cells;
   else s.cells = std::make_shared<std::vector<Value>>(static_cast<size_t>(n), poison);
   storages_[b.get()] = std::move(s);

@@ -8,7 +8,8 @@
 // Output: `extern "C" __global__ void __launch_bounds__(threads) name(...)`, including
 // tilec/common.cuh and the device headers the intrinsics used need (by name). Block and
 // thread indices become `const int bx = blockIdx.x;` declarations; Let becomes a const
-// declaration of the let's type; local buffers become register arrays; shared.dyn buffers
+// declaration of the let's type; local buffers become register arrays; T.make_tensor buffers
+// typed pointers at their address (`half* __restrict__ A = reinterpret_cast<half*>(A_ptr);`); shared.dyn buffers
 // become typed pointers into `extern __shared__ __align__(1024) unsigned char tilec_smem[]`.
 // Identifiers are sanitised and made unique in order of definition.
 #include "tilec/target/cuda/codegen.h"
@@ -217,6 +218,10 @@ void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset
   const Buffer& b = op->buffer;
   std::string type = c_type(b->dtype, b->loc);
   const std::string& name = name_of(b.get());
+  if (b->data) {  // T.make_tensor: a typed pointer at the address
+    line(type + "* __restrict__ " + name + " = reinterpret_cast<" + type + "*>(" + name_of(b->data.get()) + ");");
+    return stmt(op->body);
+  }
   int64_t elems = 1;
   for (const auto& e : b->shape) {
     auto* c = as_const_int(e);

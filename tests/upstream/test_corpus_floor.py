@@ -30,7 +30,11 @@ import run_corpus
 # T.reshape / T.view of fragments, uniform T.alloc_var copies): 80 pass, 77 of upstream's 99.
 # 2026-12-01 (compat11: break / continue as flags, mixed-signedness bit operations, tensor
 # dimensions scale * symbol, torch.profiler in the harness): 82 pass, 79 of upstream's 99.
-FLOOR = 79
+# 2026-12-02 (compat12: T.ptr / T.make_tensor, T.view of shared memory as another dtype, guarded
+# fragment-block stores, TMA into column blocks of a shared tile): 86 pass, 83 of upstream's 99
+# (--jobs 2, two runs: attention_sink/example_gqa_sink_fwd_varlen.py took 68 s, then 101 s of the
+# 120 s limit on busy cores; hadamard_transform/example_hadamard.py up to 79 s).
+FLOOR = 83
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

@@ -114,8 +114,10 @@ def view(src: Any, shape: Any = None, dtype: Any = None):
     if not isinstance(src, Buffer):
         raise CompileError("T.view takes a buffer")
     dims = list(src.shape) if shape is None else (list(shape) if isinstance(shape, (list, tuple)) else [shape])
-    if dtype is None or dtype_str(dtype) == str(src.dtype) or src.scope == "global":
-        return reshape(src, dims) if dtype is None or src.scope != "global" else make_view(dims, dtype, BufferData(src))
+    if dtype is None or dtype_str(dtype) == str(src.dtype):
+        return reshape(src, dims)
+    if src.scope == "global":
+        return make_view(dims, dtype, BufferData(src))  # a CompileError: global views keep the dtype
     ctx = context.require("T.view")
     name = ctx.take_name(f"{src.name}_view")
     return ctx.builder.alloc_view(name, [to_expr(n) for n in dims], src, ctx.loc, dtype_str(dtype))

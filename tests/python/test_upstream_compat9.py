@@ -9,7 +9,7 @@ import tilec.language as T
 from tilec import CompileError
 
 
-def _producer_consumer(n_bytes=8):
+def _producer_consumer(n_elems=4):
     @T.prim_func
     def ws(KV: T.Tensor((1024, 64), T.float16), Idx: T.Tensor((64,), T.int32), Q: T.Tensor((64, 64), T.float16),
            O: T.Tensor((64, 64), T.float32)):
@@ -30,7 +30,7 @@ def _producer_consumer(n_bytes=8):
                 for r in T.serial(8):
                     row = r * 8 + (tx - 128) // 16
                     T.ptx_cp_async(T.access_ptr(KV_shared[row, (tx - 128) % 16 * 4], "w", 4),
-                                   T.access_ptr(KV[Idx[row], (tx - 128) % 16 * 4], "r", 4), n_bytes)
+                                   T.access_ptr(KV[Idx[row], (tx - 128) % 16 * 4], "r", 4), n_elems)
                 T.cp_async_barrier_noinc(ready[0])
 
     return ws
@@ -51,8 +51,11 @@ def test_ptx_cp_async_completes_on_an_mbarrier_and_roles_come_from_thread_ranges
 
 
 def test_ptx_cp_async_checks_its_arguments():
-    with pytest.raises(CompileError, match="copies 4, 8 or 16 bytes, not 12"):
-        tilec.compile(_producer_consumer(12), target="sm_90a")
+    # The third argument counts elements (TileLang's num_elems): 4 float16 are the 8 bytes above,
+    # 8 would be 16 bytes, 6 are 12 bytes: no cp.async.
+    assert "tl::cp_async_cg16(&KV_shared[" in tilec.compile(_producer_consumer(8), target="sm_90a").get_kernel_source()
+    with pytest.raises(CompileError, match="copies 4, 8 or 16 bytes: 6 float16 elements are 12 bytes"):
+        tilec.compile(_producer_consumer(6), target="sm_90a")
 
     with pytest.raises(CompileError, match="needs addresses"):
         @T.prim_func

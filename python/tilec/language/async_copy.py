@@ -5,7 +5,8 @@ producer warp group filling shared memory row by row, gathering rows by index):
     T.cp_async_barrier_noinc(bar[stage])   # bar completes when these copies have landed
 
 T.access_ptr gives the address of an element (the start of a region); T.ptx_cp_async copies
-4, 8 or 16 bytes global -> shared asynchronously (tilec/cp_async.cuh); the copies complete
+num_elems elements of the pointers' dtype (as in TileLang: 8 float16 elements are 16 bytes),
+which must come to 4, 8 or 16 bytes, global -> shared asynchronously (tilec/cp_async.cuh); the copies complete
 through T.ptx_commit_group / T.ptx_wait_group, or through an mbarrier with
 T.cp_async_barrier_noinc (the mbarrier must expect one arrival per issuing thread)."""
 
@@ -62,28 +63,41 @@ def access_ptr(base: Any, access_type: str = "rw", *extents, offset: Any = 0, **
 
 
 @primitive
-def ptx_cp_async(dst: Any, src: Any, num_bytes: Any, *more):
-    """`T.ptx_cp_async(dst_ptr, src_ptr, bytes)`: an asynchronous copy of 4, 8 or 16 bytes from
-    global to shared memory, both given as T.access_ptr(...)."""
+def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more):
+    """`T.ptx_cp_async(dst_ptr, src_ptr, num_elems)`: an asynchronous copy of num_elems elements
+    (4, 8 or 16 bytes of the pointers' dtype) from global to shared memory, both given as
+    T.access_ptr(...)."""
     ctx = context.require("T.ptx_cp_async")
     if more:
-        raise CompileError("T.ptx_cp_async takes (dst_ptr, src_ptr, bytes); TVM's six-argument form "
+        raise CompileError("T.ptx_cp_async takes (dst_ptr, src_ptr, num_elems); TVM's six-argument form "
                            "(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes) is not "
                            "supported by tilec", hint="T.ptx_cp_async(T.access_ptr(S[i], \"w\"), "
                                                       "T.access_ptr(G[j], \"r\"), 16)")
     if not (_is_address(dst) and _is_address(src)):
         raise CompileError("T.ptx_cp_async needs addresses: pass T.access_ptr(S[...], \"w\") and "
                            "T.access_ptr(G[...], \"r\")")
-    n = const_int(num_bytes, "the byte count of T.ptx_cp_async")
-    if n not in (4, 8, 16):
-        raise CompileError(f"T.ptx_cp_async copies 4, 8 or 16 bytes, not {n}",
-                           hint="split the copy into 16-byte pieces")
     dst_scope = dst.args[0].buffer.scope
     src_scope = src.args[0].buffer.scope
     if not dst_scope.startswith("shared") or src_scope != "global":
         raise CompileError(f"T.ptx_cp_async copies global -> shared memory, not {src_scope} -> {dst_scope}")
+    dst_dtype, src_dtype = str(dst.args[0].buffer.dtype), str(src.args[0].buffer.dtype)
+    dst_bits, src_bits = _dtype_bits(dst_dtype), _dtype_bits(src_dtype)
+    if dst_bits != src_bits:
+        raise CompileError(f"T.ptx_cp_async copies between elements of one width, not {src_dtype} -> {dst_dtype}")
+    elems = const_int(num_elems, "the element count of T.ptx_cp_async")
+    n = elems * dst_bits // 8
+    if elems <= 0 or elems * dst_bits % 8 or n not in (4, 8, 16):
+        raise CompileError(f"T.ptx_cp_async copies 4, 8 or 16 bytes: {elems} {dst_dtype} elements are "
+                           f"{elems * dst_bits / 8:g} bytes",
+                           hint="the third argument counts elements of the pointers' dtype, as in TileLang "
+                                f"(16 bytes of {dst_dtype}: {128 // dst_bits})")
     op = "tl.cp_async_cg16" if n == 16 else f"tl.cp_async_ca{n}"
     ctx.builder.evaluate(_tilec.call("void", op, [dst, src], ctx.loc), ctx.loc)
+
+
+def _dtype_bits(name: str) -> int:
+    dt = _tilec.DataType(name)
+    return dt.bits * dt.lanes
 
 
 @primitive

@@ -462,12 +462,28 @@ class SyncPlanner {
 
   Stmt visit_if(const Stmt& s, const IfNode* op, Pending& pending) {
     if (is_role(op->then_case) && (!op->else_case || is_role_split(op->else_case))) {
-      // The split into warp-specialized roles: each branch is planned on its own.
+      // The split into warp-specialized roles: each branch is planned on its own. What the
+      // block wrote before the split and a role touches first needs one barrier before the
+      // split, which every thread still reaches (a role's own barriers are its named one).
+      // (Checked once, at the chain's first If: the elifs are inside the split already.)
+      bool need = false;
+      if (!in_role_chain_) {
+        std::vector<Access> first;
+        bool always = false;
+        exposed(op->then_case, &first, &always);
+        exposed(op->else_case, &first, &always);
+        need = conflicts(pending, first);
+        if (need) pending.clear();
+      }
       Stmt then_case = visit(op->then_case, pending);
+      const bool saved = in_role_chain_;
+      in_role_chain_ = true;
       Stmt else_case = visit(op->else_case, pending);
-      return then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
-                 ? s
-                 : if_then_else(op->cond, then_case, else_case, s->loc);
+      in_role_chain_ = saved;
+      Stmt out = then_case.same_as(op->then_case) && else_case.same_as(op->else_case)
+                     ? s
+                     : if_then_else(op->cond, then_case, else_case, s->loc);
+      return need ? with_barrier_before(out) : out;
     }
     if (divergent_cond(op->cond)) return visit_divergent_if(s, op, pending);
     Effects fx;
@@ -774,6 +790,7 @@ class SyncPlanner {
   std::unordered_set<const BufferNode*> uniform_locals_;  // see syncs::uniform_locals
   std::vector<const BufferNode*> async_buffers_;
   int64_t barriers_placed_ = 0;  // barriers decided so far (a probe compares before and after)
+  bool in_role_chain_ = false;    // visiting the elifs of a role split (no block barrier there)
 };
 
 PrimFunc insert(const PrimFunc& f, PassContext& ctx) {

@@ -10,10 +10,14 @@
 //         block barriers inside into named barrier 1 + g0 over the role's threads.
 //         TileLang's other spelling of roles, an if / elif chain on the thread index
 //         (`if tx < 128: ... elif tx >= 256: ...`, tx = T.get_thread_binding()), gets the same
-//         annotation around each branch whose thread range is whole warp groups, when some
-//         branch holds a tile op (whose lowering needs the threads that run it) and every
-//         condition is a range test of tx against constants (<, <=, >, >=, `and`).
-//         Chains that do not fit stay plain Ifs.
+//         annotation around each branch whose thread range is whole warps, when some branch
+//         holds a tile op (whose lowering needs the threads that run it) and every condition
+//         is a range test of tx against constants (<, <=, >, >=, `and`). A chain of whole warp
+//         groups numbers its named barriers 1 + first / 128 as T.ws does; a chain with a
+//         smaller role (`if tx < 32:` in a block of 96) numbers them 1, 2, ... in branch order.
+//         Chains that do not fit stay plain Ifs. Every role made here carries kUserRole as
+//         the annotation's fourth value: its hand-offs to other roles are the program's own
+//         (plan_shared_memory then keeps its buffers apart from the other roles').
 // Errors: groups that are not consecutive or lie outside the block; T.ws in a block that
 //         is not 1-D or whose threads are not whole warp groups; nested T.ws.
 // Before: pipeline_planning (which would hoist the annotations out of loop bodies),
@@ -73,6 +77,7 @@ std::optional<ThreadRange> range_of(const Expr& cond, const VarNode* tx, ThreadR
 }
 
 bool whole_warp_groups(ThreadRange r) { return r.begin < r.end && r.begin % 128 == 0 && r.end % 128 == 0; }
+bool whole_warps(ThreadRange r) { return r.begin < r.end && r.begin % 32 == 0 && r.end % 32 == 0; }
 
 bool holds_tile_op(const Stmt& s) {
   bool found = false;
@@ -91,41 +96,76 @@ bool holds_role(const Stmt& s) {
   return found;
 }
 
-Stmt role_of(const Stmt& body, ThreadRange r, const SourceLoc& loc) {
-  return annotate(kThreadRangeKey, std::vector<int64_t>{r.begin, r.end - r.begin, 1 + r.begin / 128}, body, loc);
+// A role's named barrier: 1 + first / 128 in a chain of warp groups (as T.ws), else its
+// branch's place in the chain (1, 2, ...). Ids 14 and 15 are the ping-pong turns.
+struct BarrierIds {
+  bool by_group = true;
+  int64_t next = 1;
+  int64_t id(ThreadRange r) { return by_group ? 1 + r.begin / 128 : next++; }
+};
+
+Stmt role_of(const Stmt& body, ThreadRange r, BarrierIds& ids, const SourceLoc& loc) {
+  const int64_t id = ids.id(r);
+  TILEC_USER_CHECK(id <= 13, loc, "use fewer thread-index branches with tile ops")
+      << "the branch for threads [" << r.begin << ", " << r.end << ") needs named barrier " << id
+      << ", past the 13 a block has besides barrier 0 and the ping-pong pair";
+  return annotate(kThreadRangeKey, std::vector<int64_t>{r.begin, r.end - r.begin, id, kUserRole}, body, loc);
 }
 
-// An if / elif chain on the thread index with each branch a role, or nullptr when the chain
-// does not fit (see the header).
-Stmt chain_as_roles(const IfNode* op, const VarNode* tx, ThreadRange all, const SourceLoc& loc) {
+// The thread ranges of an if / elif chain's branches (then, else-if..., else), or nullopt when
+// the chain does not fit (see the header).
+std::optional<std::vector<ThreadRange>> chain_ranges(const IfNode* op, const VarNode* tx, ThreadRange all) {
   auto cond = range_of(op->cond, tx, all);
-  if (!cond) return nullptr;
+  if (!cond) return std::nullopt;
   ThreadRange then_range{std::max(all.begin, cond->begin), std::min(all.end, cond->end)};
-  if (!whole_warp_groups(then_range)) return nullptr;
+  if (!whole_warps(then_range)) return std::nullopt;
+  std::vector<ThreadRange> out{then_range};
+  if (!op->else_case) return out;
+  ThreadRange rest = all;
+  if (then_range.begin <= all.begin) {
+    rest.begin = then_range.end;
+  } else if (then_range.end >= all.end) {
+    rest.end = then_range.begin;
+  } else {
+    return std::nullopt;  // the other threads are not one range
+  }
+  if (auto* elif = op->else_case.as<IfNode>()) {
+    auto more = chain_ranges(elif, tx, rest);
+    if (!more) return std::nullopt;
+    out.insert(out.end(), more->begin(), more->end());
+  } else {
+    if (!whole_warps(rest)) return std::nullopt;
+    out.push_back(rest);
+  }
+  return out;
+}
+
+// The chain with each branch a role over its range (ranges[k] for the k-th branch).
+Stmt chain_with_roles(const IfNode* op, const std::vector<ThreadRange>& ranges, size_t k, BarrierIds& ids,
+                      const SourceLoc& loc) {
+  Stmt then_case = role_of(op->then_case, ranges[k], ids, op->then_case->loc);
   Stmt else_case;
   if (op->else_case) {
-    ThreadRange rest = all;
-    if (then_range.begin <= all.begin) {
-      rest.begin = then_range.end;
-    } else if (then_range.end >= all.end) {
-      rest.end = then_range.begin;
-    } else {
-      return nullptr;  // the other threads are not one range
-    }
-    if (auto* elif = op->else_case.as<IfNode>()) {
-      else_case = chain_as_roles(elif, tx, rest, op->else_case->loc);
-    } else if (whole_warp_groups(rest)) {
-      else_case = role_of(op->else_case, rest, op->else_case->loc);
-    }
-    if (!else_case) return nullptr;
+    if (auto* elif = op->else_case.as<IfNode>())
+      else_case = chain_with_roles(elif, ranges, k + 1, ids, op->else_case->loc);
+    else
+      else_case = role_of(op->else_case, ranges[k + 1], ids, op->else_case->loc);
   }
-  return if_then_else(op->cond, role_of(op->then_case, then_range, op->then_case->loc), else_case, loc);
+  return if_then_else(op->cond, then_case, else_case, loc);
+}
+
+Stmt chain_as_roles(const IfNode* op, const VarNode* tx, ThreadRange all, const SourceLoc& loc) {
+  auto ranges = chain_ranges(op, tx, all);
+  if (!ranges) return nullptr;
+  BarrierIds ids;
+  for (const auto& r : *ranges) ids.by_group = ids.by_group && whole_warp_groups(r);
+  return chain_with_roles(op, *ranges, 0, ids, loc);
 }
 
 class RoleLowering : public IRMutator {
  protected:
   Stmt mutate_If(const Stmt& s, const IfNode* op) override {
-    if (kernel_ && !inside_ && kernel_->threads.size() == 1 && kernel_->threads[0] % 128 == 0 && holds_tile_op(s) &&
+    if (kernel_ && !inside_ && kernel_->threads.size() == 1 && kernel_->threads[0] % 32 == 0 && holds_tile_op(s) &&
         !holds_role(s)) {
       ThreadRange all{0, kernel_->threads[0]};
       if (Stmt roles = chain_as_roles(op, kernel_->thread_vars[0].get(), all, s->loc)) return roles;
@@ -170,7 +210,7 @@ class RoleLowering : public IRMutator {
       Expr upper = binary(NodeKind::kLT, tx, int_imm(begin + count, tx->dtype));
       cond = cond ? cond && upper : upper;
     }
-    Stmt role = annotate(kThreadRangeKey, std::vector<int64_t>{begin, count, 1 + first}, body, op->loc);
+    Stmt role = annotate(kThreadRangeKey, std::vector<int64_t>{begin, count, 1 + first, kUserRole}, body, op->loc);
     return cond ? if_then_else(cond, role, nullptr, op->loc) : role;
   }
 

@@ -22,8 +22,11 @@
 // Algorithm. Statements get positions in program order (a pre-order walk). A buffer's live
 // range is [first access, last access]; an access inside a loop that does not also enclose
 // the buffer's Allocate extends the range over that whole loop (the next iteration may use
-// what this one left). Buffers are placed largest first, each at the lowest aligned offset
-// that does not overlap a placed buffer whose live range intersects its own.
+// what this one left). The roles of a split the program wrote (an If whose branch is an
+// Annotate(kThreadRangeKey) marked kUserRole, lower_warp_roles) run at the same time: a
+// buffer touched in any of them lives over the whole split. (warp_specialize's own roles
+// hand tiles over through its mbarriers, and the consumers' epilogue may reuse the stages.) Buffers are placed largest first, each at the lowest
+// aligned offset that does not overlap a placed buffer whose live range intersects its own.
 #include <algorithm>
 #include <sstream>
 
@@ -83,6 +86,7 @@ class LiveRanges : public IRVisitor {
   void enter(const Node* n) { ++pos_; }
   void touch(const BufferNode* b) {
     if (!allocs.count(b)) return;
+    for (auto& split : splits_) split.touched.insert(b);
     int64_t lo = pos_, hi = pos_;
     size_t depth = alloc_depth[b];
     if (loop_stack_.size() > depth) {
@@ -115,7 +119,20 @@ class LiveRanges : public IRVisitor {
   }
   void visit_If(const IfNode* op) override {
     enter(op);
+    auto* role = op->then_case.as<AnnotateNode>();
+    auto* value = role && role->key == kThreadRangeKey ? std::get_if<std::vector<int64_t>>(&role->value) : nullptr;
+    if (!value || value->size() < 4 || (*value)[3] != kUserRole) {
+      IRVisitor::visit_If(op);
+      return;
+    }
+    splits_.push_back({pos_, {}});
     IRVisitor::visit_If(op);
+    RoleSplit split = std::move(splits_.back());
+    splits_.pop_back();
+    for (const BufferNode* b : split.touched) {
+      auto& r = range[b];
+      r = {std::min(r.first, split.start), std::max(r.second, pos_)};
+    }
   }
   void visit_For(const ForNode* op) override {
     enter(op);
@@ -148,9 +165,14 @@ class LiveRanges : public IRVisitor {
   }
 
  private:
+  struct RoleSplit {
+    int64_t start = 0;
+    std::unordered_set<const BufferNode*> touched;
+  };
   int64_t pos_ = 0;
   std::vector<size_t> loop_stack_;
   std::vector<std::pair<const BufferNode*, size_t>> pending_;
+  std::vector<RoleSplit> splits_;  // enclosing role splits, innermost last
 };
 
 class StaticShared : public IRVisitor {

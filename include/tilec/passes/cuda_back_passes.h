@@ -31,6 +31,10 @@ runtime::TmaDescSpec tma_descriptor_spec(const ir::CallNode& call, const runtime
 // index minus `first`; insert_syncs plans the region on its own and its block barriers
 // become named barrier `barrier_id` over `count` threads when count is not the whole block.
 inline constexpr const char* kThreadRangeKey = "tilec.thread_range";
+// The fourth value of a kThreadRangeKey annotation, when present and 1: a role the program
+// wrote (T.ws, an if / elif chain on the thread index), whose hand-offs the compiler does
+// not model; warp_specialize's own roles have three values.
+inline constexpr int64_t kUserRole = 1;
 
 // PrimFunc attr (LayoutMap): the global parameters as they were before flattening, in the
 // order of the buffer parameters, each with the layout (logical index -> flat offset).

@@ -50,6 +50,24 @@ def test_ptx_cp_async_completes_on_an_mbarrier_and_roles_come_from_thread_ranges
     assert "wgmma_gemm_ss<64, 64, 64, 1, 1," in src, src
 
 
+def test_ptx_cp_async_with_a_predicate_zero_fills():
+    @T.prim_func
+    def guarded(A: T.Tensor((256,), T.float16), n: T.int32, B: T.Tensor((256,), T.float16)):
+        with T.Kernel(1, threads=32) as bx:
+            S = T.alloc_shared((256,), T.float16)
+            tx = T.get_thread_binding()
+            T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[tx * 8], "r", 8), 8, tx * 8 < n)
+            T.ptx_cp_async(T.access_ptr(S[tx * 8], "w", 8), T.access_ptr(A[tx * 8], "r", 8), 8,
+                           predicate=tx * 8 < n)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            for i in T.Parallel(256):
+                B[i] = S[i]
+
+    src = tilec.compile(guarded, target="sm_90a").get_kernel_source()
+    assert src.count("tl::cp_async_cg16_zfill(&S[tx * 8], &A[tx * 8], tx * 8 < n);") == 2, src
+
+
 def test_ptx_cp_async_checks_its_arguments():
     # The third argument counts elements (TileLang's num_elems): 4 float16 are the 8 bytes above,
     # 8 would be 16 bytes, 6 are 12 bytes: no cp.async.

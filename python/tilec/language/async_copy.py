@@ -63,11 +63,14 @@ def access_ptr(base: Any, access_type: str = "rw", *extents, offset: Any = 0, **
 
 
 @primitive
-def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more):
+def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more, predicate: Any = None):
     """`T.ptx_cp_async(dst_ptr, src_ptr, num_elems)`: an asynchronous copy of num_elems elements
     (4, 8 or 16 bytes of the pointers' dtype) from global to shared memory, both given as
-    T.access_ptr(...)."""
+    T.access_ptr(...). With `predicate` (a condition) the copy reads nothing and writes zeros
+    where the condition is false, as in TileLang."""
     ctx = context.require("T.ptx_cp_async")
+    if len(more) == 1 and predicate is None:  # TileLang's predicate, given positionally
+        predicate, more = more[0], ()
     if more:
         raise CompileError("T.ptx_cp_async takes (dst_ptr, src_ptr, num_elems); TVM's six-argument form "
                            "(dtype, shared_ptr, shared_offset, global_ptr, global_offset, bytes) is not "
@@ -92,7 +95,11 @@ def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more):
                            hint="the third argument counts elements of the pointers' dtype, as in TileLang "
                                 f"(16 bytes of {dst_dtype}: {128 // dst_bits})")
     op = "tl.cp_async_cg16" if n == 16 else f"tl.cp_async_ca{n}"
-    ctx.builder.evaluate(_tilec.call("void", op, [dst, src], ctx.loc), ctx.loc)
+    args = [dst, src]
+    if predicate is not None:
+        op += "_zfill"
+        args.append(to_expr(predicate))
+    ctx.builder.evaluate(_tilec.call("void", op, args, ctx.loc), ctx.loc)
 
 
 def _dtype_bits(name: str) -> int:

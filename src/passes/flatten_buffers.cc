@@ -16,6 +16,8 @@
 //         buffer's extent has the index type: build_launch_plan reads it from there, and
 //         the runtime rejects arguments of int32-indexed tensors whose actual span
 //         reaches 2^31 (runtime::kMaxInt32Span), so int32 offsets never wrap silently.
+//         Config tl.config_index_bitwidth = 64 (TileLang's key; default 32) makes every
+//         tensor parameter's offsets int64, for launches whose spans reach 2^31.
 //         T.make_tensor buffers (global, at a kernel address: BufferNode::data) are flattened
 //         the same way at their Allocate, which then declares the 1-D buffer (same address);
 //         their offsets are int32 only when every dimension and stride is a constant and
@@ -169,7 +171,7 @@ class IndexWidth : public IRMutator {
   }
 };
 
-PrimFunc flatten(const PrimFunc& f) {
+PrimFunc flatten(const PrimFunc& f, bool all_wide) {
   if (find_attr(f->attrs, kUnflattenedParamsAttr)) return f;
   IndexWidth width;
   width.mutate(f->body);
@@ -183,7 +185,7 @@ PrimFunc flatten(const PrimFunc& f) {
       continue;
     }
     const Buffer& b = p.buffer;
-    FlatInfo fi = Flattener::flat_info(b, width.wide.count(b.get()) > 0);
+    FlatInfo fi = Flattener::flat_info(b, all_wide || width.wide.count(b.get()) > 0);
     std::vector<Var> vars;
     std::vector<Expr> var_exprs;
     for (int d = 0; d < b->ndim(); ++d) {
@@ -204,7 +206,12 @@ PrimFunc flatten(const PrimFunc& f) {
 }  // namespace
 
 Pass flatten_buffers_pass() {
-  return {"flatten_buffers", [](const PrimFunc& f, PassContext&) { return flatten(f); }};
+  return {"flatten_buffers", [](const PrimFunc& f, PassContext& ctx) {
+            const int64_t bits = ctx.get_int("tl.config_index_bitwidth");
+            TILEC_USER_CHECK(bits == 32 || bits == 64, f->loc, "pass 32 (the default) or 64")
+                << "tl.config_index_bitwidth must be 32 or 64, got " << bits;
+            return flatten(f, bits == 64);
+          }};
 }
 
 }  // namespace tilec::passes

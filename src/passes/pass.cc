@@ -48,7 +48,9 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tl.dynamic_alignment", int64_t{16},
      "Alignment in elements assumed for symbolic dimensions (accepted; no effect yet)."},
     {"tl.config_index_bitwidth", int64_t{32},
-     "Bit width of index arithmetic (accepted; no effect yet)."},
+     "Bit width of tensor offset arithmetic: 32 (the default: int32 wherever the shapes allow, and a launch "
+     "whose tensor spans 2^31 elements is refused with this key in the hint) or 64 (every tensor parameter "
+     "indexed with int64)."},
     {"tl.disable_gemm_overlap", false,
      "Keep T.gemm main loops as written: no operand fragments carried across iterations "
      "(overlap_gemm_mainloop). Without this key tilec also drops the overlap by itself for a "

@@ -372,7 +372,8 @@ void Kernel::span_error(int pos, const int64_t* shape, const int64_t* strides, i
             "indexes '" + tp.name + "' with int32 arithmetic; got one spanning " + got + " elements (" + layout + ")",
             "split the tensor into pieces of fewer than 2^31 elements, or compile the kernel with 64-bit indexing "
             "for it" + (narrow.empty() ? std::string(" (launch plan text: index=int64)")
-                                      : ": declare its dimensions 64-bit, " + narrow));
+                                      : ": declare its dimensions 64-bit, " + narrow) +
+                "; or compile with pass_configs={\"tl.config_index_bitwidth\": 64}");
 }
 
 void Kernel::check_tensor_placement(int pos, const TensorView& t, BoundCall& call) const {

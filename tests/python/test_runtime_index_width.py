@@ -101,3 +101,21 @@ def test_static_shape_of_two_to_the_31_compiles_with_int64_offsets():
     smaller = tilec.compile(copy_2d(65535, 32768), target="sm_80")
     assert [p["index_bits"] for p in smaller.params()] == [32, 32]
     assert "long long" not in smaller.get_kernel_source()
+
+
+def test_index_bitwidth_config_gives_int64_offsets_to_int32_symbols():
+    # TileLang's key: the same program with int32 symbols, every tensor indexed with int64, so the
+    # span that the default refuses launches (and the default's error names the key).
+    wide = tilec.compile(copy_2d(T.dynamic("m"), T.dynamic("n")), target="sm_80",
+                         pass_configs={"tl.config_index_bitwidth": 64})
+    assert [p["index_bits"] for p in wide.params()] == [64, 64]
+    assert "long long" in wide.get_kernel_source()
+    big = huge_view((65536, 32768))
+    with pytest.raises(kernel_mod.KernelArgumentError, match="expected a CUDA tensor, got a tensor on cpu"):
+        wide(big, big)
+    narrow = tilec.compile(copy_2d(T.dynamic("m"), T.dynamic("n")), target="sm_80")
+    with pytest.raises(kernel_mod.KernelArgumentError, match=r'pass_configs=\{"tl.config_index_bitwidth": 64\}'):
+        narrow(big, big)
+    with pytest.raises(tilec.CompileError, match="tl.config_index_bitwidth must be 32 or 64, got 16"):
+        tilec.compile(copy_2d(T.dynamic("m"), T.dynamic("n")), target="sm_80",
+                      pass_configs={"tl.config_index_bitwidth": 16})

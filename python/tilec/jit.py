@@ -248,16 +248,22 @@ class JITImpl:
         return kernel
 
     def _eager_kernel(self, args: tuple, kwargs: dict):
-        """(kernel, runtime arguments) of an eager call; compiles once per specialisation."""
+        """(kernel, runtime arguments) of an eager call; compiles once per specialisation. A call
+        with a tensor of 2^31 elements or more gets (and caches) the kernel with 64-bit offsets
+        (tl.config_index_bitwidth = 64), as the symbolic sizes would overflow int32 offsets."""
         __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
         try:
             key, runtime, compile_args, consts = self._eager.cache_key(args, kwargs)
+            configs = self.pass_configs
+            if _has_huge_tensor(args, kwargs) and "tl.config_index_bitwidth" not in (configs or {}):
+                configs = {**(configs or {}), "tl.config_index_bitwidth": 64}
+                key = (key, "index64")
             kernel = self._kernel_cache.get(key)
             if kernel is None:
                 _, func = self._eager.parse(compile_args, consts)
                 kernel = compile(func, out_idx=None, target=self.target, target_host=self.target_host,
                                  execution_backend=self.execution_backend, verbose=self.verbose,
-                                 pass_configs=self.pass_configs, compile_flags=self.compile_flags)
+                                 pass_configs=configs, compile_flags=self.compile_flags)
                 self._kernel_cache[key] = kernel
         except CompileError as e:
             raise e.with_traceback(None) from None
@@ -280,6 +286,20 @@ class JITImpl:
     def __repr__(self) -> str:
         name = self.func.name if self.is_prim_func else getattr(self.func, "__name__", "?")
         return f"<tilec.jit {name}>"
+
+
+_INT32_SPAN = 2**31 - 1
+
+
+def _has_huge_tensor(args: tuple, kwargs: dict) -> bool:
+    """Some tensor argument (torch or numpy: anything with numel / size and a shape) has more
+    elements than int32 offsets reach."""
+    for a in list(args) + list(kwargs.values()):
+        numel = getattr(a, "numel", None)
+        n = numel() if callable(numel) else getattr(a, "size", None) if hasattr(a, "shape") else None
+        if isinstance(n, int) and n > _INT32_SPAN:
+            return True
+    return False
 
 
 def jit(func: Any = None, *, out_idx=None, target: Any = "auto", target_host: Any = None,

@@ -248,3 +248,32 @@ def test_astype_is_a_cast():
 
 def test_eager_get_kernel_source():
     assert "__global__" in scale_add.get_kernel_source(M=64, N=32)
+
+
+class FakeTorchTensor(FakeTensor):
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@tilec.jit(target="sm_90a")
+def rows_copy(A):
+    M = T.dynamic("M")
+    A: T.Tensor((M, 256), T.float32)
+    B = T.empty((M, 256), T.float32)
+    with T.Kernel(T.ceildiv(M, 64), threads=128) as bx:
+        for i, j in T.Parallel(64, 256):
+            B[bx * 64 + i, j] = A[bx * 64 + i, j]
+    return B
+
+
+def test_a_tensor_beyond_int32_offsets_gets_the_64_bit_kernel():
+    # M is symbolic (int32): 2^23 rows of 256 are 2^31 elements, past int32 offsets, so that call
+    # compiles (and keeps) the kernel with tl.config_index_bitwidth = 64; smaller ones keep int32.
+    small = rows_copy.compile(FakeTorchTensor((1024, 256)))
+    huge = rows_copy.compile(FakeTorchTensor((1 << 23, 256)))
+    assert [p["index_bits"] for p in small.params()] == [32, 32]
+    assert [p["index_bits"] for p in huge.params()] == [64, 64]
+    assert rows_copy.compile(FakeTorchTensor((1 << 24, 256))) is huge

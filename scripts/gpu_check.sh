@@ -100,7 +100,8 @@ fi
 
 if [[ " $steps " == *" candidates "* ]]; then
   # Variants against the defaults, each pair in the same step (docs/PERFORMANCE.md). Not part of
-  # `all`. The seventh session's: the paged / varlen producer (tilec.ws_indirect_copies, on since
+  # `all`. tilec.defer_gemm_waits on the backward (off: the dV gemm left running across the dS
+  # conversion; 12 bytes of spill at d128 on sm_90a), against the default run just after. The seventh session's: the paged / varlen producer (tilec.ws_indirect_copies, on since
   # then) against off, for MLA and paged Flash-Decoding; the backward's default blocks against the
   # small ones; tilec.head_copies_after_first_step (off: no gain in the seventh session's grid).
   run_step "MLA, default" cand_mla.log "$PY" bench/bench_attention_more.py --part mla \
@@ -112,6 +113,9 @@ if [[ " $steps " == *" candidates "* ]]; then
   run_step "decode, ws_indirect_copies off" cand_dec_off.log "$PY" bench/bench_attention_more.py --part decode \
     --pass-configs '{"tilec.ws_indirect_copies": false}' --json "$OUT/cand_dec_off.json"
   tail -n 8 "$OUT"/cand_mla.log "$OUT"/cand_mla_off.log "$OUT"/cand_dec.log "$OUT"/cand_dec_off.log
+  run_step "backward, tilec.defer_gemm_waits" cand_bwd_defer.log "$PY" bench/bench_attention_more.py --part bwd \
+    --pass-configs '{"tilec.defer_gemm_waits": true}' --json "$OUT/cand_bwd_defer.json"
+  tail -n 14 "$OUT/cand_bwd_defer.log"
   run_step "backward blocks default vs 64x32x128" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
     --bwd-blocks default,64x32x128 --json "$OUT/cand_bwd.json"
   tail -n 28 "$OUT/cand_bwd.log"

@@ -85,6 +85,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "Warp specialization also takes loops whose copies' regions (or the values the loop depends on) read "
      "global tensors the kernel never writes: a paged cache's block table, varlen offsets (MLA and paged "
      "decoding, varlen attention); the producer thread reads them. Only speed changes."},
+    {"tilec.defer_gemm_waits", false,
+     "In a warp-specialized consumer step, a gemm whose next statement does not touch its accumulator or "
+     "register operand (nor write its shared operands) is left running; its wait goes before the first "
+     "statement that does. Off by default: not yet measured on the GPU (the attention backward's dV / dK)."},
     {"tilec.pingpong", true,
      "Two consumer warpgroups of a warp-specialized loop whose steps run more than gemms (attention) take "
      "turns at the step's first gemm, so that one's other work overlaps the other's gemm. Only speed changes."},

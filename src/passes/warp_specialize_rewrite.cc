@@ -28,6 +28,36 @@ namespace pl = pipeline;
 // the roles' own barriers count up from 1.
 constexpr int64_t kPingpongBarrier = 14;
 
+// Gemms left in flight in a consumer step (tilec.defer_gemm_waits) and what a later statement
+// must not touch before they are done: their accumulators and register operands (PTX: not
+// even read, before the wait), and, for writes, their shared operands.
+struct InFlight {
+  pl::BufferSet touch, write;
+  std::vector<size_t> gemms;  // consumer indices
+  static InFlight of(const TileOpNode* g) {
+    InFlight f;
+    f.add(g, 0);
+    return f;
+  }
+  void add(const TileOpNode* g, size_t q) {
+    const Buffer& a = std::get<BufferRegion>(g->args[0]).buffer;
+    const Buffer& b = std::get<BufferRegion>(g->args[1]).buffer;
+    const Buffer& c = std::get<BufferRegion>(g->args[2]).buffer;
+    touch.insert(c.get());
+    (a->scope == Scope::kFragment ? touch : write).insert(a.get());
+    write.insert(b.get());
+    gemms.push_back(q);
+  }
+  bool hazard(const pl::Access& acc) const {
+    for (const pl::BufferSet* s : {&acc.reads, &acc.writes})
+      for (const BufferNode* b : *s)
+        if (touch.count(b)) return true;
+    for (const BufferNode* b : acc.writes)
+      if (write.count(b)) return true;
+    return false;
+  }
+};
+
 class KernelRewrite {
  public:
   KernelRewrite(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
@@ -218,9 +248,24 @@ class KernelRewrite {
           consume.push_back(release(grp, slot_));
         }
     };
+    // tilec.defer_gemm_waits: a gemm whose next statement leaves its wgmmas alone stays in
+    // flight (wg_wait -1) until the first statement that reads or writes its accumulator or
+    // its register operand, or writes its shared operands; one wgmma_wait(0) goes there (or at
+    // the step's end), and the slots the gemms in flight read are released after it.
+    std::vector<Stmt> steps;
+    for (size_t q = 0; q < p_.consumers.size(); ++q)
+      steps.push_back(pl::VersionAccesses(p_.versioned, slot_).mutate(substitute(p_.body.stmts[p_.consumers[q]], rename_)));
+    const bool defer = !deferred_ && ctx_.get_bool("tilec.defer_gemm_waits");
+    InFlight flight;
+    auto settled = [&](bool wait) {  // the gemms in flight are done (after a wait, or a sync gemm)
+      if (flight.gemms.empty()) return;
+      if (wait) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+      for (size_t r : flight.gemms) release_done(r);
+      flight = InFlight{};
+    };
     for (size_t q = 0; q < p_.consumers.size(); ++q) {
-      Stmt st = substitute(p_.body.stmts[p_.consumers[q]], rename_);
-      st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
+      Stmt st = steps[q];
+      if (!flight.gemms.empty() && flight.hazard(pl::accesses(st))) settled(true);
       wait_full(q);
       if (turn_ && q == *turn_) {
         // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
@@ -229,11 +274,20 @@ class KernelRewrite {
         consume.push_back(with_wg_wait(st, -1));
         consume.push_back(turn_pass());
         consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+        settled(false);
         release_done(q);
+        continue;
+      }
+      const TileOpNode* g = tile_op(st);
+      const bool gemm = g && g->op == "gemm";
+      if (defer && gemm && q + 1 < steps.size() && !InFlight::of(g).hazard(pl::accesses(steps[q + 1]))) {
+        consume.push_back(with_wg_wait(st, -1));
+        flight.add(g, q);
         continue;
       }
       if (deferred_) st = with_wg_wait(st, -1);
       consume.push_back(st);
+      if (gemm && !deferred_) settled(false);  // its own wait covers the earlier ones
       if (deferred_) {
         if (q + 1 == p_.consumers.size()) {
           // The previous slot's gemms are done when at most this step's group runs.
@@ -246,6 +300,7 @@ class KernelRewrite {
       }
       release_done(q);
     }
+    settled(true);
     return make_for(k_, f_->min, f_->extent, ForKind::kSerial, pl::join_body(p_.body.wrappers, std::move(consume)),
                     loc_, {}, "", f_->annotations);
   }

@@ -118,3 +118,17 @@ def test_head_copies_after_the_first_step():
     assert src.count("tma_Q, &head_full[0]") == 1  # 8 steps: no empty-loop case
     causal = _kernel(flash_attention(32, 32, 512, 64, True, dtype="bfloat16"), **cfg).get_kernel_source()
     assert causal.count("tma_Q, &head_full[0]") == 2, causal  # in the loop, and after it when empty
+
+
+def test_defer_gemm_waits_keeps_a_gemm_running_until_its_registers_are_needed():
+    # tilec.defer_gemm_waits (off by default): the backward's dV gemm (A = P^T from registers)
+    # stays in flight while dS^T is converted (it touches neither dV nor P^T); the dK gemm reads
+    # dS^T right after, so it waits as before, and its wait covers dV's. The do / q slots are
+    # released only after that.
+    main = flash_attention_bwd(1, 4, 256, 128, False, dtype="bfloat16")[1]
+    on = tilec.compile(main, target="sm_90a", pass_configs={"tilec.defer_gemm_waits": True}).get_kernel_source()
+    off = _kernel(main).get_kernel_source()
+    dv = "tl::wgmma_gemm_rs<128, 128, 64, 2, 1, false, false, tl::WgTile<64, 128, 3>, tl::kWgmmaBF16, 128, {}>(&pT_cast[0]"
+    assert dv.format(-1) in on and dv.format(0) in off
+    step = on[on.index(dv.format(-1)):]
+    assert step.index("(&dsT_cast[0], &q[") < step.index("tl::mbarrier_arrive(&k_empty1[")

@@ -15,6 +15,11 @@
 //   pass's LowerContext (registry.cc), and scratch buffers it asks for are allocated
 //   around its result; remaining loads/stores of on-chip buffers are rewritten in place.
 //   The result goes through the simplify pass (index arithmetic under the known ranges).
+// Errors: a fragment used inside a role (Annotate kThreadRangeKey: a branch that only some
+//   threads run) and elsewhere too, unless the role starts at thread 0 and holds every
+//   thread the fragment's layout spreads over: a fragment lives in the registers of the
+//   threads that run its code, so the role would read registers another thread (or another
+//   thread numbering) wrote.
 #include <unordered_map>
 
 #include "ops/op_util.h"
@@ -22,6 +27,7 @@
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/structural.h"
+#include "tilec/ir/visitor.h"
 #include "tilec/layout/layout.h"
 #include "tilec/ops/op_behaviour.h"
 #include "tilec/passes/cuda_back_passes.h"
@@ -32,6 +38,53 @@ namespace tilec::passes {
 namespace {
 
 using namespace ir;
+
+// Where each fragment is used: the thread ranges of the roles ({-1, -1}: outside any) whose
+// code touches it (T.ws blocks of one warp group are one range).
+class FragmentRoles : public IRVisitor {
+ public:
+  using Range = std::pair<int64_t, int64_t>;  // (first thread, count)
+  struct Use {
+    Range role;
+    SourceLoc loc;
+  };
+  std::unordered_map<const BufferNode*, std::vector<Use>> uses;
+
+ protected:
+  void note(const Buffer& b, const SourceLoc& loc) {
+    if (b->scope != Scope::kFragment) return;
+    auto& u = uses[b.get()];
+    const Range role = roles_.empty() ? Range{-1, -1} : roles_.back();
+    for (const auto& x : u)
+      if (x.role == role) return;
+    u.push_back({role, loc});
+  }
+  void visit_Annotate(const AnnotateNode* op) override {
+    const bool role = op->key == kThreadRangeKey;
+    if (role) {
+      const auto& r = std::get<std::vector<int64_t>>(op->value);
+      roles_.push_back({r[0], r[1]});
+    }
+    IRVisitor::visit_Annotate(op);
+    if (role) roles_.pop_back();
+  }
+  void visit_BufferLoad(const BufferLoadNode* op) override {
+    note(op->buffer, op->loc);
+    IRVisitor::visit_BufferLoad(op);
+  }
+  void visit_BufferStore(const BufferStoreNode* op) override {
+    note(op->buffer, op->loc);
+    IRVisitor::visit_BufferStore(op);
+  }
+  void visit_TileOp(const TileOpNode* op) override {
+    for (const auto& arg : op->args)
+      if (auto* r = std::get_if<BufferRegion>(&arg)) note(r->buffer, op->loc);
+    IRVisitor::visit_TileOp(op);
+  }
+
+ private:
+  std::vector<Range> roles_;
+};
 
 class TileOpLowerer : public IRMutator, public ops::LowerContext {
  public:
@@ -156,6 +209,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
     if (op->key == kThreadRangeKey) {
       // A warp-specialized role: its ops run on `count` threads numbered from `first`.
       auto& r = std::get<std::vector<int64_t>>(op->value);
+      check_role_fragments(r[0], r[1]);
       const int64_t saved_threads = num_threads_;
       const Expr saved_index = thread_index_;
       num_threads_ = r[1];
@@ -284,6 +338,31 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
   std::vector<std::pair<Var, Expr>> lets_;          // enclosing Lets, outermost first
   SourceLoc current_loc_;
   arith::Analyzer analyzer_;
+
+ public:
+  FragmentRoles fragment_roles;
+
+ private:
+  void check_role_fragments(int64_t first, int64_t count) {
+    for (const auto& [b, uses] : fragment_roles.uses) {
+      if (uses.size() < 2) continue;
+      const FragmentRoles::Use* here = nullptr;
+      const FragmentRoles::Use* other = nullptr;
+      for (const auto& u : uses) (u.role == FragmentRoles::Range{first, count} ? here : other) = &u;
+      if (!here || !other) continue;
+      auto it = layouts_.find(b);
+      const int64_t spread = it == layouts_.end() || !it->second
+                                 ? count + 1
+                                 : layout::thread_extent(it->second) / layout::replicate_factor(it->second);
+      const bool same_threads = first == 0 && spread <= count && other->role.first < 0;
+      TILEC_USER_CHECK(same_threads, here->loc,
+                       "give each role fragments of its own, and pass values between roles through shared memory")
+          << "fragment '" << b->name << "' is used in the branch run by threads [" << first << ", " << first + count
+          << ") and also " << (other->role.first >= 0 ? "in another such branch" : "outside it") << " (line " << other->loc.line
+          << "); its elements live in the registers of the threads that ran that code, which this branch's "
+          << count << " threads do not all share";
+    }
+  }
 };
 
 }  // namespace
@@ -291,6 +370,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
 Pass lower_tile_ops_pass() {
   return {"lower_tile_ops", [](const PrimFunc& f, PassContext& ctx) {
             TileOpLowerer lowerer(ctx);
+            lowerer.fragment_roles.visit(f->body);
             Stmt body = lowerer.mutate(f->body);
             if (body.same_as(f->body)) return f;
             // Layout arithmetic leaves index expressions that the loop and thread ranges

@@ -82,3 +82,27 @@ def test_one_block_barrier_before_a_chain_and_none_inside():
     assert head.rstrip().endswith("__syncthreads();"), src
     assert "__syncthreads" not in roles, src  # only part of the block runs each branch
     assert "} else if (tx < 64) {" in roles, src
+
+
+def _fragment_across_the_split(n):
+    @T.prim_func
+    def f(A: T.Tensor((n,), T.float32), B: T.Tensor((n,), T.float32)):
+        with T.Kernel(1, threads=96) as bx:
+            a = T.alloc_fragment((n,), T.float32)
+            T.copy(A, a)
+            tx = T.get_thread_binding()
+            if tx < 32:
+                T.copy(a, B)
+
+    return f
+
+
+def test_a_fragment_the_branch_threads_do_not_all_hold_is_an_error():
+    # 384 elements over all 96 threads: the first warp alone cannot store them (before, 2/3 of B
+    # were silently never written).
+    with pytest.raises(tilec.CompileError, match=r"fragment 'a' is used in the branch run by threads \[0, 32\) "
+                                                 r"and also outside it"):
+        tilec.compile(_fragment_across_the_split(384), target="sm_90a")
+    # 96 elements, 4 per thread on threads 0..23: all inside the branch, which holds them.
+    src = tilec.compile(_fragment_across_the_split(96), target="sm_90a").get_kernel_source()
+    assert "if (tx < 32) {" in src

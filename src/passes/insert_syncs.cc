@@ -1,5 +1,9 @@
 // Pass insert_syncs: __syncthreads where shared memory accesses of different threads conflict.
 //
+// (Over 800 lines on purpose: the planner is one class whose visit_* methods share the
+// pending-access state and call each other recursively; the stateless helpers already live in
+// insert_syncs_support.cc, and splitting the visitor would put one recursion in two files.)
+//
 // Input:  lowered IR after plan_shared_memory (shared.dyn buffers carry their arena offsets,
 //         so buffers that share bytes are known to alias). Barriers may already be present.
 // Output: Evaluate(tl.syncthreads()) inserted so that every pair of accesses to the same

@@ -172,29 +172,27 @@ def test_autotune_over_an_eager_function_tunes_a_parameter_without_default(monke
     assert kernel.params()[0]["shape"] == [256]
 
 
-def test_profiler_func_is_the_kernel():
-    from tilec.profiler import Profiler
-
+def _add_one_kernel():
     @T.prim_func
     def add_one(A: T.Tensor((128,), T.float32)):
         with T.Kernel(1, threads=128) as bx:
             for i in T.Parallel(128):
                 A[i] = A[i] + 1.0
 
-    kernel = tilec.compile(add_one, target="sm_90a")
+    return tilec.compile(add_one, target="sm_90a")
+
+
+def test_profiler_func_is_the_kernel():
+    from tilec.profiler import Profiler
+
+    kernel = _add_one_kernel()
     profiler = Profiler(kernel)
     assert profiler.func is kernel and profiler.adapter is kernel
 
 
 def test_get_profiler_takes_the_supply_type_positionally():
     # Upstream examples write kernel.get_profiler(tilelang.TensorSupplyType.Auto).
-    @T.prim_func
-    def add_one(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
-            for i in T.Parallel(128):
-                A[i] = A[i] + 1.0
-
-    kernel = tilec.compile(add_one, target="sm_90a")
+    kernel = _add_one_kernel()
     assert kernel.get_profiler(tilec.TensorSupplyType.Normal).supply == tilec.TensorSupplyType.Normal
     assert kernel.get_profiler(tensor_supply_type=tilec.TensorSupplyType.Integer).supply == \
         tilec.TensorSupplyType.Integer
@@ -205,15 +203,9 @@ def test_do_bench_of_a_function_takes_its_own_inputs(monkeypatch):
     # those are the function's arguments, not the kernel's (upstream topk example).
     from tilec import profiler as prof
 
-    @T.prim_func
-    def add_one(A: T.Tensor((128,), T.float32)):
-        with T.Kernel(1, threads=128) as bx:
-            for i in T.Parallel(128):
-                A[i] = A[i] + 1.0
-
     calls = []
     monkeypatch.setattr(prof, "do_bench", lambda call, **kw: (call(), 1.5)[1])
-    p = prof.Profiler(tilec.compile(add_one, target="sm_90a"))
+    p = prof.Profiler(_add_one_kernel())
     assert p.do_bench(lambda *a: calls.append(a), input_tensors=[]) == 1.5
     assert calls == [()]
     with pytest.raises(tilec.kernel.KernelArgumentError, match="takes 1 inputs, got 0 input_tensors"):

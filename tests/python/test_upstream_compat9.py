@@ -324,3 +324,12 @@ def test_iket_is_accepted_and_records_nothing():
         assert "store" in iket.event_table()
         src = tilec.compile(traced, target="sm_90a").get_kernel_source()
     assert "A[" in src and iket.trace_files() == []
+
+
+def test_ptx_cp_async_between_element_widths_is_refused():
+    with pytest.raises(CompileError, match="copies between elements of one width, not float32 -> float16"):
+        @T.prim_func
+        def widths(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1, threads=32) as bx:
+                S = T.alloc_shared((128,), T.float16)
+                T.ptx_cp_async(T.access_ptr(S[0], "w", 8), T.access_ptr(A[0], "r", 4), 4)

@@ -106,3 +106,18 @@ def test_a_fragment_the_branch_threads_do_not_all_hold_is_an_error():
     # 96 elements, 4 per thread on threads 0..23: all inside the branch, which holds them.
     src = tilec.compile(_fragment_across_the_split(96), target="sm_90a").get_kernel_source()
     assert "if (tx < 32) {" in src
+
+
+def test_more_warp_roles_than_named_barriers_is_an_error():
+    # 14 one-warp branches in branch order take named barriers 1..14; 14 and 15 are the
+    # ping-pong pair, so the 14th is refused with the branch's threads.
+    branches = "\n".join(f"            {'if' if w == 0 else 'elif'} tx < {32 * (w + 1)}:\n"
+                         f"                T.copy(A[{32 * w}:{32 * (w + 1)}], B[{32 * w}:{32 * (w + 1)}])"
+                         for w in range(14))
+    text = ("@T.prim_func\n"
+            "def many(A: T.Tensor((448,), T.float32), B: T.Tensor((448,), T.float32)):\n"
+            "    with T.Kernel(1, threads=448) as bx:\n"
+            "        tx = T.get_thread_binding()\n"
+            f"        if True:\n{branches}\n")
+    with pytest.raises(tilec.CompileError, match=r"the branch for threads \[416, 448\) needs named barrier 14"):
+        tilec.compile(tilec.from_script(text), target="sm_90a")

@@ -56,7 +56,9 @@ def test_paged_and_varlen_attention_are_warp_specialized(example):
     assert "setmaxnreg" in on.get_kernel_source() and on.ptxas_info["spill_stores_bytes"] == 0
 
 
-def _written_table(n=512):
+def _table_gather(writes_table, n=512):
+    """A pipelined gemm whose A rows come from a table idx; `writes_table`: the kernel also
+    writes idx (its reads then cannot move to another warpgroup)."""
     @T.prim_func
     def f(A: T.Tensor((n, 64), "float16"), B: T.Tensor((64, 64), "float16"), idx: T.Tensor((n // 64,), "int32"),
           C: T.Tensor((64, 64), "float32")):
@@ -70,38 +72,21 @@ def _written_table(n=512):
                 T.copy(A[idx[k] * 64, 0], A_s)
                 T.gemm(A_s, B_s, acc)
             T.copy(acc, C)
-            idx[0] = 0  # the kernel writes the table: its reads cannot move to another warpgroup
+            if writes_table:
+                idx[0] = 0
 
     return f
 
 
 def test_a_table_the_kernel_writes_stays_with_the_consumers():
-    k = _compile(_written_table(), **ON)
+    k = _compile(_table_gather(True), **ON)
     assert "setmaxnreg" not in k.get_kernel_source()
     assert "computed from memory (e.g. a block table) that the kernel also writes" in k.explain(show=False)
 
 
-def _table_read_only(n=512):
-    @T.prim_func
-    def f(A: T.Tensor((n, 64), "float16"), B: T.Tensor((64, 64), "float16"), idx: T.Tensor((n // 64,), "int32"),
-          C: T.Tensor((64, 64), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            A_s = T.alloc_shared((64, 64), "float16")
-            B_s = T.alloc_shared((64, 64), "float16")
-            acc = T.alloc_fragment((64, 64), "float32")
-            T.copy(B, B_s)
-            T.clear(acc)
-            for k in T.Pipelined(n // 64, num_stages=2):
-                T.copy(A[idx[k] * 64, 0], A_s)
-                T.gemm(A_s, B_s, acc)
-            T.copy(acc, C)
-
-    return f
-
-
 def test_a_copy_region_read_from_a_table_names_the_config():
-    off = _compile(_table_read_only(), **OFF)
+    off = _compile(_table_gather(False), **OFF)
     assert "setmaxnreg" not in off.get_kernel_source()
     assert ("is computed from memory (e.g. a block table); tilec.ws_indirect_copies lets the producer read it"
             in off.explain(show=False))
-    assert "setmaxnreg" in _compile(_table_read_only()).get_kernel_source()
+    assert "setmaxnreg" in _compile(_table_gather(False)).get_kernel_source()

@@ -19,6 +19,7 @@ from ..errors import CompileError
 from ..frontend import context
 from ..frontend.values import BufferAccess, const_int, to_expr
 from .ops import Buffer, BufferRegion, Expr, primitive
+from .dtypes import dtype
 from .sync import _barrier
 
 _ACCESS_MODES = ("r", "w", "rw")
@@ -84,7 +85,7 @@ def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more, predicate: Any = Non
     if not dst_scope.startswith("shared") or src_scope != "global":
         raise CompileError(f"T.ptx_cp_async copies global -> shared memory, not {src_scope} -> {dst_scope}")
     dst_dtype, src_dtype = str(dst.args[0].buffer.dtype), str(src.args[0].buffer.dtype)
-    dst_bits, src_bits = _dtype_bits(dst_dtype), _dtype_bits(src_dtype)
+    dst_bits, src_bits = dtype(dst_dtype).bits, dtype(src_dtype).bits
     if dst_bits != src_bits:
         raise CompileError(f"T.ptx_cp_async copies between elements of one width, not {src_dtype} -> {dst_dtype}")
     elems = const_int(num_elems, "the element count of T.ptx_cp_async")
@@ -100,11 +101,6 @@ def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more, predicate: Any = Non
         op += "_zfill"
         args.append(to_expr(predicate))
     ctx.builder.evaluate(_tilec.call("void", op, args, ctx.loc), ctx.loc)
-
-
-def _dtype_bits(name: str) -> int:
-    dt = _tilec.DataType(name)
-    return dt.bits * dt.lanes
 
 
 @primitive

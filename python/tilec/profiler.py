@@ -28,9 +28,11 @@ __all__ = ["Profiler", "TensorSupplyType", "do_bench"]
 
 
 class TensorSupplyType(enum.Enum):
-    Auto = "auto"        # normal floats, small signed integers, random bools
-    Normal = "normal"
-    Randn = "randn"
+    """The distributions of TileLang's TensorSupplyType for floating types (an upstream
+    example's tolerances were chosen for them): see ``_random_tensor``."""
+    Auto = "auto"        # floats uniform in [-1, 1); float8 from the integers -128..127; small integers
+    Normal = "normal"    # floats from N(mean=-1, std=1) (TileLang's normal_(-1.0, 1.0))
+    Randn = "randn"      # floats from N(0, 1)
     Uniform = "uniform"  # floats in [-1, 1)
     Integer = "integer"  # small integers in [-2, 2] (exact in every float type)
     One = "one"
@@ -50,27 +52,33 @@ def _torch_dtype(name: str):
 
 
 def _random_tensor(shape, dtype_name: str, supply: TensorSupplyType, device):
+    """A tensor drawn as TileLang's tensor supply draws it: unsigned integers in [0, 2], booleans
+    0/1, float8 from the int8 range, other integers in [-2, 2] (int8 under Normal / Uniform: ones),
+    floats per ``supply`` (Auto: uniform in [-1, 1) for half, bfloat16 and float32)."""
     torch = _torch()
+    S = TensorSupplyType
     dtype = _torch_dtype(dtype_name)
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, device=device).bool()
-    if not dtype.is_floating_point:
-        info = torch.iinfo(dtype)
-        low = max(info.min, -4) if supply != TensorSupplyType.Integer else max(info.min, -2)
-        high = min(info.max, 4) if supply != TensorSupplyType.Integer else min(info.max, 2)
-        if supply == TensorSupplyType.One:
-            return torch.ones(shape, dtype=dtype, device=device)
-        if supply == TensorSupplyType.Zero:
-            return torch.zeros(shape, dtype=dtype, device=device)
-        return torch.randint(low, high + 1, shape, dtype=dtype, device=device)
-    if supply == TensorSupplyType.One:
-        base = torch.ones(shape, device=device)
-    elif supply == TensorSupplyType.Zero:
-        base = torch.zeros(shape, device=device)
-    elif supply == TensorSupplyType.Uniform:
-        base = torch.rand(shape, device=device) * 2 - 1
-    elif supply == TensorSupplyType.Integer:
-        base = torch.randint(-2, 3, shape, device=device).float()
+    if supply == S.Zero:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    if supply == S.One:
+        return torch.ones(shape, dtype=dtype, device=device)
+    if dtype == torch.int8 and supply in (S.Normal, S.Uniform):
+        return torch.ones(shape, dtype=dtype, device=device)
+    is_float8 = dtype.is_floating_point and dtype.itemsize == 1
+    picks_integers = supply == S.Integer or (supply == S.Auto and dtype not in (
+        torch.float16, torch.bfloat16, torch.float32))
+    if picks_integers or not dtype.is_floating_point:
+        if dtype == torch.bool:
+            return torch.randint(0, 2, shape, device=device).bool()
+        if is_float8:
+            return torch.randint(-128, 128, shape, dtype=torch.int8, device=device).to(dtype)
+        if not dtype.is_floating_point and torch.iinfo(dtype).min == 0:
+            return torch.randint(0, 3, shape, dtype=dtype, device=device)
+        return torch.randint(-2, 3, shape, device=device).to(dtype)
+    if supply in (S.Auto, S.Uniform):
+        base = torch.empty(shape, device=device).uniform_(-1.0, 1.0)
+    elif supply == S.Normal:
+        base = torch.empty(shape, device=device).normal_(-1.0, 1.0)
     else:
         base = torch.randn(shape, device=device)
     return base.to(dtype)

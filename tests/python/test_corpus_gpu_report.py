@@ -53,3 +53,28 @@ def test_gpu_report_is_written_after_each_example(tmp_path, monkeypatch):
     assert "ok \\| done" in table
     monkeypatch.undo()
     importlib.reload(rc)  # the module's paths back to the snapshot beside the checkout
+
+
+def test_an_example_out_of_memory_beside_others_runs_again_alone(tmp_path, monkeypatch):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    (upstream / "passing-upstream-h200.txt").write_text("a/big.py\nb/wrong.py\n")
+    rc = _load(monkeypatch, upstream)
+    runs = []
+
+    def fake_run(example, timeout, log_dir=""):
+        runs.append(example)
+        first = runs.count(example) == 1
+        last = {"a/big.py": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" if first else "ok",
+                "b/wrong.py": "AssertionError: Tensor-likes are not close!"}[example]
+        return {"example": example, "status": "pass" if last == "ok" else "fail", "seconds": 1.0, "last_line": last}
+
+    monkeypatch.setattr(rc, "run_one_on_gpu", fake_run)
+    report = tmp_path / "corpus_gpu.json"
+    args = types.SimpleNamespace(report=str(report), jobs=2, timeout=5.0, write_docs=False)
+    assert rc.run_gpu(["a/big.py", "b/wrong.py"], args) == 0
+    assert sorted(runs) == ["a/big.py", "a/big.py", "b/wrong.py"]  # a wrong result is not retried
+    results = json.loads(report.read_text())["results"]
+    assert [(r["status"], r.get("rerun_alone", False)) for r in results] == [("pass", True), ("fail", False)]
+    monkeypatch.undo()
+    importlib.reload(rc)

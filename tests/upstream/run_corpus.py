@@ -174,7 +174,8 @@ def gpu_table(results: list, stamp: str = "", commit: str = "") -> str:
     for r in sorted(results, key=lambda r: r["example"]):
         up = "pass" if r["example"] in passing else "fail"
         last = r["last_line"].replace("|", "\\|")
-        lines.append(f"| {r['example']} | {up} | {r['status']} | {r['seconds']} | {last} |")
+        status = r["status"] + (" (alone)" if r.get("rerun_alone") else "")
+        lines.append(f"| {r['example']} | {up} | {status} | {r['seconds']} | {last} |")
     return "\n".join(lines) + "\n"
 
 
@@ -201,6 +202,13 @@ def shard(examples: list, spec: str) -> list:
     return examples[k - 1::n]
 
 
+_OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA_ERROR_OUT_OF_MEMORY|out of device memory")
+
+
+def ran_out_of_memory(last_line: str) -> bool:
+    return bool(_OUT_OF_MEMORY.search(last_line))
+
+
 def run_gpu(examples: list, args) -> int:
     args.report = args.report or os.path.join(HERE, "report", "gpu_mode.json")
     report = args.report
@@ -225,6 +233,16 @@ def run_gpu(examples: list, args) -> int:
             write_report()
             print(f"[{len(results):3d}/{len(examples)}] {r['status']:8s} {r['example']}  ({r['seconds']} s) "
                   f"{r['last_line'][:120]}", flush=True)
+    # The H200's memory is shared by --jobs examples at once: one that ran out of memory beside the
+    # others is run again alone, and that result counts (it says so).
+    for i, r in enumerate(results):
+        if r["status"] == "fail" and ran_out_of_memory(r["last_line"]):
+            again = run_one_on_gpu(r["example"], args.timeout, log_dir)
+            again["rerun_alone"] = True
+            results[i] = again
+            write_report()
+            print(f"[again] {again['status']:8s} {again['example']}  ({again['seconds']} s, alone: out of memory "
+                  f"beside the others) {again['last_line'][:100]}", flush=True)
     results.sort(key=lambda r: r["example"])
     with open(os.path.splitext(report)[0] + ".md", "w") as f:
         f.write(gpu_table(results, meta["date"], meta["commit"]))

@@ -67,6 +67,7 @@ class _Progress:
 
 def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Optional[int]) -> list:
     """[(config, kernel or None, reason)] in the candidates' order."""
+    from .kernel import spill_warnings_silenced
     thunks = []
     for config in candidates:
         try:
@@ -81,7 +82,8 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
         if isinstance(t, Exception):
             return i, None, str(t).splitlines()[0] if str(t) else type(t).__name__
         try:
-            return i, t(), ""
+            with spill_warnings_silenced():  # select() logs and skips the spilling ones
+                return i, t(), ""
         except _SKIPPED as e:
             return i, None, str(e).splitlines()[0] if str(e) else type(e).__name__
 

@@ -21,9 +21,11 @@ wheels. It does not need torch itself.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
+import threading
 from typing import Any, Optional, Sequence
 
 from . import _tilec
@@ -101,9 +103,29 @@ class PerformanceWarning(UserWarning):
     """A kernel compiled, but ptxas reports something that usually costs a lot of speed."""
 
 
+class _SpillWarnings(threading.local):
+    silenced = False
+
+
+_spill_warnings = _SpillWarnings()
+
+
+@contextlib.contextmanager
+def spill_warnings_silenced():
+    """In this thread, compiles do not warn about spills (the autotuner logs and skips spilling
+    configurations itself; a warning per configuration would bury its output)."""
+    before, _spill_warnings.silenced = _spill_warnings.silenced, True
+    try:
+        yield
+    finally:
+        _spill_warnings.silenced = before
+
+
 def _warn_on_spills(kernel: Kernel) -> None:
     # Register spills turn a fast kernel into a slow one silently (e.g. a 128x256 GEMM tile
     # on 128 threads needs 256 accumulator registers per thread); say so once per compile.
+    if _spill_warnings.silenced:
+        return
     info = kernel.ptxas_info
     spilled = info.get("spill_stores_bytes", 0) + info.get("spill_loads_bytes", 0)
     if spilled > 0:

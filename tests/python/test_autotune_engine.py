@@ -111,6 +111,25 @@ def test_spilling_configurations_are_skipped_unless_all_spill(caplog):
     assert pick("a").config == {"k": "a"}  # nothing else: a spilling kernel beats none
 
 
+def test_compiles_inside_the_tuner_do_not_warn_about_spills(recwarn):
+    # The tuner logs and skips a spilling configuration itself; a PerformanceWarning per
+    # configuration would bury its output (35 of them for upstream's 288-config GEMM sweep).
+    from tilec import kernel as kmod
+
+    class Spilling(_FakeKernel):
+        kernel_name, target = "k", "sm_90a"
+
+    def compile_warning():
+        k = Spilling(8)
+        kmod._warn_on_spills(k)  # what tilec.compile does after a build
+        return k
+
+    engine.select([{"k": 1}, {"k": 2}], lambda c: compile_warning, lambda k, c, ref: 1.0, "fake")
+    assert not [w for w in recwarn if issubclass(w.category, kmod.PerformanceWarning)]
+    compile_warning()  # outside the tuner it still warns
+    assert [w for w in recwarn if issubclass(w.category, kmod.PerformanceWarning)]
+
+
 def test_decorator_form_uses_the_same_engine(cache_dir):
     seen = []
 

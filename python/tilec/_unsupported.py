@@ -13,8 +13,6 @@ MACRO_HINT = ("the MMA / MFMA macro generators (tilelang.cuda / tilelang.rocm in
 # module prefix (under tilec) -> why it is not there
 _LEFT_OUT = {
     "tilec.cuda.intrinsics.macro": MACRO_HINT,
-    "tilec.cuda.intrinsics.sparse_layout": "tilelang.cuda.intrinsics.sparse_layout (the 2:4 sparse metadata layouts "
-                                           "for T.gemm_sp) is not part of tilec",
     "tilec.rocm": "tilelang.rocm (AMD CDNA intrinsics and MFMA macro generators) is not part of tilec: tilec targets "
                   "NVIDIA GPUs; write the tile with T.gemm",
 }

@@ -58,3 +58,16 @@ def test_mma_swizzle_layout_is_row_major_otherwise(cols, dtype, smooth):
     _, lay = _copy_through_shared(cols, dtype, smooth)
     _, linear = _copy_through_shared(cols, dtype, True)
     assert repr(lay) == repr(linear)
+
+
+def test_sparse_layout_facts():
+    # The 2:4 facts a compressor needs (upstream's gemm_sp/sparse_utils.py imports them): 16-bit
+    # and 8-bit types keep 2 of 4, float32 1 of 2; 4 metadata bits per group; aliases resolve.
+    from tilec.cuda.intrinsics.sparse_layout import GROUP_CONFIG, get_e_factor, get_e_replicate_factor
+
+    assert GROUP_CONFIG[T.float16] == GROUP_CONFIG["bfloat16"] == GROUP_CONFIG["float8_e4m3fn"] == (2, 4)
+    assert GROUP_CONFIG["float"] == GROUP_CONFIG[T.float32] == (1, 2)
+    assert T.float64 not in GROUP_CONFIG and "no_such_type" not in GROUP_CONFIG
+    assert get_e_factor(T.float16, T.int16) == 16 and get_e_factor(T.int8, T.int32) == 32
+    assert get_e_factor(T.float32, T.int16) == 8
+    assert get_e_replicate_factor(T.float16) == 2 and get_e_replicate_factor(T.float8_e4m3) == 1

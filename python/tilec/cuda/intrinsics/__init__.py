@@ -1,5 +1,6 @@
-"""`tilelang.cuda.intrinsics`: the swizzle helper for shared memory. The macro generators
-(`.macro.*`) and `.sparse_layout` are left out (tilec._unsupported says so on import)."""
+"""`tilelang.cuda.intrinsics`: the swizzle helper for shared memory and `.sparse_layout` (the
+2:4 sparsity facts). The macro generators (`.macro.*`) are left out (tilec._unsupported says so
+on import)."""
 from __future__ import annotations
 
 from typing import Any

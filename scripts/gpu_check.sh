@@ -96,6 +96,13 @@ if want bench; then
   # Issue 13's transpose: bank-aware shared layout against row-major, torch and a copy.
   run_step "transpose (shared layout)" transpose.log "$PY" bench/bench_transpose.py --json "$OUT/transpose.json"
   tail -n 6 "$OUT/transpose.log"
+  # Issue 11's autotune target: upstream's example_gemm_autotune.py --use_autotune (288 configs),
+  # unmodified, cold cache: wall time, compile / benchmark split, winner against every config re-timed.
+  if [ -f "${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples/gemm/example_gemm_autotune.py" ]; then
+    run_step "autotune upstream GEMM example" autotune.log "$PY" bench/autotune_upstream_example.py \
+      --json "$OUT/autotune.json"
+    tail -n 3 "$OUT/autotune.log"
+  fi
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then

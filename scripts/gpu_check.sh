@@ -107,10 +107,12 @@ fi
 
 if [[ " $steps " == *" candidates "* ]]; then
   # Variants against the defaults, each pair in the same step (docs/PERFORMANCE.md). Not part of
-  # `all`. tilec.defer_gemm_waits on the backward (off: the dV gemm left running across the dS
-  # conversion; 12 bytes of spill at d128 on sm_90a), against the default run just after. The seventh session's: the paged / varlen producer (tilec.ws_indirect_copies, on since
-  # then) against off, for MLA and paged Flash-Decoding; the backward's default blocks against the
-  # small ones; tilec.head_copies_after_first_step (off: no gain in the seventh session's grid).
+  # `all`. Each has been measured; they stay here to re-check after related changes:
+  # tilec.ws_indirect_copies (the paged / varlen producer, on since the seventh session) against
+  # off, for MLA and paged Flash-Decoding; tilec.defer_gemm_waits on the backward (rejected on
+  # 2026-12-02: 0.561 against the default's 0.593x cuDNN, 12 bytes of spill at d128); the
+  # backward's default blocks against the small ones; tilec.head_copies_after_first_step (off:
+  # no gain in the seventh session's grid).
   run_step "MLA, default" cand_mla.log "$PY" bench/bench_attention_more.py --part mla \
     --json "$OUT/cand_mla.json"
   run_step "MLA, ws_indirect_copies off" cand_mla_off.log "$PY" bench/bench_attention_more.py --part mla \

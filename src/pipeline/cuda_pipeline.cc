@@ -33,6 +33,8 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   // A register-fragment A that no gemm instruction can read from registers goes through
   // shared memory (a tf32 / int8 / transposed A, or too few rows per warp).
   list.push_back(stage_gemm_operands_pass());
+  // TileLang reduces shared tiles too: through fragments shaped like them.
+  list.push_back(stage_shared_reductions_pass());
   list.push_back(layout_inference_pass());  // layoutops
   list.push_back(lower_tile_ops_pass());     // layoutops
   // ---- second half: lowered IR -> IR ready for CUDA codegen ----

@@ -187,3 +187,33 @@ def test_gemm_chain_with_a_in_registers(dtype, trans_b):
     ref = p @ (d.double().T if trans_b else d.double())
     torch.testing.assert_close(c.double(), ref, rtol=2e-2 if dtype == "bfloat16" else 5e-3,
                                atol=0.25 if dtype == "bfloat16" else 5e-2)
+
+
+@pytest.mark.parametrize("op,ref", [("reduce_sum", lambda a, d: a.sum(d)), ("reduce_max", lambda a, d: a.amax(d)),
+                                    ("reduce_absmax", lambda a, d: a.abs().amax(d))])
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("clear", [True, False])
+def test_reduce_of_shared_tiles(op, ref, dim, clear):
+    # TileLang reduces shared buffers too (stage_shared_reductions: through fragments).
+    M, N = 64, 96
+    out_n = N if dim == 0 else M
+
+    @T.prim_func
+    def reduce_shared(A: T.Tensor((M, N), T.float32), R: T.Tensor((out_n,), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((M, N), T.float32)
+            r_s = T.alloc_shared((out_n,), T.float32)
+            T.copy(A, a_s)
+            if not clear:
+                for i in T.Parallel(out_n):
+                    r_s[i] = 0.5
+            getattr(T, op)(a_s, r_s, dim=dim, clear=clear)
+            T.copy(r_s, R)
+
+    A = torch.randn(M, N, device="cuda")
+    R = poisoned((out_n,), torch.float32)
+    run(reduce_shared, A, R)
+    want = ref(A.double(), dim)
+    if not clear:
+        want = want + 0.5 if op == "reduce_sum" else torch.maximum(want, torch.full_like(want, 0.5))
+    torch.testing.assert_close(R.double(), want, rtol=1e-5, atol=1e-5)

@@ -97,6 +97,13 @@ Pass warp_specialize_pass();
 //   final wait drains the groups. Runs before layout inference.
 Pass inject_pipeline_pass();
 
+// stage_shared_reductions (src/passes/stage_shared_reductions.cc)
+//   in:  tile IR after inject_pipeline.   out: a T.reduce_* with a shared input or output
+//   reduces fragments shaped like its regions: T.copy(src, src_frag); [T.copy(dst, dst_frag)
+//   when clear=False;] T.reduce_*(src_frag, dst_frag); T.copy(dst_frag, dst). Reductions of
+//   fragments are untouched. Before layout_inference.
+Pass stage_shared_reductions_pass();
+
 // stage_gemm_operands (src/passes/stage_gemm_operands.cc)
 //   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
 //   fragment A no instruction reads from registers, but which lowers with A in shared

@@ -84,7 +84,7 @@ def gpu_available() -> bool:
             return False
     from . import _tilec
 
-    return bool(torch.cuda.is_available()) and bool(_tilec.driver_available())
+    return bool(torch.cuda.is_available()) and bool(_tilec.driver_available()[0])  # (ok, why)
 
 
 @dataclass

@@ -378,7 +378,10 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       PyObject* dtype = torch_dtype_for(k.plan().tensors[k.param_index(pos)].dtype);
       PyObject* argv[] = {shape_tuple.p, dtype, device.p};
       nb::object tensor = nb::steal(PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames));
-      if (!tensor.is_valid()) raise_output_allocation_error(k, pos, shape, rank, call.device < 0 ? 0 : call.device);
+      if (!tensor.is_valid()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt and the like
+        raise_output_allocation_error(k, pos, shape, rank, call.device < 0 ? 0 : call.device);
+      }
       fill_arg(tensor.ptr(), values[pos], shapes[pos], strides[pos], keep);
       if (values[pos].kind != ArgValue::kTensor) raise_argument_error("the allocator did not return a tensor");
       k.check_tensor(pos, values[pos].tensor, call);

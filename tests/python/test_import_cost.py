@@ -1,6 +1,6 @@
 """`import tilec` stays light (issue 11: under 100 ms without torch): it pulls in no heavy
-module, and its own import time (`python -X importtime`, the best of a few fresh processes)
-stays under 250 ms."""
+module, and its own import time (`python -X importtime`, bytecode cached, the best of a few
+fresh processes) stays under 150 ms."""
 import os
 import subprocess
 import sys
@@ -20,25 +20,31 @@ def test_import_pulls_in_no_heavy_module():
     assert r.stdout.strip() == "[]", r.stdout
 
 
-def _tilec_import_us():
+def _tilec_import_us(env):
     """The cumulative `-X importtime` time of the `tilec` line, in µs: tilec's own modules and the
     extension, not the interpreter's start-up or site hooks."""
-    r = _run("import tilec", "-X", "importtime")
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c", "import tilec"], capture_output=True, text=True,
+                       env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if ln.rstrip().endswith("| tilec"))
     return int(line.split("|")[1])
 
 
-# Issue 11's target is 100 ms; measured ~35-45 ms on the 2-core CI machine (2026-12-02, the
-# fastest of 5). The bound leaves room for a busy machine (the minimum of several fresh
-# processes takes out most of the noise) but fails well before the old 600 ms bound would.
-IMPORT_BOUND_US = 250_000
+# Issue 11's target is 100 ms. Measured on the 2-core CI machine (2026-12-02) with the bytecode
+# cached, as an installed package has it: 31-35 ms, 83 ms once with the load average at 7; without
+# bytecode (PYTHONDONTWRITEBYTECODE, as this CI sets) every module is compiled from source on
+# each import: 80-170 ms. The bound leaves room for a busy or slower machine (and the fastest of
+# several fresh processes takes out most of the noise) but fails long before the old 600 ms.
+IMPORT_BOUND_US = 150_000
 
 
-def test_import_time_of_tilec_itself():
+def test_import_time_of_tilec_itself(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    _tilec_import_us(env)  # writes the bytecode (under tmp_path, not into the source tree)
     tries = []
     for _ in range(5):
-        tries.append(_tilec_import_us())
+        tries.append(_tilec_import_us(env))
         if tries[-1] < IMPORT_BOUND_US // 2:
             break  # clearly fine: no need to spend more processes
     fastest = min(tries)

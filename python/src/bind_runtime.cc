@@ -30,6 +30,7 @@
 #include "tilec/runtime/cuda_paths.h"
 #include "tilec/runtime/driver.h"
 #include "tilec/runtime/kernel.h"
+#include "tilec/runtime/launch_errors.h"
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/support/diag.h"
@@ -53,6 +54,7 @@ struct TorchHooks {
 TorchHooks g_torch;  // strong references, kept for the process
 
 PyObject* g_argument_error = nullptr;  // tilec.KernelArgumentError (ValueError)
+PyObject* g_launch_error = nullptr;    // tilec.KernelLaunchError (RuntimeError)
 PyObject* s_data_ptr;
 PyObject* s_shape;
 PyObject* s_stride;
@@ -85,6 +87,40 @@ void maybe_install_torch_hooks() {
 
 [[noreturn]] void raise_argument_error(const std::string& message) {
   PyErr_SetString(g_argument_error, message.c_str());
+  throw nb::python_error();
+}
+
+// The allocator (torch.empty) raised for an output: the same exception class (so that
+// `except torch.OutOfMemoryError` still works), with a message naming the kernel, the output,
+// its dtype, shape and byte size and the device, and the allocator's error as its __cause__.
+[[noreturn]] void raise_output_allocation_error(const Kernel& k, int param, const int64_t* shape, int rank, int device) {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback && value) PyException_SetTraceback(value, traceback);
+  std::string cause;
+  if (PyObject* text = value ? PyObject_Str(value) : nullptr) {
+    if (const char* c = PyUnicode_AsUTF8(text)) cause = c;
+    Py_DECREF(text);
+  }
+  PyErr_Clear();
+  cause = cause.substr(0, cause.find('\n'));
+  if (type) cause = std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name) + (cause.empty() ? "" : ": " + cause);
+  const TensorParam& tp = k.plan().tensors[k.param_index(param)];
+  std::string text = output_allocation_message(k.plan().kernel_name, tp.name, tp.dtype, shape, rank, device, cause);
+  PyObject* message = PyUnicode_FromString(text.c_str());
+  PyObject* error = type && message ? PyObject_CallOneArg(type, message) : nullptr;
+  if (!error || !PyExceptionInstance_Check(error)) {  // a class that takes no message
+    PyErr_Clear();
+    Py_XDECREF(error);
+    error = PyObject_CallOneArg(PyExc_RuntimeError, message);
+  }
+  Py_XDECREF(message);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  if (value) PyException_SetCause(error, value);  // steals `value`
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
+  Py_DECREF(error);
   throw nb::python_error();
 }
 
@@ -342,7 +378,10 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       PyObject* dtype = torch_dtype_for(k.plan().tensors[k.param_index(pos)].dtype);
       PyObject* argv[] = {shape_tuple.p, dtype, device.p};
       nb::object tensor = nb::steal(PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames));
-      if (!tensor.is_valid()) throw nb::python_error();
+      if (!tensor.is_valid()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt and the like
+        raise_output_allocation_error(k, pos, shape, rank, call.device < 0 ? 0 : call.device);
+      }
       fill_arg(tensor.ptr(), values[pos], shapes[pos], strides[pos], keep);
       if (values[pos].kind != ArgValue::kTensor) raise_argument_error("the allocator did not return a tensor");
       k.check_tensor(pos, values[pos].tensor, call);
@@ -362,6 +401,15 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   } catch (const UserError& e) {
     raise_argument_error(e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint());
   }
+  if (!dry_run && !call.empty_grid) {  // before torch's stream lookup, which would fail deep inside torch
+    std::string why;
+    if (!CudaDriver::available(&why)) {
+      std::string text = no_driver_message(run->plan().kernel_name, why) + "\n  hint: running kernels needs an NVIDIA "
+                         "GPU and its driver; tilec.compile(..., target=\"cpu\") runs the program on the host";
+      PyErr_SetString(g_launch_error, text.c_str());
+      throw nb::python_error();
+    }
+  }
   CuStream stream = nullptr;
   if (stream_obj && stream_obj != Py_None) {
     stream = stream_from(stream_obj);
@@ -373,9 +421,9 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   if (!dry_run) {
     try {
       run->launch(call, stream);
-    } catch (const UserError& e) {  // no driver, wrong architecture, launch failure
+    } catch (const UserError& e) {  // no driver, wrong architecture, a fault, launch failure
       std::string text = e.hint().empty() ? e.message() : e.message() + "\n  hint: " + e.hint();
-      PyErr_SetString(PyExc_RuntimeError, text.c_str());
+      PyErr_SetString(g_launch_error, text.c_str());
       throw nb::python_error();
     }
   }
@@ -487,6 +535,12 @@ void bind_runtime(nb::module_& m) {
       "The arguments of a kernel call do not match the kernel (count, dtype, shape, strides, device or alignment).",
       PyExc_ValueError, nullptr);
   m.attr("KernelArgumentError") = nb::handle(g_argument_error);
+  g_launch_error = PyErr_NewExceptionWithDoc(
+      "tilec.KernelLaunchError",
+      "A kernel call that CUDA refused: no driver or GPU, a kernel that does not fit the device, or a fault (after "
+      "which the device's CUDA context is unusable for the rest of the process).",
+      PyExc_RuntimeError, nullptr);
+  m.attr("KernelLaunchError") = nb::handle(g_launch_error);
 
   nb::class_<PyKernel>(m, "Kernel",
                        "A compiled kernel. Call it with tensors (and scalars); outputs named by out_idx are "
@@ -631,6 +685,15 @@ void bind_runtime(nb::module_& m) {
     bool ok = nvrtc_available(&why);
     return nb::make_tuple(ok, why);
   });
+  m.def(
+      "_launch_failure_message",
+      [](const std::string& kernel, int device, const std::string& driver_error, int code, const std::string& last) {
+        LaunchFailure f{kernel, device, driver_error, is_sticky_cuda_error(code), last};
+        return nb::make_tuple(launch_failure_message(f), launch_failure_hint(f));
+      },
+      "(message, hint) of a failed launch, as a kernel call raises them (tests check the texts without a GPU).");
+  m.def("_cuda_compile_count", &cuda_compile_count,
+        "How many NVRTC / nvcc builds this process ran (tests tell cache hits from builds with it).");
   m.def("driver_available", []() {
     std::string why;
     bool ok = CudaDriver::available(&why);

@@ -2,7 +2,8 @@
 parallel, drop those that do not compile or that spill registers, time the rest, and remember
 the winner on disk.
 
-    select(candidates, prepare_one, measure, what, cache_key=None, workers=None) -> AutotuneResult
+    select(candidates, prepare_one, measure, what, cache_key=None, workers=None, timeout=None)
+        -> AutotuneResult
 
 `prepare_one(config)` runs in the calling thread (it builds the program: the front end is not
 shared between threads) and returns a thunk that compiles it; the thunks run on a thread pool
@@ -12,6 +13,13 @@ config, reference)` returns a latency in ms (it may check the kernel's outputs a
 first configuration that compiles without spilling wins. With a `cache_key`, the winner of a
 timed run is stored under `<cache dir>/autotune/` (private: 0700 / 0600; read only when owned
 by this user and writable by no one else) and a later run with the same key compiles only it.
+
+`timeout` (seconds, per configuration, TileLang's meaning): a configuration whose check and
+timing take longer is skipped with the reason logged. Nothing is interrupted (a thread cannot be
+stopped safely, and a kernel already on the GPU runs to its end anyway): `measure` gets the
+configuration's deadline through `deadline()` and may give up early by raising
+ConfigTimeout (the GPU measure does, between the check and the timing); whatever it returns
+after the deadline is discarded.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -28,6 +37,48 @@ from .errors import CompileError
 
 _log = logging.getLogger("tilec.autotuner")
 _SKIPPED = (CompileError, ValueError, TypeError, NotImplementedError)
+
+
+class ConfigTimeout(Exception):
+    """Raised by a measure function that gave up on a configuration past its deadline."""
+
+
+class _Deadline(threading.local):
+    at: Optional[float] = None  # time.perf_counter() value, None: no limit
+
+
+_deadline = _Deadline()
+
+
+def deadline() -> Optional[float]:
+    """The current configuration's deadline (a time.perf_counter() value), None without a timeout."""
+    return _deadline.at
+
+
+def check_deadline(stage: str) -> None:
+    """Raises ConfigTimeout when the current configuration is past its deadline."""
+    if _deadline.at is not None and time.perf_counter() > _deadline.at:
+        raise ConfigTimeout(f"after {stage}")
+
+
+def _measure_within(measure: Callable, kernel: Any, config: dict, reference: Any, timeout: Optional[float]):
+    """(latency, None), or (None, why skipped) when the check and timing took over `timeout` s."""
+    start = time.perf_counter()
+    _deadline.at = start + timeout if timeout else None
+    try:
+        latency = measure(kernel, config, reference)
+    except ConfigTimeout as e:
+        latency = None
+        why = str(e)
+    else:
+        why = None
+    finally:
+        _deadline.at = None
+    elapsed = time.perf_counter() - start
+    if timeout and (why is not None or elapsed > timeout):
+        stopped = f" (stopped {why})" if why else ""
+        return None, f"its check and timing took {elapsed:.2f} s{stopped}, over the timeout of {timeout:g} s"
+    return latency, None
 
 
 def spills(kernel: Any) -> int:
@@ -156,7 +207,7 @@ def store_config(key: str, config: dict, latency: float) -> None:
 
 
 def select(candidates: list, prepare_one: Callable, measure: Optional[Callable], what: str,
-           cache_key: Optional[str] = None, workers: Optional[int] = None):
+           cache_key: Optional[str] = None, workers: Optional[int] = None, timeout: Optional[float] = None):
     from .autotuner import AutotuneResult
 
     if not candidates:
@@ -193,16 +244,23 @@ def select(candidates: list, prepare_one: Callable, measure: Optional[Callable],
                      "%s (%d of %d compiled)", what, result.config, len(ok), len(candidates))
         return result
     reference = survivors[0][1]
+    timed_out = 0
     for config, kernel in survivors:
         try:
-            latency = measure(kernel, config, reference)
+            latency, why = _measure_within(measure, kernel, config, reference, timeout)
         except AssertionError as e:
             _log.info("autotune %s: config %s gives wrong results: %s", what, config, str(e).splitlines()[0])
+            continue
+        if why is not None:
+            timed_out += 1
+            _log.warning("autotune %s: config %s skipped: %s", what, config, why)
             continue
         if latency is not None and (result.latency is None or latency < result.latency):
             result.latency, result.config, result.kernel = latency, config, kernel
     if result.kernel is None:
-        raise CompileError(f"autotune {what}: none of the {len(survivors)} compiled configurations passed its check")
+        detail = f" ({timed_out} over the timeout of {timeout:g} s)" if timed_out else ""
+        raise CompileError(f"autotune {what}: none of the {len(survivors)} compiled configurations passed its check"
+                           f"{detail}")
     result.compile_s, result.bench_s = compile_s, time.perf_counter() - start - compile_s
     _log.info("autotune %s: best %s at %.4f ms (%d configurations; compile %.1f s, benchmark %.1f s)", what,
               result.config, result.latency, len(candidates), result.compile_s, result.bench_s)

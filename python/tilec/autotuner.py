@@ -19,8 +19,9 @@ configuration's outputs (a mismatch drops the configuration), and timed with
 source, its arguments' shapes and dtypes, the configurations, the GPU and tilec's version) so
 that the next process compiles only the winner. `measure_fn=lambda kernel, config: ms` replaces
 the GPU timing (a custom benchmark). Without a GPU nothing can be timed: the first configuration
-that compiles wins, and the log says so. Results are also kept per call arguments for the life
-of the process.
+that compiles wins, and the log says so. `timeout` (seconds, per configuration): a configuration
+whose check and timing take longer is skipped, with the reason logged. Results are also kept per
+call arguments for the life of the process.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def gpu_available() -> bool:
             return False
     from . import _tilec
 
-    return bool(torch.cuda.is_available()) and bool(_tilec.driver_available())
+    return bool(torch.cuda.is_available()) and bool(_tilec.driver_available()[0])  # (ok, why)
 
 
 @dataclass
@@ -130,6 +131,7 @@ def _profile_measure(profile: _ProfileArgs, run_args: Optional[Callable] = None)
         if ref_prog is not None and not profile.skip_check:
             profiler.assert_allclose(ref_prog, input_tensors=given, rtol=profile.rtol, atol=profile.atol,
                                      max_mismatched_ratio=profile.max_mismatched_ratio)
+            engine.check_deadline("the check")  # a slow kernel: no timing run past `timeout`
         if given is not None and run_args is not None:
             return profiler.do_bench(lambda *_: kernel(*given), warmup=profile.warmup, rep=profile.rep,
                                      input_tensors=[])
@@ -176,6 +178,8 @@ class AutoTuner:
             self.profile.warmup = warmup
         if rep is not None:
             self.profile.rep = rep
+        if timeout is not None:
+            self.profile.timeout = timeout
         configs = self.configs() if callable(self.configs) else list(self.configs)
 
         def prepare_one(config):
@@ -190,7 +194,8 @@ class AutoTuner:
 
         what = getattr(self.fn, "__name__", "kernel")
         key = _tuning_key(self.fn, (), {}, configs, self.compile_args.get("target", "auto"))
-        result = engine.select(configs, prepare_one, _profile_measure(self.profile), what, cache_key=key)
+        result = engine.select(configs, prepare_one, _profile_measure(self.profile), what, cache_key=key,
+                               timeout=self.profile.timeout)
         result.libcode = result.kernel.get_kernel_source()
         return result
 
@@ -270,7 +275,8 @@ class AutoTuneImpl:
                 return self.jit_impl._eager.runtime_args(runtime)
 
         chosen = engine.select(configs, prepare_one, _profile_measure(self.profile, run_args), self.__name__,
-                               cache_key=_tuning_key(self.jit_impl.func, args, kwargs, configs, self.jit_impl.target))
+                               cache_key=_tuning_key(self.jit_impl.func, args, kwargs, configs, self.jit_impl.target),
+                               timeout=self.profile.timeout)
         result = (chosen.kernel, chosen.config)
         self._cache[key] = result
         return result

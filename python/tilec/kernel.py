@@ -13,8 +13,11 @@ python/src/bind_runtime.cc), with TileLang's object API::
 A call is C++ all the way to cuLaunchKernel: arguments are validated (count, dtype, rank,
 shape with symbolic dimensions, strides, device, alignment; errors raise
 :class:`KernelArgumentError`), outputs are allocated with ``torch.empty`` on the inputs'
-device, and the kernel runs on ``torch.cuda.current_stream()`` of that device unless
-``stream=`` is given. This module tells the C++ side about torch (lazily: torch is never
+device (an allocation that fails raises the allocator's error class, e.g.
+``torch.OutOfMemoryError``, naming the kernel, the output and its size), and the kernel runs on
+``torch.cuda.current_stream()`` of that device unless ``stream=`` is given. CUDA refusing the
+launch raises :class:`KernelLaunchError` (a RuntimeError): no driver or GPU, or a fault, after
+which the device's CUDA context is unusable (the message names the kernel launched last there). This module tells the C++ side about torch (lazily: torch is never
 imported here unless the user imported it) and about CUDA libraries installed as pip
 wheels. It does not need torch itself.
 """
@@ -33,8 +36,9 @@ from .errors import emit_diagnostics, user_stacklevel
 
 Kernel = _tilec.Kernel
 KernelArgumentError = _tilec.KernelArgumentError
+KernelLaunchError = _tilec.KernelLaunchError
 
-__all__ = ["Kernel", "KernelArgumentError", "compile_cuda", "param_shapes", "compile_prim_func"]
+__all__ = ["Kernel", "KernelArgumentError", "KernelLaunchError", "compile_cuda", "param_shapes", "compile_prim_func"]
 
 # torch dtype attribute -> tilec dtype name. Missing attributes (older torch) are skipped.
 _TORCH_DTYPES = (

@@ -47,6 +47,9 @@ KNOBS: tuple[Knob, ...] = (
          "Emit #line directives in generated CUDA that point back to the kernel's source lines."),
     Knob("TILEC_DEBUG_SYNC", "bool", "0", "",
          "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."),
+    Knob("TILEC_LAUNCH_BLOCKING", "bool", "0", "",
+         "Wait for every kernel to finish after its launch, so a fault is reported by the call of the kernel "
+         "that caused it (slow; for debugging)."),
     Knob("TILEC_PYTHON", "path", "python3", "",
          "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."),
 )
@@ -144,6 +147,10 @@ def line_directives() -> bool:
 
 def debug_sync() -> bool:
     return _bool("TILEC_DEBUG_SYNC")
+
+
+def launch_blocking() -> bool:
+    return _bool("TILEC_LAUNCH_BLOCKING")
 
 
 def python() -> str:

@@ -135,7 +135,7 @@ void check(CudaDriver::Api* api, CUresult r, const char* call) {
   const char* text = "";
   api->GetErrorName(r, &name);
   api->GetErrorString(r, &text);
-  throw_user_error(std::string(call) + " failed: " + name + " (" + text + ")", {});
+  throw CudaError(std::string(call) + " failed: " + name + " (" + text + ")", static_cast<int>(r));
 }
 
 CUdevice device_handle(CudaDriver::Api* api, int device) {

@@ -13,8 +13,10 @@
 
 #include "tilec/ir/printer.h"
 #include "tilec/runtime/kernel.h"
+#include "tilec/runtime/launch_errors.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/support/diag.h"
+#include "tilec/support/knobs.h"
 
 namespace tilec::runtime {
 namespace {
@@ -100,6 +102,8 @@ bool cubin_runs_on(int arch, bool specific, int cc) {
 Kernel::Kernel(CompiledArtifact artifact) : artifact_(std::move(artifact)) {
   const LaunchPlan& p = artifact_.plan;
   check_launch_plan(p);
+  launch_name_ = intern_kernel_name(p.kernel_name);
+  launch_blocking_ = knobs::launch_blocking();
   auto limit = [&](size_t n, int max, const char* what) {
     TILEC_USER_CHECK(n <= static_cast<size_t>(max), SourceLoc{}, "split the kernel or pack arguments into tensors")
         << "kernel '" << p.kernel_name << "' has " << n << " " << what << "; at most " << max << " are supported";
@@ -381,8 +385,17 @@ void Kernel::check_tensor_placement(int pos, const TensorView& t, BoundCall& cal
   int64_t numel = 1;
   for (int i = 0; i < t.ndim; ++i) numel *= t.shape[i];
   if (t.device_type != DeviceType::kCUDA) {
+    std::string why, hint = "move it to the GPU, e.g. tensor.cuda()";
+    if (!CudaDriver::available(&why)) {
+      hint += "; but this machine has no usable CUDA driver (" + why +
+              "), so no kernel can run here: tilec.compile(..., target=\"cpu\") runs the program on the host";
+    }
     arg_error(pos, std::string("expected a CUDA tensor, got a tensor on ") + (t.device_label ? t.device_label : "the host"),
-              "move it to the GPU, e.g. tensor.cuda()");
+              hint);
+  }
+  if (t.data == 0 && numel > 0) {
+    arg_error(pos, "the data pointer is null, but the tensor has " + std::to_string(numel) + " elements",
+              "pass a tensor with storage (a null pointer is only valid for an empty tensor)");
   }
   if (call.device < 0) {
     call.device = t.device_id;
@@ -625,16 +638,28 @@ void Kernel::prepare(int device) const {
 void Kernel::launch(const BoundCall& call, CuStream stream) const {
   if (call.empty_grid) return;
   int device = call.device < 0 ? 0 : call.device;
-  void* f = function_for(device);
-  CudaDriver& driver = CudaDriver::get();
-  void* previous = driver.make_current(device);
   try {
-    driver.launch(f, call.dims, stream, const_cast<void**>(call.arg_ptrs));
-  } catch (...) {
+    void* f = function_for(device);
+    CudaDriver& driver = CudaDriver::get();
+    void* previous = driver.make_current(device);
+    try {
+      driver.launch(f, call.dims, stream, const_cast<void**>(call.arg_ptrs));
+      note_launch(device, launch_name_);
+      if (launch_blocking_) driver.synchronize_stream(stream);  // a fault shows here, naming this kernel
+    } catch (...) {
+      driver.restore_context(previous);
+      throw;
+    }
     driver.restore_context(previous);
+  } catch (const CudaError& e) {  // loading the module or the launch itself
+    LaunchFailure failure{plan().kernel_name, device, e.message(), is_sticky_cuda_error(e.code()),
+                          last_launched_kernel(device)};
+    throw_user_error(launch_failure_message(failure), {}, launch_failure_hint(failure));
+  } catch (const UserError& e) {
+    std::string why;
+    if (!CudaDriver::available(&why)) throw_user_error(no_driver_message(plan().kernel_name, why), {}, e.hint());
     throw;
   }
-  driver.restore_context(previous);
 }
 
 void Kernel::operator()(const ArgValue* args, int num_args, CuStream stream) const {

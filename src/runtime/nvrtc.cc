@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -365,8 +366,15 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+namespace {
+std::atomic<int64_t> g_cuda_compiles{0};
+}  // namespace
+
+int64_t cuda_compile_count() { return g_cuda_compiles.load(std::memory_order_relaxed); }
+
 CudaBinary compile_cuda(const CudaCompileRequest& req) {
   TILEC_ICHECK(!req.arch.empty()) << "compile_cuda without an architecture";
+  g_cuda_compiles.fetch_add(1, std::memory_order_relaxed);
   if (resolve_compiler(req.compiler) == "nvcc") return compile_with_nvcc(req);
   return compile_with_nvrtc(req);
 }

@@ -42,6 +42,9 @@ const std::vector<KnobSpec> kKnobs = {
      "Emit #line directives in generated CUDA that point back to the kernel's source lines."},
     {"TILEC_DEBUG_SYNC", KnobType::kBool, "0", "",
      "Hang detector: every mbarrier wait traps after ~2 s, printing the kernel, barrier, parity and block."},
+    {"TILEC_LAUNCH_BLOCKING", KnobType::kBool, "0", "",
+     "Wait for every kernel to finish after its launch, so a fault is reported by the call of the kernel "
+     "that caused it (slow; for debugging)."},
     {"TILEC_PYTHON", KnobType::kPath, "python3", "",
      "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."},
 };
@@ -240,6 +243,7 @@ std::string cuda_home() {
 
 bool line_directives() { return read_bool("TILEC_LINE_DIRECTIVES"); }
 bool debug_sync() { return read_bool("TILEC_DEBUG_SYNC"); }
+bool launch_blocking() { return read_bool("TILEC_LAUNCH_BLOCKING"); }
 
 std::string python() {
   auto v = raw("TILEC_PYTHON");

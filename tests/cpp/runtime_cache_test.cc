@@ -225,6 +225,42 @@ TEST(RuntimeCache, CompileSourceUsesAndRepairsTheCache) {
   EXPECT_NE(marked.cache_key, for_ampere.cache_key);
 }
 
+// A cache directory nothing can create (below a regular file: root is refused too, where a
+// chmod would not stop it): the first compile builds and warns once, the second is served from
+// the memory cache without a build or a second warning.
+TEST(RuntimeCache, UnwritableDirectoryDegradesToMemoryWithOneWarning) {
+  std::string why;
+  if (!nvrtc_available(&why)) GTEST_SKIP() << "NVRTC not found: " << why;
+  TempDir dir;
+  std::string blocker = dir.path() + "/file";
+  std::ofstream(blocker) << "x";
+  CompileOptions opts;
+  opts.target = "sm_80";
+  opts.cache_dir = blocker + "/cache";
+  opts.compile_flags = {"-DTILEC_TEST_UNWRITABLE_CACHE"};  // a key no other test has in memory
+  LaunchPlan plan = launch_plan_from_text(kPlan);
+
+  testing::internal::CaptureStderr();
+  const int64_t before = cuda_compile_count();
+  CompiledArtifact first = compile_source(kSource, plan, opts);
+  const int64_t after_first = cuda_compile_count();
+  CompiledArtifact second = compile_source(kSource, plan, opts);
+  const int64_t after_second = cuda_compile_count();
+  std::string err = testing::internal::GetCapturedStderr();
+
+  EXPECT_EQ(after_first - before, 1);
+  EXPECT_EQ(after_second - after_first, 0) << "the second compile ran NVRTC";
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  const std::string warning = "tilec: warning: kernel disk cache not written";
+  size_t at = err.find(warning);
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "warned twice: " << err;
+  EXPECT_NE(err.find("set TILEC_CACHE_DIR to a writable directory"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(blocker + "/cache"));
+}
+
 TEST(RuntimeCache, OutIdxErrors) {
   CompileOptions opts;
   opts.target = "sm_90a";

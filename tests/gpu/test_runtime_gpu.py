@@ -119,6 +119,14 @@ def test_empty_tensors_launch_nothing(axpy):
     assert z.shape == (0,)
 
 
+class NullData(torch.Tensor):
+    """A CUDA tensor whose data pointer reads as null (what a broken extension could hand over)."""
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def data_ptr(self):
+        return 0
+
+
 @pytest.mark.parametrize("make_args,message", [
     (lambda: (torch.randn(8, device="cuda"), torch.randn(9, device="cuda"), 1.0),
      "dimension 0 is the symbol 'n' = 8 (set by argument 'X' dimension 0), got 9"),
@@ -130,6 +138,9 @@ def test_empty_tensors_launch_nothing(axpy):
     (lambda: (torch.randn(9, device="cuda")[1:], torch.randn(8, device="cuda"), 1.0), "is not aligned to 16 bytes"),
     (lambda: (torch.randn(2, 4, device="cuda"), torch.randn(8, device="cuda"), 1.0), "expected a 1-d tensor"),
     (lambda: (torch.randn(8, device="cuda"),), "takes 3 arguments (or 4 with the outputs), got 1"),
+    (lambda: (torch.randn(8, device="cuda").as_subclass(NullData), torch.randn(8, device="cuda"), 1.0),
+     "argument 'X' of kernel axpy(X: float32[n], Y: float32[n], a: float32) -> Z: float32[n]: the data pointer is "
+     "null, but the tensor has 8 elements"),
 ])
 def test_wrong_arguments_raise_before_launch(axpy, make_args, message):
     with pytest.raises(K.KernelArgumentError) as info:

@@ -168,3 +168,81 @@ def test_nothing_compiles_is_an_error_naming_the_first_reason():
     with pytest.raises(tilec.CompileError, match=r"none of the 2 configurations compiled; the first error "
                                                  r"\(\{'block': 8192\}\): block 8192 is larger than the tensor"):
         _tuner([{"block": 8192}, {"block": 16384}], []).run()
+
+
+def _select_fake(names, measure, timeout):
+    kernels = {n: _FakeKernel(0) for n in names}
+    return engine.select([{"k": n} for n in names], lambda c: (lambda: kernels[c["k"]]), measure, "fake",
+                         timeout=timeout)
+
+
+def test_a_configuration_over_the_timeout_is_skipped_with_its_reason(caplog):
+    # TileLang's timeout=: seconds, per configuration, bounding its check and timing. 'slow' reports
+    # the best latency but takes 0.4 s to measure, over the 0.1 s timeout: skipped, logged.
+    timing = {"a": 2.0, "slow": 0.5, "b": 1.0}
+
+    def measure(kernel, config, reference):
+        if config["k"] == "slow":
+            time.sleep(0.4)
+        return timing[config["k"]]
+
+    with caplog.at_level("INFO", logger="tilec.autotuner"):
+        result = _select_fake(["a", "slow", "b"], measure, timeout=0.1)
+    assert result.config == {"k": "b"} and result.latency == 1.0
+    assert "config {'k': 'slow'} skipped: its check and timing took 0.4" in caplog.text
+    assert "over the timeout of 0.1 s" in caplog.text
+    # Without a timeout (or a generous one) the same measurements pick 'slow'.
+    assert _select_fake(["a", "slow", "b"], measure, timeout=None).config == {"k": "slow"}
+    assert _select_fake(["a", "slow", "b"], measure, timeout=30).config == {"k": "slow"}
+
+
+def test_a_measure_function_can_stop_at_the_deadline(caplog):
+    # The GPU measure checks the deadline between the correctness check and the timing, so a
+    # slow kernel is not timed at all; nothing is interrupted from outside.
+    timed = []
+
+    def measure(kernel, config, reference):
+        assert engine.deadline() is not None
+        if config["k"] == "slow":
+            time.sleep(0.3)  # the check of a slow kernel
+        engine.check_deadline("the check")
+        timed.append(config["k"])
+        return 1.0
+
+    with caplog.at_level("INFO", logger="tilec.autotuner"):
+        result = _select_fake(["slow", "a"], measure, timeout=0.1)
+    assert result.config == {"k": "a"} and timed == ["a"]
+    assert "skipped: its check and timing took 0.3" in caplog.text and "(stopped after the check)" in caplog.text
+    assert engine.deadline() is None  # cleared after each configuration
+
+
+def test_every_configuration_over_the_timeout_is_an_error():
+    def measure(kernel, config, reference):
+        time.sleep(0.15)
+        return 1.0
+
+    with pytest.raises(tilec.CompileError, match=r"none of the 2 compiled configurations passed its check "
+                                                 r"\(2 over the timeout of 0.05 s\)"):
+        _select_fake(["a", "b"], measure, timeout=0.05)
+
+
+def test_the_timeout_argument_reaches_the_engine(monkeypatch):
+    seen = []
+    real = engine.select
+
+    def spy(*a, **k):
+        seen.append(k.get("timeout"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(engine, "select", spy)
+    monkeypatch.setenv("TILEC_DISABLE_CACHE", "1")
+    _tuner([{"block": 128}], []).set_profile_args(measure_fn=lambda k, c: 1.0, timeout=7).run()
+    _tuner([{"block": 128}], []).set_profile_args(measure_fn=lambda k, c: 1.0).run(timeout=3)
+
+    @tilec.autotune(configs=[{"block": 128}, {"block": 256}], timeout=5, measure_fn=lambda k, c: 1.0)
+    @tilec.jit(out_idx=[-1], target="sm_80")
+    def dbl(block=128):
+        return doubler(block)
+
+    dbl()
+    assert seen == [7, 3, 5]

@@ -91,6 +91,46 @@ SCRIPT = textwrap.dedent(r'''
     calls.clear()
     r = k._dry_run(Tensor((3, 4)), Tensor((3, 4)))
     print("DRY", type(r).__name__, r.shape, r._device, calls)
+    print("NULL", error_of(Tensor((3, 4), ptr=0), Tensor((3, 4))))
+    r = k._dry_run(Tensor((0, 4), ptr=0), Tensor((0, 4), ptr=0), Tensor((0, 4), ptr=0))
+    print("NULL_EMPTY", r.shape)
+
+    # An output the allocator cannot make: its error class, a message naming the kernel,
+    # the output and its size, the allocator's error as the cause.
+    class OutOfMemoryError(RuntimeError):
+        pass
+    def empty_oom(shape, dtype=None, device=None):
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 GiB.\nmore details")
+    _tilec._set_torch_hooks(Tensor, [(float32, "float32")], empty_oom, stream)
+    fill = K.compile_cuda('extern "C" __global__ void fill(float* z, float v, long long n) {}', """tilec-launch-plan 1
+    kernel fill
+    symbol n int64
+    tensor Z float32 shape=[n] output=1 index=int64
+    scalar v float32
+    scalar n int64
+    param scalar 0
+    param scalar 1
+    param tensor 0
+    arg tensor 0
+    arg scalar 0
+    arg symbol n int64
+    grid (// (+ n 255:int64) 256:int64)
+    block 256 1 1
+    """, target="sm_80", use_cache=False)
+    try:
+        fill(1.0, 2 ** 36)
+    except Exception as e:
+        print("OOM", type(e).__name__, "|", e, "|", type(e.__cause__).__name__, "|", str(e.__cause__).splitlines()[0])
+    class NoMessage(Exception):
+        def __init__(self):  # takes no message: the runtime falls back to RuntimeError
+            super().__init__("no room")
+    def empty_no_message(shape, dtype=None, device=None):
+        raise NoMessage()
+    _tilec._set_torch_hooks(Tensor, [(float32, "float32")], empty_no_message, stream)
+    try:
+        fill(1.0, 10)
+    except Exception as e:
+        print("OOM_FALLBACK", type(e).__name__, "|", e, "|", type(e.__cause__).__name__)
 ''')
 
 
@@ -145,14 +185,31 @@ def test_nothing_allocated_on_errors(lines):
 
 
 def test_output_allocated_on_the_inputs_device_then_driver_reached(lines):
-    assert "no CUDA driver" in lines["LAUNCH"]
-    assert "KernelArgumentError" not in lines["LAUNCH"]
-    assert lines["CALLS_AFTER"] == "[('empty', (3, 4), fake.float32, 1), ('stream', 1)]"
+    # The missing driver is found before torch's stream lookup (which would fail deep inside torch).
+    assert lines["LAUNCH"].startswith("KernelLaunchError: kernel 'add' cannot run: no CUDA driver: "
+                                      "dlopen(\"libcuda.so.1\") failed"), lines["LAUNCH"]
+    assert lines["CALLS_AFTER"] == "[('empty', (3, 4), fake.float32, 1)]"
 
 
 def test_given_outputs_and_stream_skip_allocation_and_lookup(lines):
-    assert "no CUDA driver" in lines["GIVEN"]
+    assert "KernelLaunchError: kernel 'add' cannot run: no CUDA driver" in lines["GIVEN"]
     assert lines["CALLS_GIVEN"] == "[]"
+
+
+def test_null_data_pointer_with_elements_is_refused(lines):
+    assert lines["NULL"] == (f"KernelArgumentError: argument 'A' of kernel {SIG}: the data pointer is null, but the "
+                             "tensor has 12 elements")  # (the hint is on the next line)
+    assert lines["NULL_EMPTY"] == "(0, 4)"  # an empty tensor may have no storage
+
+
+def test_output_the_allocator_cannot_make_names_kernel_output_and_size(lines):
+    kind, message, cause_kind, cause = lines["OOM"].split(" | ")
+    assert kind == "OutOfMemoryError"  # the allocator's class: `except torch.OutOfMemoryError` still works
+    assert message == ("kernel 'fill': cannot allocate its output 'Z' (float32[68719476736], 274877906944 bytes "
+                       "(256.0 GiB)) on cuda:0: OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 GiB.")
+    assert (cause_kind, cause) == ("OutOfMemoryError", "CUDA out of memory. Tried to allocate 256.00 GiB.")
+    assert lines["OOM_FALLBACK"].startswith("RuntimeError | kernel 'fill': cannot allocate its output 'Z' (float32[10], "
+                                            "40 bytes) on cuda:0: NoMessage: no room | NoMessage")
 
 
 def test_dry_run_allocates_and_returns_the_output(lines):

@@ -9,10 +9,22 @@
 #include <vector>
 
 #include "tilec/ir/type.h"
+#include "tilec/support/diag.h"
 
 namespace tilec::runtime {
 
 constexpr int kTensorMapBytes = 128;  // sizeof(CUtensorMap)
+
+// A failed driver call: the message names the call, the error's name and description;
+// code() is the CUresult (launch_errors.h tells CUDA's sticky faults from other failures).
+class CudaError : public UserError {
+ public:
+  CudaError(std::string message, int code) : UserError(std::move(message), SourceLoc{}, ""), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
 
 using CuStream = void*;    // CUstream
 using CuFunction = void*;  // CUfunction

@@ -106,7 +106,8 @@ class Kernel {
   void check_tensor(int param, const TensorView& t, BoundCall& call) const;
   // Step 2: every symbol must be bound and every tensor present.
   void finalize(const ArgValue* args, BoundCall& call) const;
-  // Step 3.
+  // Step 3. A driver failure is a UserError naming the kernel; after a fault (a sticky
+  // error) it says that the device's context is unusable and which kernel ran last there.
   void launch(const BoundCall& call, CuStream stream) const;
   // All three, for callers that pass every argument.
   void operator()(const ArgValue* args, int num_args, CuStream stream) const;
@@ -133,6 +134,8 @@ class Kernel {
   void encode_tma(int index, const ArgValue* args, void* out) const;
 
   CompiledArtifact artifact_;
+  const std::string* launch_name_ = nullptr;  // the kernel's name, interned (launch_errors.h)
+  bool launch_blocking_ = false;              // TILEC_LAUNCH_BLOCKING when the kernel was created
   int num_outputs_ = 0;
   // Symbol index of each tensor's dims / strides (-1: constant), precomputed for speed.
   std::vector<std::vector<int>> shape_symbol_, stride_symbol_;

@@ -4,6 +4,7 @@
 // the offending source lines.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ struct CudaBinary {
 };
 
 CudaBinary compile_cuda(const CudaCompileRequest& request);
+// How many times this process called compile_cuda (NVRTC or nvcc builds; tests use it to
+// tell a cache hit from a build).
+int64_t cuda_compile_count();
 
 // "nvrtc" or "nvcc": `requested` when non-empty, else TILEC_COMPILER, else "nvrtc".
 // Raises UserError for any other name.

@@ -186,6 +186,7 @@ class Legalizer : public IRMutator {
       if (Stmt hoisted = try_hoist(s, op); hoisted.defined()) return hoisted;
     }
     if (!hoisting_ && op->for_kind == ForKind::kVectorized) {
+      if (Stmt pairs = fp4_pairs(op); pairs.defined()) return pairs;
       // Inside a guarded slow path: per-element guards make vector accesses impossible.
       Stmt out = IRMutator::mutate_For(s, op);
       auto n = std::make_shared<ForNode>(*out.as<ForNode>());
@@ -361,7 +362,49 @@ class Legalizer : public IRMutator {
     return if_then_else(cond, s, slow, s->loc);
   }
 
+  // A slow-path vectorized loop that writes float4_e2m1 elements (two a byte, written in
+  // pairs by one thread: codegen has no single-element store) goes pair by pair instead of
+  // element by element: `for p: if (conds at both elements) { vectorized pair, unguarded }`.
+  // A pair is all in or all out of its fp4 tensor (even innermost extent, even start), so
+  // only a pair that another tensor's load puts half out of bounds is skipped whole.
+  // Null when the loop writes no float4 buffer or cannot be split so.
+  Stmt fp4_pairs(const ForNode* op) {
+    struct Fp4Stores : IRVisitor {
+      bool found = false;
+      void visit_BufferStore(const BufferStoreNode* st) override {
+        found |= st->buffer->dtype.code() == TypeCode::kFloat4E2M1;
+        IRVisitor::visit_BufferStore(st);
+      }
+    } stores;
+    stores.visit(op->body);
+    const bool writes_fp4 = stores.found;
+    const int64_t* mn = as_const_int(op->min);
+    const int64_t* ext = as_const_int(op->extent);
+    if (!writes_fp4 || !mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2) return Stmt();
+    const DataType t = op->loop_var->dtype;
+    Var p = make_var(op->loop_var->name + "_pair", t, op->loc);
+    Var u = make_var(op->loop_var->name, t, op->loc);
+    az_.bind_range(p, int_imm(0, t), int_imm(*ext / 2, t));
+    nonneg_.insert(p.get());
+    Expr v = back::add(int_imm(*mn, t), back::add(back::mul(p, int_imm(2, t)), u));
+    Stmt pair = make_for(u, int_imm(0, t), int_imm(2, t), ForKind::kVectorized,
+                         substitute(op->body, VarMap{{op->loop_var.get(), v}}), op->loc);
+    std::vector<NestVar> vars;
+    std::vector<Bound> bounds;
+    if (!collect_nest(pair.as<ForNode>(), &vars, &bounds)) return Stmt();
+    Expr cond;
+    for (const auto& b : bounds) {
+      Expr c = extreme_cond(b, vars);
+      if (!c) return Stmt();
+      cond = back::conj(cond, c);
+    }
+    Stmt body = cond ? if_then_else(cond, pair, Stmt(), op->loc) : pair;
+    return make_for(p, int_imm(0, t), int_imm(*ext / 2, t), ForKind::kUnrolled, body, op->loc);
+  }
+
   Stmt mutate_For_plain(const Stmt& s, const ForNode* op) {
+    if (op->for_kind == ForKind::kVectorized)
+      if (Stmt pairs = fp4_pairs(op); pairs.defined()) return pairs;
     Stmt out = IRMutator::mutate_For(s, op);
     if (op->for_kind != ForKind::kVectorized) return out;
     auto n = std::make_shared<ForNode>(*out.as<ForNode>());

@@ -12,7 +12,8 @@
 //           - every access is contiguous in v: v appears (affinely) in one index only, with
 //             coefficient 1, in a dimension of stride 1 — or not at all (a loop-invariant
 //             scalar access, broadcast),
-//           - every vector access has V * element bytes of 4, 8 or 16,
+//           - every vector access has V * element bytes of 4, 8 or 16 (float4_e2m1: V even,
+//             2..32, so 1 to 16 bytes),
 //           - every vector access starts aligned: its flat offset at v = m is a multiple of V
 //             (arith::Analyzer / constant factors). For global buffers whose alignment
 //             depends on symbolic strides, a runtime check selects between the vector code
@@ -44,6 +45,13 @@ using namespace ir;
 namespace {
 
 bool vector_bytes_ok(int64_t bytes) { return bytes == 4 || bytes == 8 || bytes == 16; }
+
+// A vector access of `lanes` elements of `t`: 4, 8 or 16 bytes; float4_e2m1 (two elements a
+// byte) also 1 and 2 bytes, with an even lane count, so that its stores write whole bytes.
+bool vector_access_ok(DataType t, int64_t lanes) {
+  if (t.code() == TypeCode::kFloat4E2M1) return lanes % 2 == 0 && lanes >= 2 && lanes <= 32;
+  return vector_bytes_ok(lanes * back::element_bytes(t));
+}
 
 // Vector atomic adds the device library turns into one instruction (tilec/atomic.cuh).
 struct VectorAtomicAdd {
@@ -172,7 +180,7 @@ class LoopVectorizer {
       forms.push_back(*aff);
     }
     if (vector_dim < 0) return indices;  // loop invariant
-    if (!vector_bytes_ok(lanes_ * back::element_bytes(b->dtype))) return std::nullopt;
+    if (!vector_access_ok(b->dtype, lanes_)) return std::nullopt;
     // Alignment of the first element.
     Expr flat;
     for (size_t d = 0; d < indices.size(); ++d) {

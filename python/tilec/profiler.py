@@ -39,7 +39,7 @@ class TensorSupplyType(enum.Enum):
     Zero = "zero"        # only when asked for explicitly
 
 
-_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn"}
+_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float4_e2m1": "float4_e2m1fn_x2"}
 
 
 def _torch():

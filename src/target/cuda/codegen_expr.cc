@@ -332,6 +332,12 @@ Printed CudaPrinter::print_load(const BufferLoadNode* op) {
   return {ref.text};
 }
 
+// The byte of element `index` (even) of a float4_e2m1 buffer.
+std::string CudaPrinter::fp4_byte_index(const Expr& index) {
+  if (const int64_t* c = as_const_int(index)) return std::to_string(*c / 2);
+  return expr(floordiv(index, 2));
+}
+
 // float4_e2m1 buffers are arrays of tl::fp4x2 (two elements a byte): element i is
 // tl::fp4_get(A, i); a vector of N lanes from element b (even: vectorize proves the start
 // aligned to N) is tl::fp4_load<N>(&A[b / 2]).
@@ -345,7 +351,7 @@ Printed CudaPrinter::print_fp4_load(const BufferLoadNode* op) {
   TILEC_ICHECK(r && is_one(r->stride) && r->lanes % 2 == 0)
       << "vector access of float4 buffer '" << op->buffer->name << "' that is not an even run of elements";
   vector_accessed.insert(op->buffer.get());
-  return {"tl::fp4_load<" + std::to_string(r->lanes) + ">(&" + name + "[" + expr(passes::back::fold_constants(floordiv(r->base, 2))) + "])"};
+  return {"tl::fp4_load<" + std::to_string(r->lanes) + ">(&" + name + "[" + fp4_byte_index(r->base) + "])"};
 }
 
 // Stores write whole bytes: a vector of an even number of lanes from an even element. A
@@ -363,7 +369,7 @@ void CudaPrinter::print_fp4_store(const BufferStoreNode* op) {
          "writes them in pairs (consecutive elements along the innermost dimension, by one thread)";
   vector_accessed.insert(op->buffer.get());
   const std::string name = name_of(op->buffer.get());
-  std::string at = "&" + name + "[" + expr(passes::back::fold_constants(floordiv(r->base, 2))) + "]";
+  std::string at = "&" + name + "[" + fp4_byte_index(r->base) + "]";
   line("tl::fp4_store(" + at + ", " + expr(op->value) + ");");
 }
 

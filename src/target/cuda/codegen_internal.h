@@ -113,6 +113,7 @@ class CudaPrinter {
   Printed print_printf(const ir::CallNode* op, const IntrinInfo& info);
   Printed print_load(const ir::BufferLoadNode* op);
   Printed print_fp4_load(const ir::BufferLoadNode* op);
+  std::string fp4_byte_index(const ir::Expr& index);
   // The element an access names, "buf[index]", and its lane count (> 1 for a contiguous
   // Ramp index, printed through tl::load / tl::store). Loads and stores share it.
   struct ElementRef {

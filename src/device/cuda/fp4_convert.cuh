@@ -17,17 +17,6 @@
 namespace tl {
 namespace fp4_detail {
 
-// Rounding boundaries between neighbouring magnitudes: a magnitude above boundary k (or
-// equal to it, where the upper neighbour's code is the even one) counts one step more.
-// The midpoints 0.25, 1.25, 2.5 and 5 round down (to codes 0, 2, 4, 6), 0.75, 1.75 and
-// 3.5 round up (to codes 2, 4, 6).
-struct Boundary {
-  float at;
-  bool tie_goes_up;
-};
-constexpr Boundary kBoundaries[7] = {{0.25f, false}, {0.75f, true}, {1.25f, false}, {1.75f, true},
-                                     {2.5f, false},  {3.5f, true},  {5.0f, false}};
-
 TL_FP4_HD unsigned int float_bits(float x) {
 #if defined(__CUDA_ARCH__)
   return __float_as_uint(x);
@@ -46,12 +35,11 @@ TL_FP4_HD unsigned char e2m1_code_from_float(float x) {
   const unsigned int abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return 0x7;  // NaN -> +6
   const float a = x < 0.0f ? -x : x;
-  unsigned char code = 0;
-#pragma unroll
-  for (int k = 0; k < 7; ++k) {
-    const fp4_detail::Boundary b = fp4_detail::kBoundaries[k];
-    code += (a > b.at || (b.tie_goes_up && a == b.at)) ? 1 : 0;
-  }
+  // One step per rounding boundary passed. The midpoints 0.25, 1.25, 2.5 and 5 round down
+  // (to the even codes 0, 2, 4, 6: strict >), 0.75, 1.75 and 3.5 round up (to 2, 4, 6: >=).
+  // Written out, not as an array: a namespace-scope array is host-only for nvcc.
+  const unsigned char code = static_cast<unsigned char>((a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) +
+                                                        (a > 2.5f) + (a >= 3.5f) + (a > 5.0f));
   return static_cast<unsigned char>(code | ((bits >> 28) & 0x8u));
 }
 

@@ -1,6 +1,6 @@
 // Pass check_fp4_buffers (CUDA): float4_e2m1 buffers can be stored two elements per byte.
 //
-// Input:  a verified PrimFunc (runs right after verify on the CUDA pipeline).
+// Input:  a verified PrimFunc (runs right after verify and simplify on the CUDA pipeline).
 // Output: the same function, unchanged; or a UserError naming the first float4_e2m1 buffer
 //         (parameter, shared, fragment or local allocation) whose innermost extent is an odd
 //         constant. The CUDA back end stores element 2k in the low nibble and 2k + 1 in the
@@ -8,7 +8,7 @@
 //         bytes only (codegen: pairs of consecutive elements by one thread), so every row
 //         must hold an even number of elements. Symbolic innermost extents are left to the
 //         runtime's shape check (a float4_e2m1fn_x2 tensor always has an even one).
-// Before: verify. After: nothing depends on it.
+// Runs after: verify, simplify (which keeps buffers as they are). Nothing depends on it.
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/passes.h"
 #include "tilec/support/diag.h"

@@ -178,3 +178,44 @@ def test_packed_torch_tensors_are_checked_as_float4():
         k(packed.view(torch.uint8), packed)
     with pytest.raises(KernelArgumentError, match=r"contiguous in its last dimension"):
         k(torch.zeros(32, 64, dtype=torch.uint8).view(torch.float4_e2m1fn_x2).t(), packed)
+
+
+def test_profiler_draws_packed_tensors():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        pytest.skip("torch has no float4_e2m1fn_x2 (torch >= 2.8)")
+    from tilec.profiler import TensorSupplyType, _poisoned, _random_tensor
+
+    t = _random_tensor((4, 8), "float4_e2m1", TensorSupplyType.Auto, "cpu")
+    assert t.dtype == torch.float4_e2m1fn_x2 and tuple(t.shape) == (4, 4)
+    p = _poisoned((4, 8), "float4_e2m1", "cpu")
+    assert tuple(p.shape) == (4, 4) and int(p.view(torch.uint8)[0, 0]) == 0xFF
+
+
+def test_symbolic_row_length_writes_pairs():
+    # N is symbolic: the 4-lane store needs a runtime alignment check; its fallback writes
+    # pairs (a row of a float4 tensor has an even length, so a pair at an even column is a byte).
+    M, N = T.dynamic("M"), T.dynamic("N")
+
+    @T.prim_func
+    def quantize(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float4_e2m1fn)):
+        with T.Kernel(T.ceildiv(M, 32), T.ceildiv(N, 64), threads=128) as (bx, by):
+            for i, j in T.Parallel(32, 64):
+                B[bx * 32 + i, by * 64 + j] = A[bx * 32 + i, by * 64 + j]
+
+    src = tilec.compile(quantize, target="sm_90a").get_kernel_source()
+    assert "tl::fp4_store(&B[" in src and "tl::fp4_get(" not in src
+    assert re.search(r"tl::fp4_store\(&B\[[^;]*tl::cast<tl::float4_e2m1>\(tl::load<2>", src), src
+
+
+def test_narrow_fragment_rows_are_pairs():
+    @T.prim_func
+    def narrow(A: T.Tensor((128, 2), T.float32), B: T.Tensor((128, 2), T.float4_e2m1fn)):
+        with T.Kernel(1, threads=128) as bx:
+            y = T.alloc_fragment((128, 2), T.float4_e2m1fn)
+            for i, j in T.Parallel(128, 2):
+                y[i, j] = A[i, j]
+            T.copy(y, B)
+
+    src = tilec.compile(narrow, target="sm_90a").get_kernel_source()
+    assert "tl::fp4_store(&y[0], tl::cast<tl::float4_e2m1>(tl::load<2>(&A[tx * 2])));" in src

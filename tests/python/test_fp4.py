@@ -219,3 +219,11 @@ def test_narrow_fragment_rows_are_pairs():
 
     src = tilec.compile(narrow, target="sm_90a").get_kernel_source()
     assert "tl::fp4_store(&y[0], tl::cast<tl::float4_e2m1>(tl::load<2>(&A[tx * 2])));" in src
+
+
+def test_fp4_writes_are_pairs_with_vectorize_disabled():
+    k = tilec.compile(copy_through_shared(64, 64), target="sm_90a",
+                      pass_configs={"tl.disable_vectorize": True})
+    src = k.get_kernel_source()
+    assert "tl::fp4_store(&s[" in src and "tl::fp4_store(&B[" in src
+    assert "tl::fp4_load<2>(" in src and "tl::fp4_load<16>(" not in src

@@ -162,6 +162,23 @@ struct PyRef {  // owns one new reference
   ~PyRef() { Py_XDECREF(p); }
 };
 
+// torch's float4_e2m1fn_x2 holds two float4_e2m1 elements per byte (element 2k in the low
+// nibble): the kernel sees the tensor as float4_e2m1 with its last dimension doubled, strides
+// in elements (twice torch's, which count bytes). The packed dimension must be the
+// contiguous one.
+void unpack_fp4x2_view(TensorView& v, int64_t* shape, int64_t* strides) {
+  if (v.ndim == 0) raise_argument_error("a 0-d float4_e2m1fn_x2 tensor cannot be a float4_e2m1 argument");
+  const int last = v.ndim - 1;
+  if (v.shape[last] > 1 && v.strides[last] != 1) {
+    raise_argument_error("a float4_e2m1fn_x2 tensor must be contiguous in its last dimension (two float4 elements "
+                         "per byte along it), got stride " + std::to_string(v.strides[last]) + "; pass tensor.contiguous()");
+  }
+  for (int i = 0; i < last; ++i) strides[i] *= 2;
+  strides[last] = 1;
+  shape[last] *= 2;
+  v.dtype = ir::DataType::Float4E2M1();
+}
+
 void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* strides) {
   {
     PyRef dtype(PyObject_GetAttr(t, s_dtype));
@@ -191,6 +208,7 @@ void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* stri
     read_int_tuple(s.p, strides, "the tensor's strides");
     v.strides = strides;
   }
+  if (v.dtype == ir::DataType::Float4E2M1(2)) unpack_fp4x2_view(v, shape, strides);
   PyRef is_cuda(PyObject_GetAttr(t, s_is_cuda));
   if (is_cuda.p == Py_True) {
     v.device_type = DeviceType::kCUDA;
@@ -291,6 +309,7 @@ struct PyKernel {
 };
 
 PyObject* torch_dtype_for(ir::DataType t) {
+  if (t == ir::DataType::Float4E2M1()) t = ir::DataType::Float4E2M1(2);  // packed: torch.float4_e2m1fn_x2
   for (const auto& [obj, dt] : g_torch.dtypes) {
     if (dt == t) return obj;
   }
@@ -372,6 +391,8 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       }
       int64_t shape[kMaxRank];
       int rank = k.output_shape(pos, call, shape);
+      const bool fp4 = k.plan().tensors[k.param_index(pos)].dtype == ir::DataType::Float4E2M1();
+      if (fp4 && rank > 0) shape[rank - 1] /= 2;  // float4_e2m1fn_x2: two elements a byte (even: check_fp4_buffers)
       PyRef shape_tuple(PyTuple_New(rank));
       for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(shape[i]));
       PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));

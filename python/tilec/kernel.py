@@ -46,6 +46,9 @@ _TORCH_DTYPES = (
     ("int8", "int8"), ("int16", "int16"), ("int32", "int32"), ("int64", "int64"),
     ("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
     ("bool", "bool"), ("float8_e4m3fn", "float8_e4m3"), ("float8_e5m2", "float8_e5m2"),
+    # Two float4_e2m1 a byte: a float4_e2m1 parameter of last dim 2n takes (and an output is
+    # allocated as) float4_e2m1fn_x2 with last dim n (python/src/bind_runtime.cc).
+    ("float4_e2m1fn_x2", "float4_e2m1x2"),
 )
 
 

@@ -39,7 +39,7 @@ class TensorSupplyType(enum.Enum):
     Zero = "zero"        # only when asked for explicitly
 
 
-_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn"}
+_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float4_e2m1": "float4_e2m1fn_x2"}
 
 
 def _torch():
@@ -58,6 +58,11 @@ def _random_tensor(shape, dtype_name: str, supply: TensorSupplyType, device):
     torch = _torch()
     S = TensorSupplyType
     dtype = _torch_dtype(dtype_name)
+    if dtype_name == "float4_e2m1":  # packed two a byte: random codes, last dimension halved
+        packed = list(shape[:-1]) + [shape[-1] // 2]
+        if supply == S.Zero:
+            return torch.zeros(packed, dtype=torch.uint8, device=device).view(dtype)
+        return torch.randint(0, 256, packed, dtype=torch.uint8, device=device).view(dtype)
     if supply == S.Zero:
         return torch.zeros(shape, dtype=dtype, device=device)
     if supply == S.One:
@@ -87,6 +92,8 @@ def _random_tensor(shape, dtype_name: str, supply: TensorSupplyType, device):
 def _poisoned(shape, dtype_name: str, device):
     torch = _torch()
     dtype = _torch_dtype(dtype_name)
+    if dtype_name == "float4_e2m1":  # no NaN in fp4: -6 everywhere, packed two a byte
+        return torch.full(list(shape[:-1]) + [shape[-1] // 2], 0xFF, dtype=torch.uint8, device=device).view(dtype)
     if dtype.is_floating_point:
         return torch.full(shape, float("nan"), dtype=torch.float32, device=device).to(dtype)
     if dtype == torch.bool:

@@ -27,6 +27,7 @@ _TORCH_DTYPE = {
     "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
     "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
     "bool": "bool", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "float4_e2m1": "float4_e2m1fn_x2",  # packed two a byte, last dimension halved
 }
 
 _REGISTERED: Dict[str, Any] = {}  # op name -> (kernel cache key, op)

@@ -110,6 +110,8 @@ std::optional<AsyncPlan> plan_async(const TileOpNode& op, LowerContext& ctx, con
   const BufferRegion& src = region_arg(op, 0);
   const BufferRegion& dst = region_arg(op, 1);
   if (src.buffer->dtype != dst.buffer->dtype || loop.extents.empty()) return std::nullopt;
+  // float4_e2m1 is packed two a byte; cp.async addresses elements by byte: SIMT copies it.
+  if (src.buffer->dtype.bits() % 8 != 0) return std::nullopt;
   const int e = src.buffer->dtype.bytes();
   const int ns = src.buffer->ndim(), nd = dst.buffer->ndim();
   // The innermost iteration dimension must be the last dimension of both buffers.

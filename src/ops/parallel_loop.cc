@@ -414,7 +414,14 @@ int64_t nest_vector_elems(const ParallelNest& nest, const std::vector<NestAccess
     int64_t v = layout::vector_elems(a.buffer->dtype, nest.extents[inner]);
     vec = vec == 0 ? v : std::min(vec, v);
   }
-  return vec == 0 ? 1 : vec;
+  vec = vec == 0 ? 1 : vec;
+  // float4_e2m1 is stored two a byte and written in whole bytes only (codegen): a nest that
+  // writes it gives each thread at least a pair of consecutive innermost elements.
+  const bool writes_fp4 = std::any_of(accesses.begin(), accesses.end(), [](const NestAccess& a) {
+    return a.is_write && a.buffer->dtype.code() == TypeCode::kFloat4E2M1;
+  });
+  if (writes_fp4 && vec < 2 && nest.extents[inner] % 2 == 0) vec = 2;
+  return vec;
 }
 
 Layout coalesced_nest_layout(const ParallelNest& nest, const std::vector<NestAccess>& accesses, int64_t num_threads) {

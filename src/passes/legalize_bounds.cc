@@ -186,6 +186,7 @@ class Legalizer : public IRMutator {
       if (Stmt hoisted = try_hoist(s, op); hoisted.defined()) return hoisted;
     }
     if (!hoisting_ && op->for_kind == ForKind::kVectorized) {
+      if (Stmt pairs = fp4_pairs(op); pairs.defined()) return pairs;
       // Inside a guarded slow path: per-element guards make vector accesses impossible.
       Stmt out = IRMutator::mutate_For(s, op);
       auto n = std::make_shared<ForNode>(*out.as<ForNode>());
@@ -361,7 +362,92 @@ class Legalizer : public IRMutator {
     return if_then_else(cond, s, slow, s->loc);
   }
 
+  // A slow-path vectorized loop that writes float4_e2m1 elements (two a byte, written in
+  // pairs by one thread: codegen has no single-element store) goes pair by pair instead of
+  // element by element:
+  //   for p: if (stores' conds at both elements) {
+  //     if (loads' conds at both elements) { vectorized pair } else { pair, global loads 0 } }
+  // A pair is all in or all out of its fp4 tensor (even innermost extent, even start); only
+  // a pair that a load from a tensor of odd extent puts half out of bounds reads zeros for
+  // both elements. Null when the loop writes no float4 buffer or is not a plain run of
+  // stores (codegen then reports the single-element store).
+  Stmt fp4_pairs(const ForNode* op) {
+    bool plain = true, writes_fp4 = false;
+    std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+      if (auto* q = st.as<SeqNode>()) {
+        for (const auto& x : q->stmts) walk(x);
+      } else if (auto* bs = st.as<BufferStoreNode>()) {
+        writes_fp4 |= bs->buffer->dtype.code() == TypeCode::kFloat4E2M1;
+      } else {
+        plain = false;
+      }
+    };
+    walk(op->body);
+    const int64_t* mn = as_const_int(op->min);
+    const int64_t* ext = as_const_int(op->extent);
+    if (!plain || !writes_fp4 || !mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2) return Stmt();
+    const DataType t = op->loop_var->dtype;
+    Var p = make_var(op->loop_var->name + "_pair", t, op->loc);
+    Var u = make_var(op->loop_var->name, t, op->loc);
+    az_.bind_range(p, int_imm(0, t), int_imm(*ext / 2, t));
+    az_.bind_range(u, int_imm(0, t), int_imm(2, t));
+    nonneg_.insert(p.get());
+    nonneg_.insert(u.get());
+    const Expr v = back::add(int_imm(*mn, t), back::add(back::mul(p, int_imm(2, t)), u));
+    const Stmt body = substitute(op->body, VarMap{{op->loop_var.get(), v}});
+    const std::vector<NestVar> vars{{u, 0, 2}};
+    // Conditions at both elements of the pair; false when one is not affine in u.
+    bool affine = true;
+    auto pair_cond = [&](const std::vector<Bound>& bounds) {
+      Expr c;
+      for (const auto& b : bounds) {
+        Expr e = extreme_cond(b, vars);
+        if (!e) affine = false;
+        else c = back::conj(c, e);
+      }
+      return c;
+    };
+    struct GlobalLoads : IRVisitor {
+      std::vector<const BufferLoadNode*> loads;
+      void visit_BufferLoad(const BufferLoadNode* l) override {
+        if (is_global(l->buffer)) loads.push_back(l);
+        IRVisitor::visit_BufferLoad(l);
+      }
+    } found;
+    std::vector<Bound> store_bounds, load_bounds;
+    found.visit(body);
+    std::function<void(const Stmt&)> store_walk = [&](const Stmt& st) {
+      if (auto* q = st.as<SeqNode>()) {
+        for (const auto& x : q->stmts) store_walk(x);
+      } else if (auto* bs = st.as<BufferStoreNode>(); bs && is_global(bs->buffer)) {
+        for (auto& b : needed_bounds(bs->buffer, bs->indices)) store_bounds.push_back(b);
+      }
+    };
+    store_walk(body);
+    for (const BufferLoadNode* l : found.loads)
+      for (auto& b : needed_bounds(l->buffer, l->indices)) {
+        if (back::reads_memory(b.index)) return Stmt();
+        load_bounds.push_back(b);
+      }
+    const Expr store_cond = pair_cond(store_bounds), load_cond = pair_cond(load_bounds);
+    if (!affine) return Stmt();
+    auto pair_of = [&](const Stmt& b) { return make_for(u, int_imm(0, t), int_imm(2, t), ForKind::kVectorized, b, op->loc); };
+    Stmt inner = pair_of(body);
+    if (load_cond) {
+      struct ZeroLoads : IRMutator {
+        Expr mutate_BufferLoad(const Expr& e, const BufferLoadNode* l) override {
+          return is_global(l->buffer) ? back::zero_of(l->dtype) : IRMutator::mutate_BufferLoad(e, l);
+        }
+      } zero;
+      inner = if_then_else(load_cond, inner, back::renew_bound_vars(pair_of(zero.mutate(body))), op->loc);
+    }
+    if (store_cond) inner = if_then_else(store_cond, inner, Stmt(), op->loc);
+    return make_for(p, int_imm(0, t), int_imm(*ext / 2, t), ForKind::kUnrolled, inner, op->loc);
+  }
+
   Stmt mutate_For_plain(const Stmt& s, const ForNode* op) {
+    if (op->for_kind == ForKind::kVectorized)
+      if (Stmt pairs = fp4_pairs(op); pairs.defined()) return pairs;
     Stmt out = IRMutator::mutate_For(s, op);
     if (op->for_kind != ForKind::kVectorized) return out;
     auto n = std::make_shared<ForNode>(*out.as<ForNode>());

@@ -12,7 +12,8 @@
 //           - every access is contiguous in v: v appears (affinely) in one index only, with
 //             coefficient 1, in a dimension of stride 1 — or not at all (a loop-invariant
 //             scalar access, broadcast),
-//           - every vector access has V * element bytes of 4, 8 or 16,
+//           - every vector access has V * element bytes of 4, 8 or 16 (float4_e2m1: V even,
+//             2..32, so 1 to 16 bytes),
 //           - every vector access starts aligned: its flat offset at v = m is a multiple of V
 //             (arith::Analyzer / constant factors). For global buffers whose alignment
 //             depends on symbolic strides, a runtime check selects between the vector code
@@ -24,13 +25,18 @@
 //             (no dependence between iterations).
 //         Vector accesses have a Ramp(base, 1, V) index; loop-invariant operands become
 //         Broadcasts; uses of v become Ramp(m, 1, V). Any other vectorized loop becomes
-//         kind Unrolled, unchanged otherwise.
-// Config: tl.disable_vectorize (or tir.disable_vectorize): every vectorized loop unrolled.
+//         kind Unrolled, unchanged otherwise — except one that writes float4_e2m1 (two a
+//         byte, stored in whole bytes only), which becomes `for p: <body on 2 lanes>` where
+//         that vectorizes (a pair of a row-major fp4 tensor is aligned when its innermost
+//         index is even: rows have even lengths).
+// Config: tl.disable_vectorize (or tir.disable_vectorize): every vectorized loop unrolled
+//         (a loop writing float4_e2m1 still goes by pairs).
 // Runs after: legalize_bounds (whose fast paths are plain). Runs before: flatten_buffers.
 // Base pointers: shared buffers are 128-byte aligned (plan_shared_memory), local arrays
 // get alignas (codegen), global tensors are checked by the runtime against the plan's
 // alignment_bytes (the widest vector access, see split_host_device.cc).
 #include <functional>
+#include <unordered_set>
 
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -44,6 +50,13 @@ using namespace ir;
 namespace {
 
 bool vector_bytes_ok(int64_t bytes) { return bytes == 4 || bytes == 8 || bytes == 16; }
+
+// A vector access of `lanes` elements of `t`: 4, 8 or 16 bytes; float4_e2m1 (two elements a
+// byte) also 1 and 2 bytes, with an even lane count, so that its stores write whole bytes.
+bool vector_access_ok(DataType t, int64_t lanes) {
+  if (t.code() == TypeCode::kFloat4E2M1) return lanes % 2 == 0 && lanes >= 2 && lanes <= 32;
+  return vector_bytes_ok(lanes * back::element_bytes(t));
+}
 
 // Vector atomic adds the device library turns into one instruction (tilec/atomic.cuh).
 struct VectorAtomicAdd {
@@ -172,14 +185,21 @@ class LoopVectorizer {
       forms.push_back(*aff);
     }
     if (vector_dim < 0) return indices;  // loop invariant
-    if (!vector_bytes_ok(lanes_ * back::element_bytes(b->dtype))) return std::nullopt;
+    if (!vector_access_ok(b->dtype, lanes_)) return std::nullopt;
     // Alignment of the first element.
     Expr flat;
     for (size_t d = 0; d < indices.size(); ++d) {
       Expr term = back::mul(at_min(indices[d]), strides[d]);
       flat = flat ? back::add(flat, term) : term;
     }
-    if (!back::provably_divisible(az_, flat, lanes_)) {
+    // A row-major float4_e2m1 tensor has an even innermost extent (check_fp4_buffers, and the
+    // runtime takes it from torch's float4_e2m1fn_x2, whose elements come in pairs), so every
+    // row starts on a byte: a pair is aligned when its innermost index is even.
+    const bool fp4_pair = lanes_ == 2 && b->dtype.code() == TypeCode::kFloat4E2M1 && b->strides.empty() &&
+                          vector_dim == static_cast<int>(indices.size()) - 1;
+    if (fp4_pair && back::provably_divisible(az_, at_min(indices[vector_dim]), 2)) {
+      // aligned
+    } else if (!back::provably_divisible(az_, flat, lanes_)) {
       if (b->scope != Scope::kGlobal) return std::nullopt;
       Expr rest = back::non_divisible_part(flat, lanes_);
       TILEC_ICHECK(rest.defined()) << "non-divisible offset without a non-divisible part";
@@ -300,6 +320,23 @@ class Vectorizer : public IRMutator {
  public:
   Vectorizer(bool disabled, int arch) : disabled_(disabled), arch_(arch) {}
 
+  // A float4_e2m1 tensor's rows have an even length: the runtime takes such tensors only as
+  // torch float4_e2m1fn_x2 (the logical last dimension is twice torch's). A symbolic last
+  // dimension N is then 2 * N_half for the proofs of alignment (of the fp4 tensor and of
+  // others sharing N).
+  void assume_even_fp4_rows(const PrimFunc& f) {
+    for (const auto& p : f->params) {
+      if (!p.is_buffer() || p.buffer->dtype.code() != TypeCode::kFloat4E2M1 || p.buffer->shape.empty()) continue;
+      const Expr& n = p.buffer->shape.back();
+      if (n->kind != NodeKind::kVar) continue;
+      Var v = std::static_pointer_cast<const VarNode>(n.shared());
+      if (!even_.insert(v.get()).second) continue;
+      Var half = make_var(v->name + "_half", v->dtype, v->loc);
+      az_.bind_bound(half, 0, int64_t{1} << 40);
+      az_.bind_value(v, back::mul(half, int_imm(2, v->dtype)));
+    }
+  }
+
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
     back::bind_kernel_vars(az_, op);
@@ -318,12 +355,48 @@ class Vectorizer : public IRMutator {
       LoopVectorizer lv(az_, loop, arch_);
       Expr align_cond;
       if (Stmt v = lv.run(loop->body, &align_cond); v.defined())
-        return align_cond ? if_then_else(align_cond, v, unrolled(loop), s->loc) : v;
+        return align_cond ? if_then_else(align_cond, v, fallback(loop), s->loc) : v;
     }
-    return unrolled(loop);
+    return fallback(loop);
   }
 
  private:
+  // What a vectorized loop becomes when it cannot be vectorized whole (or only behind a
+  // runtime alignment check): unrolled, except that a loop writing float4_e2m1 (stored in
+  // whole bytes only) goes by pairs, `for p: <the body on 2 lanes>`, when that vectorizes.
+  Stmt fallback(const ForNode* loop) {
+    const int64_t* mn = as_const_int(loop->min);
+    const int64_t* ext = as_const_int(loop->extent);
+    // (Also under tl.disable_vectorize: fp4 has no single-element store.)
+    if (!mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2 || !writes_fp4(loop->body))
+      return unrolled(loop);
+    const DataType t = loop->loop_var->dtype;
+    Var p = make_var(loop->loop_var->name + "_pair", t, loop->loc);
+    Var u = make_var(loop->loop_var->name, t, loop->loc);
+    az_.bind_range(p, int_imm(0, t), int_imm(*ext / 2, t));
+    az_.bind_range(u, int_imm(0, t), int_imm(2, t));
+    Expr v = back::add(int_imm(*mn, t), back::add(back::mul(p, int_imm(2, t)), u));
+    Stmt pair = make_for(u, int_imm(0, t), int_imm(2, t), ForKind::kVectorized,
+                         substitute(loop->body, VarMap{{loop->loop_var.get(), v}}), loop->loc);
+    LoopVectorizer lv(az_, pair.as<ForNode>(), arch_);
+    Expr align_cond;
+    Stmt vec = lv.run(pair.as<ForNode>()->body, &align_cond);
+    if (!vec.defined() || align_cond) return unrolled(loop);
+    return make_for(p, int_imm(0, t), int_imm(*ext / 2, t), ForKind::kUnrolled, vec, loop->loc);
+  }
+
+  static bool writes_fp4(const Stmt& body) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      void visit_BufferStore(const BufferStoreNode* st) override {
+        found |= st->buffer->dtype.code() == TypeCode::kFloat4E2M1;
+        IRVisitor::visit_BufferStore(st);
+      }
+    } f;
+    f.visit(body);
+    return f.found;
+  }
+
   static Stmt unrolled(const ForNode* loop) {
     auto n = std::make_shared<ForNode>(*loop);
     n->for_kind = ForKind::kUnrolled;
@@ -333,11 +406,14 @@ class Vectorizer : public IRMutator {
   arith::Analyzer az_;
   bool disabled_;
   int arch_;
+  std::unordered_set<const VarNode*> even_;
 };
 
 PrimFunc vectorize_func(const PrimFunc& f, PassContext& ctx) {
   bool disabled = back::config_flag(ctx, "tl.disable_vectorize") || back::config_flag(ctx, "tir.disable_vectorize");
-  return with_body(f, Vectorizer(disabled, ctx.target().arch).mutate(f->body));
+  Vectorizer v(disabled, ctx.target().arch);
+  v.assume_even_fp4_rows(f);
+  return with_body(f, v.mutate(f->body));
 }
 
 }  // namespace

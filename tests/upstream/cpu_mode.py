@@ -367,7 +367,11 @@ class InterceptedKernel:
 
                     raise KernelArgumentError(f"argument '{p['name']}' of {self._kernel.signature} has rank "
                                               f"{len(a.shape)}, expected {len(p['shape'])}")
-                for d, n in zip(p["shape"], a.shape):
+                dims = list(a.shape)
+                if dims and getattr(torch, "float4_e2m1fn_x2", None) is not None and \
+                        a.dtype == torch.float4_e2m1fn_x2:
+                    dims[-1] *= 2  # two float4_e2m1 elements a byte
+                for d, n in zip(p["shape"], dims):
                     bind_dim(symbols, d, n)
         if len(args) == len(self._params):
             return None
@@ -377,6 +381,10 @@ class InterceptedKernel:
         for p in outputs:
             shape = [dim_value(d, symbols) if not isinstance(d, str) or split_dim(d)[1] in symbols else 1
                      for d in p["shape"]]
+            if p["dtype"] == "float4_e2m1":  # torch's packed float4_e2m1fn_x2: last dim halved
+                packed = torch.zeros(shape[:-1] + [shape[-1] // 2], dtype=torch.uint8)
+                made.append(packed.view(torch.float4_e2m1fn_x2))
+                continue
             made.append(torch.zeros(shape, dtype=_torch_dtype(p["dtype"])))
         if not made:
             return None

@@ -23,6 +23,12 @@ Pass verify_pass();
 //   Structure (statements, buffers, tile ops) is untouched. Runs after verify.
 Pass simplify_pass();
 
+// check_fp4_buffers (src/passes/check_fp4_buffers.cc), CUDA only
+//   in:  a verified, simplified PrimFunc.   out: the same function, unchanged.
+//   Raises a UserError for a float4_e2m1 buffer (parameter or allocation) whose innermost
+//   extent is an odd constant: the CUDA back end packs two elements per byte along it.
+Pass check_fp4_buffers_pass();
+
 // ---- passes of the other areas are declared below, in pipeline order ----
 
 // rasterize_blocks (src/passes/rasterize_blocks.cc)

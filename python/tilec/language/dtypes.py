@@ -105,8 +105,10 @@ for _base in _VECTOR_BASES:  # T.float32x2, T.float16x4, ...
     for _lanes in (2, 4, 8, 16, 32):
         DTYPES[f"{_base}x{_lanes}"] = DType(f"{_base}x{_lanes}")
 
-# torch dtype attribute -> tilec name (the names differ only for float8_e4m3).
-_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn"}
+# tilec name -> torch dtype attribute where they differ. float4_e2m1 is torch's packed
+# float4_e2m1fn_x2 (two elements a byte, last dimension halved: tilec/kernel.py).
+_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float8_e4m3fn": "float8_e4m3fn",
+                "float4_e2m1": "float4_e2m1fn_x2", "float4_e2m1fn": "float4_e2m1fn_x2"}
 
 
 def as_torch(v: Any):
@@ -164,6 +166,8 @@ def dtype_str(v: Any, what: str = "dtype") -> str:
     name = str(v).rsplit(".", 1)[-1]
     if name.endswith("'>"):  # <class 'numpy.float32'>
         name = name[:-2]
+    if name == "float4_e2m1fn_x2":  # torch's packed fp4: elements are float4_e2m1
+        return "float4_e2m1"
     if _tilec.DataType.parse(name) is not None:
         return name
     raise CompileError(f"{what} must be a dtype such as \"float16\" or T.float16, got {v!r}")

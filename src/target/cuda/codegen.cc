@@ -208,6 +208,7 @@ void CudaPrinter::print_if(const IfNode* op, bool as_else_if) {
 }
 
 void CudaPrinter::print_store(const BufferStoreNode* op) {
+  if (is_fp4(op->buffer->dtype)) return print_fp4_store(op);
   ElementRef ref = element_ref(op->buffer, op->indices);
   std::string value = expr(op->value);
   if (ref.lanes > 1) return line("tl::store(&" + ref.text + ", " + value + ");");
@@ -216,7 +217,8 @@ void CudaPrinter::print_store(const BufferStoreNode* op) {
 
 void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset) {
   const Buffer& b = op->buffer;
-  std::string type = c_type(b->dtype, b->loc);
+  std::string type = storage_c_type(b->dtype, b->loc);
+  if (is_fp4(b->dtype)) need_header("tilec/fp4.cuh");
   const std::string& name = name_of(b.get());
   if (b->data) {  // T.make_tensor: a typed pointer at the address
     line(type + "* __restrict__ " + name + " = reinterpret_cast<" + type + "*>(" + name_of(b->data.get()) + ");");
@@ -229,7 +231,7 @@ void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset
         << "buffer '" << b->name << "' has a non-constant extent";
     elems *= *c;
   }
-  std::string count = std::to_string(elems);
+  std::string count = std::to_string(storage_units(b->dtype, elems));
   switch (b->scope) {
     case Scope::kSharedDyn:
       if (debug && smem_offset == nullptr) {
@@ -248,7 +250,7 @@ void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset
       break;
     case Scope::kLocal:
     case Scope::kVar: {
-      int64_t bytes = elems * passes::back::element_bytes(b->dtype);
+      int64_t bytes = (elems * b->dtype.bits() * b->dtype.lanes() + 7) / 8;
       int64_t align = bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : 0;
       std::string prefix = align > passes::back::element_bytes(b->dtype) ? "alignas(" + std::to_string(align) + ") " : "";
       line(prefix + type + " " + name + "[" + count + "];");
@@ -322,7 +324,8 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
       case runtime::KernelArg::kTensorData: {
         TILEC_ICHECK(arg.index >= 0 && arg.index < static_cast<int>(tensor_params.size())) << "tensor arg index";
         const BufferNode* b = tensor_params[arg.index];
-        std::string type = detail::c_type(b->dtype, b->loc);
+        std::string type = detail::storage_c_type(b->dtype, b->loc);
+        if (detail::is_fp4(b->dtype)) p.need_header("tilec/fp4.cuh");
         std::string qual = written.count(b) ? "" : "const ";
         params.push_back(qual + type + "* __restrict__ " + p.name_of(b));
         break;

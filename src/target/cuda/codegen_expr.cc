@@ -82,7 +82,7 @@ int infix_prec(const std::string& op) {
 }
 
 bool is_narrow_float(DataType t) {
-  return t.code() == TypeCode::kBFloat || t.code() == TypeCode::kFloat8E4M3 ||
+  return t.code() == TypeCode::kBFloat || t.code() == TypeCode::kFloat8E4M3 || t.code() == TypeCode::kFloat4E2M1 ||
          t.code() == TypeCode::kFloat8E5M2 || (t.code() == TypeCode::kFloat && t.bits() == 16);
 }
 
@@ -134,11 +134,18 @@ std::string c_type(DataType t, const SourceLoc& loc) {
     case TypeCode::kBool: return "bool";
     case TypeCode::kHandle: return "void*";
     case TypeCode::kVoid: return "void";
-    case TypeCode::kFloat4E2M1: break;
+    case TypeCode::kFloat4E2M1: return "tl::float4_e2m1";  // a value; buffers hold tl::fp4x2
   }
-  throw_user_error("the CUDA back end does not support the type " + t.str() + " yet", loc,
-                   "use float8_e4m3 / float8_e5m2 / float16 / bfloat16 instead");
+  TILEC_UNREACHABLE() << "no C type for " << t.str();
 }
+
+bool is_fp4(DataType t) { return t.code() == TypeCode::kFloat4E2M1; }
+
+std::string storage_c_type(DataType t, const SourceLoc& loc) {
+  return is_fp4(t) && t.is_scalar() ? "tl::fp4x2" : c_type(t, loc);
+}
+
+int64_t storage_units(DataType t, int64_t elems) { return is_fp4(t) && t.is_scalar() ? (elems + 1) / 2 : elems; }
 
 std::string CudaPrinter::operand(const Expr& e, int min_prec) {
   Printed p = print(e);
@@ -319,9 +326,51 @@ CudaPrinter::ElementRef CudaPrinter::element_ref(const Buffer& buffer, const std
 }
 
 Printed CudaPrinter::print_load(const BufferLoadNode* op) {
+  if (is_fp4(op->buffer->dtype)) return print_fp4_load(op);
   ElementRef ref = element_ref(op->buffer, op->indices);
   if (ref.lanes > 1) return {"tl::load<" + std::to_string(ref.lanes) + ">(&" + ref.text + ")"};
   return {ref.text};
+}
+
+// The byte of element `index` (even) of a float4_e2m1 buffer.
+std::string CudaPrinter::fp4_byte_index(const Expr& index) {
+  if (const int64_t* c = as_const_int(index)) return std::to_string(*c / 2);
+  return expr(floordiv(index, 2));
+}
+
+// float4_e2m1 buffers are arrays of tl::fp4x2 (two elements a byte): element i is
+// tl::fp4_get(A, i); a vector of N lanes from element b (even: vectorize proves the start
+// aligned to N) is tl::fp4_load<N>(&A[b / 2]).
+Printed CudaPrinter::print_fp4_load(const BufferLoadNode* op) {
+  need_header("tilec/fp4.cuh");
+  TILEC_ICHECK(op->indices.size() == 1) << "float4 buffer '" << op->buffer->name << "' reached codegen unflattened";
+  const std::string name = name_of(op->buffer.get());
+  const Expr& idx = op->indices[0];
+  if (!idx->dtype.is_vector()) return {"tl::fp4_get(" + name + ", " + expr(idx) + ")"};
+  auto* r = idx.as<RampNode>();
+  TILEC_ICHECK(r && is_one(r->stride) && r->lanes % 2 == 0)
+      << "vector access of float4 buffer '" << op->buffer->name << "' that is not an even run of elements";
+  vector_accessed.insert(op->buffer.get());
+  return {"tl::fp4_load<" + std::to_string(r->lanes) + ">(&" + name + "[" + fp4_byte_index(r->base) + "])"};
+}
+
+// Stores write whole bytes: a vector of an even number of lanes from an even element. A
+// single-element store would share its byte with another thread's element (or need a
+// read-modify-write), so it is a CompileError that names the buffer.
+void CudaPrinter::print_fp4_store(const BufferStoreNode* op) {
+  need_header("tilec/fp4.cuh");
+  TILEC_ICHECK(op->indices.size() == 1) << "float4 buffer '" << op->buffer->name << "' reached codegen unflattened";
+  auto* r = op->indices[0].as<RampNode>();
+  TILEC_USER_CHECK(r && is_one(r->stride) && r->lanes % 2 == 0, op->loc,
+                   "make the innermost loop that writes it T.vectorized (or a T.Parallel / T.copy whose innermost "
+                   "extent per thread is even), so that each thread writes pairs of consecutive elements")
+      << "float4_e2m1 buffer '" << op->buffer->name
+      << "' is written one element at a time here; two float4 elements share a byte, so the CUDA back end only "
+         "writes them in pairs (consecutive elements along the innermost dimension, by one thread)";
+  vector_accessed.insert(op->buffer.get());
+  const std::string name = name_of(op->buffer.get());
+  std::string at = "&" + name + "[" + fp4_byte_index(r->base) + "]";
+  line("tl::fp4_store(" + at + ", " + expr(op->value) + ");");
 }
 
 Printed CudaPrinter::print_call(const CallNode* op) {
@@ -368,6 +417,9 @@ Printed CudaPrinter::print_call(const CallNode* op) {
       TILEC_USER_CHECK(load != nullptr, op->loc, "write tl.address_of(A[i])")
           << "tl.address_of takes a buffer element, got " << node_kind_name(op->args[0]->kind);
       TILEC_ICHECK(load->indices.size() == 1) << "tl.address_of of a multi-dimensional access reached codegen";
+      TILEC_USER_CHECK(!is_fp4(load->buffer->dtype), op->loc, "")
+          << "cannot take the address of an element of float4_e2m1 buffer '" << load->buffer->name
+          << "' (two elements share a byte)";
       Expr idx = load->indices[0];
       if (auto* r = idx.as<RampNode>()) idx = r->base;
       std::string buf = name_of(load->buffer.get());

@@ -29,6 +29,12 @@ const IntrinInfo* find_intrinsic(const std::string& name);
 // The C type of a dtype: "float", "half", "tl::vec<float, 4>", ...; UserError for types
 // the CUDA back end cannot represent.
 std::string c_type(ir::DataType t, const SourceLoc& loc = {});
+// The C type of a buffer's storage unit and the number of units for `elems` elements:
+// c_type and elems, except float4_e2m1 (tl::fp4x2, two elements per byte; elems is even,
+// verify checks every float4 buffer's innermost extent).
+std::string storage_c_type(ir::DataType t, const SourceLoc& loc = {});
+int64_t storage_units(ir::DataType t, int64_t elems);
+bool is_fp4(ir::DataType t);
 
 // C operator precedence, higher binds tighter.
 enum Prec : int {
@@ -106,6 +112,8 @@ class CudaPrinter {
   Printed print_call(const ir::CallNode* op);
   Printed print_printf(const ir::CallNode* op, const IntrinInfo& info);
   Printed print_load(const ir::BufferLoadNode* op);
+  Printed print_fp4_load(const ir::BufferLoadNode* op);
+  std::string fp4_byte_index(const ir::Expr& index);
   // The element an access names, "buf[index]", and its lane count (> 1 for a contiguous
   // Ramp index, printed through tl::load / tl::store). Loads and stores share it.
   struct ElementRef {
@@ -121,6 +129,7 @@ class CudaPrinter {
   void print_for(const ir::ForNode* op);
   void print_if(const ir::IfNode* op, bool as_else_if);
   void print_store(const ir::BufferStoreNode* op);
+  void print_fp4_store(const ir::BufferStoreNode* op);
   void print_allocate(const ir::AllocateNode* op, const ir::Expr* smem_offset);
 
   CodegenOptions opts_;

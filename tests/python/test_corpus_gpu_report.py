@@ -78,3 +78,11 @@ def test_an_example_out_of_memory_beside_others_runs_again_alone(tmp_path, monke
     assert [(r["status"], r.get("rerun_alone", False)) for r in results] == [("pass", True), ("fail", False)]
     monkeypatch.undo()
     importlib.reload(rc)
+
+
+def test_only_takes_several_texts():
+    import run_corpus
+
+    assert run_corpus.selected("gemm/example_gemm.py", "")
+    assert run_corpus.selected("gemm/example_gemm.py", "act_quant, gemm/")
+    assert not run_corpus.selected("gemm/example_gemm.py", "act_quant,mamba")

@@ -361,6 +361,23 @@ def wgmma_gemm(A: Any, B: Any, C: Any, *args, **kwargs):
 
 
 @primitive
+def gemm_sp(A_sparse: Any, E: Any, B: Any, C: Any, *args, **kwargs):
+    """C (+)= dense(A) @ B with A 2:4 structured-sparse along K: A_sparse (M, K/2) holds the
+    kept values, E (M, K/get_e_factor) the metadata (TileLang's torch_compress format).
+    Keywords as TileLang: transpose_A, transpose_E, transpose_B, policy, clear_accum, wg_wait.
+    tilec rebuilds dense A in shared memory and runs a dense gemm (no sparse MMA yet)."""
+    _tile_op("gemm_sp", [A_sparse, E, B, C, *args], kwargs,
+             ("transpose_A", "transpose_E", "transpose_B", "policy", "clear_accum", "wg_wait"))
+
+
+@primitive
+def gemm_sp_v2(A_sparse: Any, E: Any, B: Any, C: Any, *args, **kwargs):
+    """T.gemm_sp with TileLang's gemm_sp_v2 positional order (transpose_B before transpose_E)."""
+    _tile_op("gemm_sp", [A_sparse, E, B, C, *args], kwargs,
+             ("transpose_A", "transpose_B", "transpose_E", "policy", "clear_accum", "k_pack", "wg_wait"))
+
+
+@primitive
 def tcgen05_gemm(*args, **kwargs):
     raise CompileError(
         "T.tcgen05_gemm needs the sm_100 (Blackwell) tcgen05 path, which tilec does not support yet",

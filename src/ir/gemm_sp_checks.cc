@@ -11,6 +11,7 @@
 
 #include "ir/gemm_sp_format.h"
 #include "ir/tile_op_checks.h"
+#include "tilec/support/diag.h"
 
 namespace tilec::ir {
 

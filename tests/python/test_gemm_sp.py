@@ -241,7 +241,7 @@ def _bad_shape_program(a_cols=32, e_cols=4, e_dtype="int16", b_rows=64, a_scope=
     ({"e_cols": 8}, "E 'e' has 8 columns but K = 64 needs 4"),
     ({"e_cols": 4, "e_dtype": "int32"}, "E 'e' has 4 columns but K = 64 needs 2"),
     ({"e_dtype": "float16"}, "the metadata E 'e' has dtype float16, not an 8, 16 or 32-bit integer"),
-    ({"b_rows": 48, "a_cols": 24, "e_cols": 3}, "K = 48, not a multiple of 16"),
+    ({"b_rows": 40, "a_cols": 20, "e_cols": 2}, "K = 40, not a multiple of 16"),
     ({"a_scope": "fragment"}, "T.gemm_sp reads A_sparse and E from shared memory; 'a' is not shared"),
 ])
 @pytest.mark.parametrize("target", ["sm_90a", "cpu"])

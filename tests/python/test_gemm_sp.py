@@ -249,3 +249,32 @@ def test_shape_errors(kwargs, words, target):
     msg = _error(_bad_shape_program(**kwargs), target=target)
     assert words in msg, msg
     assert re.search(r"test_gemm_sp\.py:\d+", msg), msg  # at the user's line
+
+
+# ---- what upstream's sparse_utils.compress kernel needs of the front end ----
+
+def test_slice_bound_through_a_let_and_mixed_integer_select():
+    # `k_base = bk * K; T.copy(dense[.., bk * K + t * n : k_base + (t + 1) * n], local)`: the
+    # extent folds to n through the let; `T.if_then_else(c, i, nz_idx[j])` with an int32 i and
+    # a uint8 buffer takes TVM's integer promotion (int32) instead of failing.
+    @T.prim_func
+    def f(A: T.Tensor((1, 64), T.float32), B: T.Tensor((1, 64), T.float32), P: T.Tensor((2, 4), T.int32)):
+        with T.Kernel(2, threads=32) as bx:
+            chunk = T.alloc_local((8,), T.float32)
+            last = T.alloc_local((1,), T.uint8)
+            k_base = bx * 32
+            for t in T.serial(4):
+                T.copy(A[0, bx * 32 + t * 8:k_base + (t + 1) * 8], chunk)
+                last[0] = 0
+                for i in T.unroll(8):
+                    last[0] = T.if_then_else(chunk[i] > 0, i, last[0])
+                    B[0, k_base + t * 8 + i] = chunk[i] * 2.0
+                P[bx, t] = last[0]
+
+    a = np.random.default_rng(3).standard_normal((1, 64)).astype(np.float32)
+    b = np.zeros((1, 64), np.float32)
+    p = np.zeros((2, 4), np.int32)
+    tilec.compile(f, target="cpu")(a, b, p)
+    np.testing.assert_array_equal(b, a * 2)
+    want = [[max([i for i in range(8) if a[0, 32 * x + 8 * t + i] > 0], default=0) for t in range(4)] for x in range(2)]
+    np.testing.assert_array_equal(p, want)

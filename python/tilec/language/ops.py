@@ -645,6 +645,14 @@ def select_values(cond: Any, true_value: Any, false_value: Any):
             f = _tilec.cast(t.dtype, f, _loc())
         elif f.dtype.is_float() and not t.dtype.is_float():
             t = _tilec.cast(f.dtype, t, _loc())
+        elif t.dtype.is_integer() and f.dtype.is_integer():
+            # TVM's rule for two integer types (as in bitwise()): the narrower is widened; of
+            # one width, unsigned wins (sparse_utils' `if_then_else(c, i, nz_idx[n])`: int32, uint8).
+            t_unsigned, f_unsigned = str(t.dtype).startswith("u"), str(f.dtype).startswith("u")
+            if t.dtype.bits < f.dtype.bits or (t.dtype.bits == f.dtype.bits and f_unsigned and not t_unsigned):
+                t = _tilec.cast(f.dtype, t, _loc())
+            else:
+                f = _tilec.cast(t.dtype, f, _loc())
     return _tilec.select(to_expr(cond), t, f, _loc())
 
 

@@ -30,7 +30,7 @@ def compress_2to4(dense, e_dtype):
     groups = dense.view(M, K // 4, 4)
     pos = torch.arange(4, device=dense.device)
     # The non-zeros first (lowest position first), then zeros to make two.
-    key = (groups != 0).to(torch.int64) * 8 - pos
+    key = (groups != 0).to(torch.float32) * 8 - pos
     idx = key.topk(2, dim=-1).indices.sort(dim=-1).values
     sparse = groups.gather(-1, idx).reshape(M, K // 2)
     nibbles = idx[..., 0] | (idx[..., 1] << 2)

@@ -148,7 +148,10 @@ def test_example_shape_compiles(target):
     # A barrier between the decompression writes and the gemm's reads.
     writes = src.index("A_shared_dense[")
     gemm = src.index("wgmma" if target == "sm_90a" else "tl::gemm_ss", writes)
-    assert "__syncthreads()" in src[writes:gemm] or "tl::syncthreads" in src[writes:gemm], src[writes:gemm]
+    assert "__syncthreads()" in src[writes:gemm], src[writes:gemm]
+    # And one at the top of each pipelined iteration, after the last one's gemm read A_dense.
+    top = src.index("tl::cp_async_wait", src.index("for (int k_1"))
+    assert "__syncthreads()" in src[top:writes], src[top:writes]
 
 
 @needs_nvrtc

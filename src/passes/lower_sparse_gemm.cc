@@ -36,8 +36,9 @@ Expr load_at(const BufferRegion& r, const Expr& row, const Expr& col, const Sour
   std::vector<Expr> index;
   const size_t n = r.region.size();
   for (size_t i = 0; i + 2 < n; ++i) index.push_back(r.region[i].min);
-  index.push_back(r.region[n - 2].min + row);
-  index.push_back(r.region[n - 1].min + col);
+  auto offset = [](const Expr& min, const Expr& i) { return is_zero(min) ? i : min + i; };
+  index.push_back(offset(r.region[n - 2].min, row));
+  index.push_back(offset(r.region[n - 1].min, col));
   return buffer_load(r.buffer, std::move(index), loc);
 }
 

@@ -26,6 +26,9 @@ def random_2to4(M, K, dtype, device="cuda"):
 
 
 def compress_2to4(dense, e_dtype):
+    """Bit for bit torch_compress's output where every group has 2 non-zeros (checked on the CPU
+    against upstream's sparse_utils); in a group with fewer, the zeros it keeps may sit elsewhere
+    (every choice decodes to the same dense A)."""
     M, K = dense.shape
     groups = dense.view(M, K // 4, 4)
     pos = torch.arange(4, device=dense.device)

@@ -71,7 +71,9 @@ def random_2to4(rng, M, K, dtype=np.float16):
 
 def compress_2to4(dense, e_dtype):
     """(A_sparse (M, K/2), E (M, K/e)): the positions idx0 < idx1 of each group's kept values as
-    idx0 | idx1 << 2, (bits / 4) groups per metadata element, little-endian."""
+    idx0 | idx1 << 2, (bits / 4) groups per metadata element, little-endian. Where a group has
+    fewer than 2 non-zeros, the kept zeros may sit elsewhere than torch_compress puts them (every
+    choice decodes to the same dense A)."""
     M, K = dense.shape
     groups = dense.reshape(M, K // 4, 4)
     nz = groups != 0

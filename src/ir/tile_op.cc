@@ -49,6 +49,18 @@ std::vector<TileOpSchema> builtin_schemas() {
                 {"k_pack", AttrKind::kInt, int64_t{1}},
                 {"wg_wait", AttrKind::kInt, int64_t{0}},
                 {"instruction", AttrKind::kString, {}}}});
+  // T.gemm_sp: C (+)= dense(A) @ B, A given 2:4-compressed (the kept values and their
+  // metadata E). lower_sparse_gemm rebuilds dense A in shared memory and runs a T.gemm.
+  v.push_back({"gemm_sp",
+               {{"A_sparse", ArgKind::kRegion}, {"E", ArgKind::kRegion}, {"B", ArgKind::kRegion},
+                {"C", ArgKind::kRegion}},
+               {{"transpose_A", AttrKind::kBool, false},
+                {"transpose_E", AttrKind::kBool, false},
+                {"transpose_B", AttrKind::kBool, false},
+                {"policy", AttrKind::kString, std::string("Square")},
+                {"clear_accum", AttrKind::kBool, false},
+                {"k_pack", AttrKind::kInt, int64_t{1}},
+                {"wg_wait", AttrKind::kInt, int64_t{0}}}});
   v.push_back({"fill", {{"buffer", ArgKind::kRegion}, {"value", ArgKind::kExpr}}, {}});
   for (const char* r : {"reduce_max", "reduce_min", "reduce_sum", "reduce_abssum", "reduce_absmax"})
     v.push_back(reduce_schema(r));

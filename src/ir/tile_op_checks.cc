@@ -7,6 +7,7 @@
 //  gemm             A is (M, K) ((K, M) with transpose_A), B is (K, N) ((N, K) with
 //                   transpose_B), C is (M, N), leading unit dimensions ignored; constant M, N,
 //                   K must agree.
+//  gemm_sp          src/ir/gemm_sp_checks.cc (the 2:4 compressed shapes and dtypes).
 //  fill             the value becomes the buffer's dtype (an immediate is rewritten, anything
 //                   else is cast).
 //  reduce_*         dim in [-rank, rank); out has the input's shape without dim (or with a 1
@@ -250,6 +251,8 @@ void attach_builtin_checks(std::vector<TileOpSchema>& schemas) {
       };
     } else if (name == "gemm") {
       s.check = check_gemm;
+    } else if (name == "gemm_sp") {
+      s.check = check_gemm_sp;
     } else if (name == "fill") {
       s.check = check_fill;
     } else if (name.rfind("reduce_", 0) == 0) {

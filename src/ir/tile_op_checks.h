@@ -13,6 +13,9 @@ namespace tilec::ir {
 void attach_builtin_checks(std::vector<TileOpSchema>& schemas);
 
 // Every region argument must index each dimension of its buffer exactly once.
+// T.gemm_sp's arguments (src/ir/gemm_sp_checks.cc).
+void check_gemm_sp(std::vector<TileArg>& args, const AttrMap& attrs, const SourceLoc& loc);
+
 void check_region_ranks(const std::string& op, const std::vector<TileArg>& args, const SourceLoc& loc);
 
 }  // namespace tilec::ir

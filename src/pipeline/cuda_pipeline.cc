@@ -31,6 +31,9 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   // Back-end passes go here, in the order above: append them to `list`, guarding
   // target-specific ones with the target's feature queries, e.g.
   //   if (target.has_tma()) list.push_back(warp_specialize_pass());
+  // T.gemm_sp: dense A rebuilt in shared memory from the 2:4 values and metadata, then a
+  // T.gemm (correct at dense speed; no sparse MMA yet).
+  list.push_back(lower_sparse_gemm_pass());
   // A register-fragment A that no gemm instruction can read from registers goes through
   // shared memory (a tf32 / int8 / transposed A, or too few rows per warp).
   list.push_back(stage_gemm_operands_pass());

@@ -110,6 +110,13 @@ Pass inject_pipeline_pass();
 //   fragments are untouched. Before layout_inference.
 Pass stage_shared_reductions_pass();
 
+// lower_sparse_gemm (src/passes/lower_sparse_gemm.cc)
+//   in:  tile IR after inject_pipeline.   out: no T.gemm_sp. Each becomes
+//   Allocate(A_dense: shared.dyn (M, K) of A's dtype, T.Parallel(M, K) rebuilding dense A
+//   from the 2:4 values and the metadata (zeros where nothing is kept);
+//   T.gemm(A_dense, B, C, ...)): correct, dense speed (no sparse MMA). Before layout_inference.
+Pass lower_sparse_gemm_pass();
+
 // stage_gemm_operands (src/passes/stage_gemm_operands.cc)
 //   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
 //   fragment A no instruction reads from registers, but which lowers with A in shared

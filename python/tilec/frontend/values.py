@@ -188,7 +188,26 @@ def extent_between(lo: Any, hi: Any) -> Any:
             folded = _tilec.simplify(_tilec.binary("Sub", hi_e, to_expr(bound), context.loc()))
             if folded.as_int() is not None:
                 return folded
+    if ext.as_int() is None:  # a let inside one bound: k_base = bk * K; A[bk * K + t * n : k_base + (t + 1) * n]
+        folded = _tilec.simplify(_tilec.binary("Sub", _inline_lets(hi_e), _inline_lets(lo_e), context.loc()))
+        if folded.as_int() is not None:
+            return folded
     return ext
+
+
+_ARITH_KINDS = ("Add", "Sub", "Mul", "FloorDiv", "FloorMod")
+
+
+def _inline_lets(e: Any, depth: int = 0) -> Any:
+    """`e` with the kernel's let variables replaced by their values, through + - * // %."""
+    if depth > 16:
+        return e
+    if e.kind == "Var":
+        bound = context.let_value(e)
+        return e if bound is None else _inline_lets(to_expr(bound), depth + 1)
+    if e.kind in _ARITH_KINDS:
+        return _tilec.binary(e.kind, _inline_lets(e.a, depth + 1), _inline_lets(e.b, depth + 1), context.loc())
+    return e
 
 
 # ------------------------------------------------------------------ operators outside the parser

@@ -361,6 +361,23 @@ def wgmma_gemm(A: Any, B: Any, C: Any, *args, **kwargs):
 
 
 @primitive
+def gemm_sp(A_sparse: Any, E: Any, B: Any, C: Any, *args, **kwargs):
+    """C (+)= dense(A) @ B with A 2:4 structured-sparse along K: A_sparse (M, K/2) holds the
+    kept values, E (M, K/get_e_factor) the metadata (TileLang's torch_compress format).
+    Keywords as TileLang: transpose_A, transpose_E, transpose_B, policy, clear_accum, wg_wait.
+    tilec rebuilds dense A in shared memory and runs a dense gemm (no sparse MMA yet)."""
+    _tile_op("gemm_sp", [A_sparse, E, B, C, *args], kwargs,
+             ("transpose_A", "transpose_E", "transpose_B", "policy", "clear_accum", "wg_wait"))
+
+
+@primitive
+def gemm_sp_v2(A_sparse: Any, E: Any, B: Any, C: Any, *args, **kwargs):
+    """T.gemm_sp with TileLang's gemm_sp_v2 positional order (transpose_B before transpose_E)."""
+    _tile_op("gemm_sp", [A_sparse, E, B, C, *args], kwargs,
+             ("transpose_A", "transpose_B", "transpose_E", "policy", "clear_accum", "k_pack", "wg_wait"))
+
+
+@primitive
 def tcgen05_gemm(*args, **kwargs):
     raise CompileError(
         "T.tcgen05_gemm needs the sm_100 (Blackwell) tcgen05 path, which tilec does not support yet",
@@ -628,6 +645,14 @@ def select_values(cond: Any, true_value: Any, false_value: Any):
             f = _tilec.cast(t.dtype, f, _loc())
         elif f.dtype.is_float() and not t.dtype.is_float():
             t = _tilec.cast(f.dtype, t, _loc())
+        elif t.dtype.is_integer() and f.dtype.is_integer():
+            # TVM's rule for two integer types (as in bitwise()): the narrower is widened; of
+            # one width, unsigned wins (sparse_utils' `if_then_else(c, i, nz_idx[n])`: int32, uint8).
+            t_unsigned, f_unsigned = str(t.dtype).startswith("u"), str(f.dtype).startswith("u")
+            if t.dtype.bits < f.dtype.bits or (t.dtype.bits == f.dtype.bits and f_unsigned and not t_unsigned):
+                t = _tilec.cast(f.dtype, t, _loc())
+            else:
+                f = _tilec.cast(t.dtype, f, _loc())
     return _tilec.select(to_expr(cond), t, f, _loc())
 
 

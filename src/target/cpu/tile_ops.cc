@@ -11,6 +11,8 @@
 //   gemm                C (+)= op(A) op(B), accumulated in float64 and rounded once to C's
 //                       dtype; leading dimensions of extent 1 are ignored; the policy,
 //                       k_pack, wg_wait and instruction keywords say how, not what
+//   gemm_sp             the same on A rebuilt from its 2:4 compressed values and metadata
+//                       (src/ir/gemm_sp_format.h)
 //   reduce_*            along `dim` into the output (clear=False combines with it), in
 //                       float64, rounded once
 //   cumsum              inclusive prefix sums along `dim` (from the end with reverse)
@@ -23,6 +25,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/gemm_sp_format.h"
 #include "target/cpu/machine.h"
 
 namespace tilec::cpu {
@@ -156,25 +159,54 @@ Matrix matrix_of(Machine& m, const TileOpNode* op, size_t arg, const char* name)
   return mat;
 }
 
-void op_gemm(Machine& m, const TileOpNode* op) {
-  bool ta = attr_bool(*op, "transpose_A"), tb = attr_bool(*op, "transpose_B");
-  bool clear = attr_bool(*op, "clear_accum");
-  Matrix A = matrix_of(m, op, 0, "A"), B = matrix_of(m, op, 1, "B"), C = matrix_of(m, op, 2, "C");
-  int64_t M = ta ? A.cols : A.rows, K = ta ? A.rows : A.cols;
+// C (+)= A @ op(B) with A given as (M, K) values, row-major; `op` names what is written.
+void gemm_accumulate(Machine& m, const TileOpNode* op, const std::vector<double>& a, int64_t M, int64_t K,
+                     const Matrix& B, bool tb, const Matrix& C) {
   int64_t Kb = tb ? B.cols : B.rows, N = tb ? B.rows : B.cols;
   TILEC_USER_CHECK(K == Kb && M == C.rows && N == C.cols, op->loc, "A is (M, K), B is (K, N), C is (M, N)")
-      << "target=cpu: kernel '" << m.kernel_name() << "': T.gemm shapes do not fit: A gives M=" << M << ", K=" << K
-      << ", B gives K=" << Kb << ", N=" << N << ", C is " << C.rows << " x " << C.cols;
+      << "target=cpu: kernel '" << m.kernel_name() << "': T." << op->op << " shapes do not fit: A gives M=" << M
+      << ", K=" << K << ", B gives K=" << Kb << ", N=" << N << ", C is " << C.rows << " x " << C.cols;
+  bool clear = attr_bool(*op, "clear_accum");
   DataType ct = C.box.buffer->dtype;
   std::vector<Value> out(C.data.size());
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
       double acc = clear ? 0.0 : C.at(i, j);
-      for (int64_t k = 0; k < K; ++k) acc += (ta ? A.at(k, i) : A.at(i, k)) * (tb ? B.at(j, k) : B.at(k, j));
+      for (int64_t k = 0; k < K; ++k) acc += a[static_cast<size_t>(i * K + k)] * (tb ? B.at(j, k) : B.at(k, j));
       out[static_cast<size_t>(i * N + j)] = from_double(ct, acc);
     }
   }
   write_box(m, C.box, out, op->loc);
+}
+
+void op_gemm(Machine& m, const TileOpNode* op) {
+  bool ta = attr_bool(*op, "transpose_A"), tb = attr_bool(*op, "transpose_B");
+  Matrix A = matrix_of(m, op, 0, "A"), B = matrix_of(m, op, 1, "B"), C = matrix_of(m, op, 2, "C");
+  int64_t M = ta ? A.cols : A.rows, K = ta ? A.rows : A.cols;
+  std::vector<double> a(static_cast<size_t>(M * K));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(i * K + k)] = ta ? A.at(k, i) : A.at(i, k);
+  gemm_accumulate(m, op, a, M, K, B, tb, C);
+}
+
+// T.gemm_sp: dense A rebuilt from the 2:4 values and metadata (src/ir/gemm_sp_format.h), then
+// the gemm. The argument check (check_gemm_sp) ran when the op was made.
+void op_gemm_sp(Machine& m, const TileOpNode* op) {
+  Matrix A = matrix_of(m, op, 0, "A_sparse"), E = matrix_of(m, op, 1, "E");
+  Matrix B = matrix_of(m, op, 2, "B"), C = matrix_of(m, op, 3, "C");
+  const int64_t M = A.rows, K = A.cols * sparse24::kGroup / sparse24::kKept;
+  const int64_t per_meta = sparse24::groups_per_meta(E.box.buffer->dtype);
+  std::vector<double> a(static_cast<size_t>(M * K), 0.0);
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t g = 0; g < K / sparse24::kGroup; ++g) {
+      const auto word = static_cast<int64_t>(E.at(i, g / per_meta));
+      const int64_t bits = (word >> (sparse24::kBitsPerGroup * (g % per_meta))) & 15;
+      const int64_t pos[sparse24::kKept] = {bits & 3, bits >> 2};
+      for (int64_t v = sparse24::kKept - 1; v >= 0; --v)  // a repeated position keeps the first value
+        a[static_cast<size_t>(i * K + g * sparse24::kGroup + pos[v])] = A.at(i, g * sparse24::kKept + v);
+    }
+  }
+  gemm_accumulate(m, op, a, M, K, B, attr_bool(*op, "transpose_B"), C);
 }
 
 struct ReduceKind {
@@ -296,7 +328,7 @@ using TileOpFn = void (*)(Machine&, const TileOpNode*);
 const std::map<std::string, TileOpFn>& tile_op_table() {
   static const std::map<std::string, TileOpFn> table = {
       {"copy", op_copy},           {"async_copy", op_copy},        {"fill", op_fill},
-      {"gemm", op_gemm},           {"reduce_sum", op_reduce},      {"reduce_abssum", op_reduce},
+      {"gemm", op_gemm},           {"gemm_sp", op_gemm_sp},        {"reduce_sum", op_reduce},      {"reduce_abssum", op_reduce},
       {"reduce_max", op_reduce},   {"reduce_min", op_reduce},      {"reduce_absmax", op_reduce},
       {"cumsum", op_cumsum},       {"atomic_add", op_atomic},      {"atomic_max", op_atomic},
       {"atomic_min", op_atomic},

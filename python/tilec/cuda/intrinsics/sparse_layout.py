@@ -1,6 +1,6 @@
 """`tilelang.cuda.intrinsics.sparse_layout`: the facts of 2:4 (and, for 32-bit types, 1:2)
-structured sparsity that a compressor and a sparse MMA agree on. Data only; T.gemm_sp itself
-is not part of tilec (docs/LANGUAGE.md).
+structured sparsity that a compressor and a sparse MMA agree on. Data only; T.gemm_sp reads A
+in this format (tilec rebuilds dense A in shared memory: docs/LANGUAGE.md).
 
 - ``GROUP_CONFIG[dtype] = (kept, group)``: of every ``group`` consecutive elements along K,
   ``kept`` may be non-zero (sparse MMA on 8/16-bit types keeps 2 of 4; on float32 1 of 2).
@@ -60,5 +60,6 @@ def get_e_replicate_factor(a_dtype: Any) -> int:
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise NotImplementedError(f"tilelang.cuda.intrinsics.sparse_layout.{name}: T.gemm_sp and its metadata layouts are "
-                              "not part of tilec; this module has GROUP_CONFIG, get_e_factor and get_e_replicate_factor")
+    raise NotImplementedError(f"tilelang.cuda.intrinsics.sparse_layout.{name}: the sparse MMA metadata layouts are "
+                              "not part of tilec (T.gemm_sp runs without them); this module has GROUP_CONFIG, "
+                              "get_e_factor and get_e_replicate_factor")

@@ -108,12 +108,6 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   t.col_min = s.region[sn - 1].min;
   std::vector<Expr> strides = buffer_strides(g.buffer);
   if (!is_one(strides.back())) return "the global tensor's last dimension must be contiguous";
-  // The tensor map's other strides must be multiples of 16 bytes (runtime/tma_map.cc). A
-  // constant one that is not rules TMA out here; a symbolic one is checked at launch.
-  for (int d = 0; d + 1 < gn; ++d)
-    if (const int64_t* st = as_const_int(strides[d]); st && (*st * (bits / 8)) % 16 != 0)
-      return "the stride of '" + g.buffer->name + "' along dimension " + std::to_string(d) + " is " +
-             std::to_string(*st * (bits / 8)) + " bytes, TMA needs a multiple of 16";
   std::vector<int> nonunit;
   for (int d = 0; d < gn; ++d) {
     auto* e = as_const_int(g.region[d].extent);
@@ -130,6 +124,12 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
     t.rows_dim = nonunit[0];
   }
   if (t.cols * (bits / 8) % 16 != 0) return "a TMA box row must be a multiple of 16 bytes";
+  // The tensor map's other strides must be multiples of 16 bytes (runtime/tma_map.cc). A
+  // constant one that is not rules TMA out here; a symbolic one is checked at launch.
+  for (int d = 0; d + 1 < gn; ++d)
+    if (const int64_t* st = as_const_int(strides[d]); st && (*st * (bits / 8)) % 16 != 0)
+      return "the stride of '" + g.buffer->name + "' along dimension " + std::to_string(d) + " is " +
+             std::to_string(*st * (bits / 8)) + " bytes, TMA needs a multiple of 16";
   *out = t;
   return "";
 }

@@ -95,19 +95,30 @@ StoreWidths store_widths(const ir::PrimFunc& lowered) {
   return out;
 }
 
-// "SIMT copy, 16-byte vectors (8 x float16) per thread" from what the copy lowered to.
+// The width of a SIMT copy's accesses, from what it lowered to: "16-byte vectors (8 x float16)
+// per thread", "one element (2 bytes) per access: ...", or "" when its stores are not found.
 std::string simt_width(const StoreWidths& widths, const SourceLoc& loc) {
   auto it = widths.find({loc.line, loc.col});
-  if (it == widths.end() || it->second.lanes == 0) return "SIMT copy";
+  if (it == widths.end() || it->second.lanes == 0) return "";
   const StoreWidth& w = it->second;
   const int elem = std::max(1, w.dtype.bits() / 8);
   if (w.lanes == 1)
-    return "SIMT copy, one element (" + std::to_string(elem) + (elem == 1 ? " byte" : " bytes") +
+    return "one element (" + std::to_string(elem) + (elem == 1 ? " byte" : " bytes") +
            ") per access: no wider aligned access was proved";
-  std::string text = "SIMT copy, " + std::to_string(w.lanes * elem) + "-byte vectors (" + std::to_string(w.lanes) +
-                     " \u00d7 " + w.dtype.str() + ") per thread";
+  std::string text = std::to_string(w.lanes * elem) + "-byte vectors (" + std::to_string(w.lanes) + " \u00d7 " +
+                     w.dtype.str() + ") per thread";
   if (w.scalar_too) text += " (element by element on the path a run-time alignment or bounds check takes)";
   return text;
+}
+
+std::string simt_copy(const StoreWidths& widths, const SourceLoc& loc) {
+  const std::string width = simt_width(widths, loc);
+  return width.empty() ? "SIMT copy by the block's threads" : "SIMT copy, " + width;
+}
+
+std::string with_width(std::string chosen, const StoreWidths& widths, const SourceLoc& loc) {
+  const std::string width = simt_width(widths, loc);
+  return width.empty() ? chosen : chosen + ", " + width;
 }
 
 // TMA with a global tensor whose strides are symbolic: the tensor map is encoded, and can
@@ -126,7 +137,7 @@ std::string launch_time_tma_note(const Buffer& g) {
 
 class Explainer {
  public:
-  Explainer(const passes::PassContext& ctx, const StoreWidths& widths) : ctx_(ctx), widths_(widths) {}
+  Explainer(const passes::PassContext& ctx, StoreWidths widths) : ctx_(ctx), widths_(std::move(widths)) {}
   std::vector<ExplainLine> lines;
 
   void visit(const Stmt& s, int64_t threads, bool pipelined) {
@@ -224,13 +235,13 @@ class Explainer {
       } else if (no_tma.empty()) {
         l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
       } else {
-        l.chosen = simt_width(widths_, op.loc) + " by the block's threads";
+        l.chosen = simt_copy(widths_, op.loc);
         l.rejected.push_back("no TMA store: " + no_tma);
       }
       if (no_tma.empty())
         if (std::string note = launch_time_tma_note(dst.buffer); !note.empty()) l.rejected.push_back(note);
     } else if (load) {
-      l.chosen = simt_width(widths_, op.loc) + " by the block's threads";
+      l.chosen = simt_copy(widths_, op.loc);
       if (tma_target) {
         l.rejected.push_back(no_tma.empty() ? std::string("no TMA: loads use TMA in a warp-specialized T.Pipelined "
                                                           "loop (or T.tma_copy with an mbarrier), and this copy is "
@@ -242,7 +253,7 @@ class Explainer {
       if (env.target().has_cp_async() && !pipelined)
         l.rejected.push_back("no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)");
     } else if (src.buffer->scope == Scope::kFragment && dst.buffer->scope == Scope::kGlobal && tma_target) {
-      l.chosen = "each thread stores its own elements (local.fragment -> global)";
+      l.chosen = with_width("each thread stores its own elements (local.fragment -> global)", widths_, op.loc);
       for (const auto& [name, why] : not_staged_)
         if (name == src.buffer->name) {
           l.rejected.push_back("not staged through shared memory for one TMA store: " + why);
@@ -250,9 +261,9 @@ class Explainer {
         }
     } else if (src.buffer->scope == Scope::kGlobal || dst.buffer->scope == Scope::kGlobal ||
                is_shared(src.buffer->scope) || is_shared(dst.buffer->scope)) {
-      l.chosen = std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) + " -> " +
-                 scope_name(dst.buffer->scope) + ")";
-      if (std::string width = simt_width(widths_, op.loc); width != "SIMT copy") l.chosen += ": " + width;
+      l.chosen = with_width(std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) +
+                                " -> " + scope_name(dst.buffer->scope) + ")",
+                            widths_, op.loc);
     } else {
       return;  // between registers: nothing to choose
     }
@@ -294,7 +305,7 @@ class Explainer {
   }
 
   const passes::PassContext& ctx_;
-  const StoreWidths& widths_;
+  const StoreWidths widths_;
   const KernelLaunchNode* kernel_ = nullptr;
   VarMap lets_;  // the Lets around the op (a copy's region may name them)
 
@@ -377,6 +388,12 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
       depth = "1 stage (" + given + "): not pipelined, a serial loop: nothing in its body is a T.copy global -> "
               "shared that could run ahead";
     }
+    // With the loop's form when there is a line for it, else a line of its own.
+    for (auto& o : out)
+      if (o.what == "T.Pipelined loop" && o.loc.line == l->loc.line) {
+        o.rejected.push_back("depth: " + depth);
+        return;
+      }
     out.push_back({l->loc, "T.Pipelined loop", depth, {}, "depth"});
   });
   Explainer e(ctx, store_widths(lowered));

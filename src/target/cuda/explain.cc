@@ -286,6 +286,7 @@ class Explainer {
     if (dim == -2) return "the cluster spans more than one grid dimension; multicast splits a tile along one";
     if (size > 16) return "the cluster has " + std::to_string(size) + " blocks, a multicast mask holds 16";
     if (!ctx_.get_bool("tilec.tma_multicast")) return "tilec.tma_multicast is off";
+    if (dim >= static_cast<int>(kernel_->block_vars.size())) return "";
     const BufferRegion& src = region_arg(op, 0);
     const VarNode* b = kernel_->block_vars[dim].get();
     for (const auto& r : src.region)

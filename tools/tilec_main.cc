@@ -129,7 +129,8 @@ const std::vector<Command>& commands() {
        example_gemm},
       {"compile", "compile FILE.py::NAME [--target TARGET] [--args ARGS] [-o DIR]",
        "Compile a kernel of a Python file: NAME is a T.prim_func or a factory that returns one (ARGS: its\n"
-       "      arguments, as in a Python call). Prints the CUDA C, or writes DIR/<kernel>.cu/.ptx/.cubin.",
+       "      arguments, as in a Python call). Prints the CUDA C, or writes DIR/<kernel>.cu/.ptx/.cubin\n"
+       "      and the AOT export for C++ (<kernel>.tkc, <kernel>.h: docs/CPP.md).",
        compile_python},
       {"pipeline", "pipeline [TARGET]", "List the passes of the CUDA pipeline (default sm_90a).",
        print_pipeline},

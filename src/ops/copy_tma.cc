@@ -35,7 +35,8 @@
 //          tl.tma_store_commit(); tl.tma_store_wait_read(0) }   (insert_syncs puts the
 //          barrier between the writers' fence and the store)
 // The tensor map is tl.tma_descriptor("<tensor>", swizzle, box...) (passes::kTmaDescriptorOp);
-// the global tensor's alignment and strides are checked at launch.
+// the global tensor's alignment and symbolic strides are checked at launch (constant strides
+// that are not multiples of 16 bytes rule TMA out when compiling).
 #include <sstream>
 
 #include "ops/copy_tma.h"
@@ -123,6 +124,12 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
     t.rows_dim = nonunit[0];
   }
   if (t.cols * (bits / 8) % 16 != 0) return "a TMA box row must be a multiple of 16 bytes";
+  // The tensor map's other strides must be multiples of 16 bytes (runtime/tma_map.cc). A
+  // constant one that is not rules TMA out here; a symbolic one is checked at launch.
+  for (int d = 0; d + 1 < gn; ++d)
+    if (const int64_t* st = as_const_int(strides[d]); st && (*st * (bits / 8)) % 16 != 0)
+      return "the stride of '" + g.buffer->name + "' along dimension " + std::to_string(d) + " is " +
+             std::to_string(*st * (bits / 8)) + " bytes, TMA needs a multiple of 16";
   *out = t;
   return "";
 }

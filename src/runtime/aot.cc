@@ -69,6 +69,7 @@ ArgValue AotKernel::floating(double x) {
 
 void AotKernel::check(std::initializer_list<ArgValue> args) const {
   BoundCall call;
+  call.check_only = true;
   kernel_->bind(args.begin(), call, /*outputs_optional=*/false);
   kernel_->finalize(args.begin(), call);
 }

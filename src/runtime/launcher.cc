@@ -477,7 +477,7 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
     }
   }
   call.empty_grid = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
-  if (p.persistent_blocks_per_sm > 0 && !call.empty_grid) {
+  if (p.persistent_blocks_per_sm > 0 && !call.empty_grid && !call.check_only) {
     // A persistent kernel: as many blocks as fit at once; each loops over its share of tiles.
     const int64_t sms = CudaDriver::get().multiprocessor_count(call.device < 0 ? 0 : call.device);
     grid[0] = std::min<int64_t>(grid[0], sms * p.persistent_blocks_per_sm);
@@ -536,7 +536,7 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
       case KernelArg::kTmaDesc: {
         call.arg_ptrs[j] = call.tma_maps[ka.index];
         if (call.empty_grid) break;  // nothing runs; the tensor may be empty
-        encode_tma(ka.index, args, call.tma_maps[ka.index]);
+        encode_tma(ka.index, args, call.check_only ? nullptr : call.tma_maps[ka.index]);
         break;
       }
       case KernelArg::kSymbol: {
@@ -579,6 +579,7 @@ void Kernel::encode_tma(int index, const ArgValue* args, void* out) const {
                            "(e.g. pad the last dimension), or compile with "
                            "pass_configs={\"tl.disable_tma_lower\": True}");
   }
+  if (!out) return;  // checked only
   ctx.dtype = p.tensors[d.tensor].dtype;
   ctx.data = a.tensor.data;
   ctx.swizzle = d.swizzle;

@@ -1,6 +1,8 @@
 """An exported kernel launched from C++ on the GPU (kernel.export + tilec/runtime/aot.h): a C++
 program allocates with the driver API, launches through the generated header and checks the
-result against its own host computation."""
+result against its own host computation. Also the AOT example (examples/cpp/aot/gemm_aot.cc:
+a GEMM + ReLU with M symbolic, against a double-precision reference)."""
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -64,3 +66,22 @@ def test_exported_kernel_runs_from_cpp(tmp_path):
                     "-lcuda", "-ldl", "-lpthread", "-o", str(exe)], check=True, capture_output=True, timeout=300)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+EXAMPLE = os.path.join(ROOT, "examples", "cpp", "aot")
+
+
+@pytest.mark.skipif(not (os.path.exists(LIB) and shutil.which("g++")), reason="needs build-gpu/libtilec_runtime.a and g++")
+def test_the_aot_example_matches_its_reference(tmp_path):
+    spec = importlib.util.spec_from_file_location("gemm_relu_example", os.path.join(EXAMPLE, "gemm_relu.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tilec.compile(module.gemm_relu.get_tir(256, 128), out_idx=[-1], target="auto").export(str(tmp_path / "kernels"))
+    exe = tmp_path / "gemm_aot"
+    # The runtime opens the driver with dlopen: no -lcuda.
+    subprocess.run(["g++", "-std=c++20", "-O2", "-I", os.path.join(ROOT, "include"), "-I", str(tmp_path / "kernels"),
+                    os.path.join(EXAMPLE, "gemm_aot.cc"), LIB, "-ldl", "-lpthread", "-o", str(exe)], check=True,
+                   capture_output=True, timeout=300)
+    for m in ("512", "384"):
+        r = subprocess.run([str(exe), m], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

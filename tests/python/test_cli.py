@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -107,9 +108,35 @@ def test_compile_writes_cu_ptx_and_cubin(tmp_path):
               "--args", "256, 256, 256", "-o", str(tmp_path / "out"))
     assert out.returncode == 0, out.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert files == ["gemm.cu", "gemm.ptx", "gemm.sm_90a.cubin"]
-    assert out.stdout.split() == [str(tmp_path / "out" / f) for f in ("gemm.cu", "gemm.ptx", "gemm.sm_90a.cubin")]
+    assert files == ["gemm.cu", "gemm.h", "gemm.ptx", "gemm.sm_90a.cubin", "gemm.tkc"]
+    assert out.stdout.split() == [str(tmp_path / "out" / f)
+                                  for f in ("gemm.cu", "gemm.ptx", "gemm.sm_90a.cubin", "gemm.tkc", "gemm.h")]
     assert (tmp_path / "out" / "gemm.sm_90a.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
+@needs_nvrtc_cli
+def test_compile_writes_the_same_aot_export_as_kernel_export(tmp_path):
+    # Issue 14: the CLI writes the C++ export (artifact + typed launch header) that
+    # kernel.export(dir) writes for the same kernel.
+    out = run_compile(str(REPO / "examples" / "gemm.py") + "::matmul", "--target", "sm_90a",
+                      "--args", "256, 256, 256", "-o", str(tmp_path / "cli"))
+    assert out.returncode == 0, out.stderr
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / "examples")!r})
+        import tilec, gemm
+        tilec.compile(gemm.matmul(256, 256, 256), target="sm_90a").export({str(tmp_path / "py")!r})
+    """)
+    py = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    assert py.returncode == 0, py.stderr
+    cli_header = (tmp_path / "cli" / "gemm.h").read_text()
+    py_header = (tmp_path / "py" / "gemm.h").read_text()
+    assert "namespace tilec_aot" in cli_header and "inline void gemm(" in cli_header
+    # The headers differ only in where they look for the artifact by default.
+    assert f'#define TILEC_AOT_DIR "{tmp_path / "cli"}"' in cli_header
+    assert cli_header.replace(str(tmp_path / "cli"), "DIR") == py_header.replace(str(tmp_path / "py"), "DIR")
+    assert (tmp_path / "cli" / "gemm.tkc").read_bytes() == (tmp_path / "py" / "gemm.tkc").read_bytes()
 
 
 def test_compile_errors_are_usage_or_program_errors(tmp_path):

@@ -1,5 +1,6 @@
 """kernel.explain(): the instruction chosen for each copy and gemm, and the rule behind every
-faster choice not made (one test per kind of reason). No GPU needed."""
+faster choice not made; the kernel-level forms (warp specialization, persistence, bank
+conflicts). Every reason's own case is in test_explain_reasons.py. No GPU needed."""
 import os
 import sys
 

@@ -30,7 +30,8 @@ class AotKernel {
   // argument (UserError naming the parameter: dtype, rank, shape, symbols), then launches on
   // `stream` (nullptr: the default stream). The shapes must stay alive for the call.
   void launch(std::initializer_list<ArgValue> args, CuStream stream) const;
-  // bind + finalize only, no GPU needed (tests, dry runs).
+  // bind + finalize only, no GPU needed (tests, dry runs): TMA tensors are checked against the
+  // tensor map's rules (alignment, strides) but no map is encoded.
   void check(std::initializer_list<ArgValue> args) const;
 
  private:

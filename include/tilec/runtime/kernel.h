@@ -75,6 +75,9 @@ struct BoundCall {
   int device = -1;       // the tensors' CUDA device (-1: none seen yet)
   int device_param = -1; // the parameter that set `device`
   bool empty_grid = false;
+  // finalize checks TMA tensors against the tensor map's rules without encoding the maps and
+  // skips what asks the driver (AotKernel::check: no GPU needed).
+  bool check_only = false;
 };
 
 class Kernel {
@@ -130,7 +133,8 @@ class Kernel {
   std::string dim_text(const DimSpec& d) const;
   int symbol_index(const std::string& name) const;
   void* function_for(int device) const;
-  // Encodes (or takes from the cache) TMA map `index` for the call's tensor into `out`.
+  // Checks the call's tensor against TMA map `index`'s rules (TmaArgumentError), then encodes
+  // the map (or takes it from the cache) into `out`; null `out`: the check only.
   void encode_tma(int index, const ArgValue* args, void* out) const;
 
   CompiledArtifact artifact_;

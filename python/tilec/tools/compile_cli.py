@@ -7,7 +7,9 @@ written as in a Python call: `--args "1024, 1024, 1024, dtype='bfloat16'"`), or 
 with its folder on sys.path so that its own imports work.
 
 Without `-o`, the CUDA C source is printed. With `-o DIR`, DIR/<kernel>.cu, .ptx and
-.<target>.cubin are written and their paths printed. Exit codes as the CLI's: 1 for an error
+.<target>.cubin are written, then the ahead-of-time export that `kernel.export(DIR)` writes:
+<kernel>.tkc (cubin + launch plan) and <kernel>.h (a typed C++ launch function, docs/CPP.md);
+the paths of all five are printed. Exit codes as the CLI's: 1 for an error
 in the program (a CompileError, printed with file:line and hint), 2 for bad usage.
 """
 
@@ -77,7 +79,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("spec", metavar="FILE.py::NAME")
     p.add_argument("--target", default="auto", help="sm_80, sm_86, sm_89, sm_90, sm_90a or auto (default)")
     p.add_argument("--args", default="", help="the factory's arguments, as in a Python call")
-    p.add_argument("-o", "--output-dir", default=None, help="write <kernel>.cu/.ptx/.<target>.cubin there")
+    p.add_argument("-o", "--output-dir", default=None,
+                   help="write <kernel>.cu/.ptx/.<target>.cubin and the AOT export (<kernel>.tkc, <kernel>.h) there")
     ns = p.parse_args(argv)
 
     from ..errors import CompileError
@@ -113,6 +116,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             with open(file, "wb") as f:
                 f.write(data)
             print(file)
+    # The C++ export (kernel.export): the artifact and its typed launch header.
+    for file in kernel.export(ns.output_dir):
+        print(os.path.join(ns.output_dir, os.path.basename(file)))
     return 0
 
 

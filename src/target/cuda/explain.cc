@@ -1,14 +1,20 @@
 // kernel.explain() (see include/tilec/target/cuda/explain.h): runs the CUDA pipeline up to
 // layout inference, then walks the tile ops in program order asking instruction selection
 // what lowering will ask. Read-only: nothing here changes what is compiled.
+// What the tile ops do not say is read from two other points of the same pipeline: the
+// depth of each T.Pipelined loop right after pipeline_planning, and the width of a SIMT
+// copy's accesses from the lowered IR (after vectorize), where the copy's stores carry its
+// source location.
 #include "tilec/target/cuda/explain.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "ops/copy_tma.h"
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
+#include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/cuda_back_passes.h"
@@ -67,14 +73,77 @@ std::vector<std::pair<std::string, std::string>> buffer_notes(const ir::PrimFunc
   return out;
 }
 
+// The widest store each source location (a tile op's line and column) lowered to, and whether
+// some store of it stays one element wide (a runtime alignment check's or a boundary's path).
+struct StoreWidth {
+  ir::DataType dtype;  // the element type
+  int lanes = 0;       // the widest store's lanes
+  bool scalar_too = false;
+};
+using StoreWidths = std::map<std::pair<int, int>, StoreWidth>;
+
+StoreWidths store_widths(const ir::PrimFunc& lowered) {
+  StoreWidths out;
+  ir::for_each_node(lowered->body, [&](const ir::Node* n) {
+    auto* st = dynamic_cast<const BufferStoreNode*>(n);
+    if (!st || !st->loc.known() || !st->value) return;
+    const int lanes = st->value->dtype.lanes();
+    StoreWidth& w = out[{st->loc.line, st->loc.col}];
+    if (lanes > w.lanes) w.lanes = lanes, w.dtype = st->value->dtype.element_of();
+    w.scalar_too |= lanes == 1;
+  });
+  return out;
+}
+
+// The width of a SIMT copy's accesses, from what it lowered to: "16-byte vectors (8 x float16)
+// per thread", "one element (2 bytes) per access: ...", or "" when its stores are not found.
+std::string simt_width(const StoreWidths& widths, const SourceLoc& loc) {
+  auto it = widths.find({loc.line, loc.col});
+  if (it == widths.end() || it->second.lanes == 0) return "";
+  const StoreWidth& w = it->second;
+  const int elem = std::max(1, w.dtype.bits() / 8);
+  if (w.lanes == 1)
+    return "one element (" + std::to_string(elem) + (elem == 1 ? " byte" : " bytes") +
+           ") per access: no wider aligned access was proved";
+  std::string text = std::to_string(w.lanes * elem) + "-byte vectors (" + std::to_string(w.lanes) + " \u00d7 " +
+                     w.dtype.str() + ") per thread";
+  if (w.scalar_too) text += " (element by element on the path a run-time alignment or bounds check takes)";
+  return text;
+}
+
+std::string simt_copy(const StoreWidths& widths, const SourceLoc& loc) {
+  const std::string width = simt_width(widths, loc);
+  return width.empty() ? "SIMT copy by the block's threads" : "SIMT copy, " + width;
+}
+
+std::string with_width(std::string chosen, const StoreWidths& widths, const SourceLoc& loc) {
+  const std::string width = simt_width(widths, loc);
+  return width.empty() ? chosen : chosen + ", " + width;
+}
+
+// TMA with a global tensor whose strides are symbolic: the tensor map is encoded, and can
+// fail, only at launch (runtime/tma_map.cc's rules; the Python call falls back to the program
+// compiled without TMA, bind_runtime.cc).
+std::string launch_time_tma_note(const Buffer& g) {
+  std::vector<Expr> strides = buffer_strides(g);
+  bool symbolic = false;
+  for (size_t d = 0; d + 1 < strides.size(); ++d) symbolic |= as_const_int(strides[d]) == nullptr;
+  if (!symbolic) return "";
+  return "TMA is decided at launch: the strides of '" + g->name +
+         "' are not known when compiling; its tensor map needs the data 16-byte aligned, the last dimension "
+         "contiguous and every other stride a multiple of 16 bytes. A call from Python with a tensor that breaks "
+         "this warns and runs the kernel compiled without TMA; an exported (C++) kernel refuses it";
+}
+
 class Explainer {
  public:
-  Explainer(const passes::PassContext& ctx) : ctx_(ctx) {}
+  Explainer(const passes::PassContext& ctx, StoreWidths widths) : ctx_(ctx), widths_(std::move(widths)) {}
   std::vector<ExplainLine> lines;
 
   void visit(const Stmt& s, int64_t threads, bool pipelined) {
     if (!s) return;
     if (auto* k = s.as<KernelLaunchNode>()) {
+      kernel_ = k;
       visit(k->body, k->threads.empty() ? 1 : k->threads[0], false);
       return;
     }
@@ -97,7 +166,10 @@ class Explainer {
       visit(i->else_case, threads, pipelined);
       return;
     }
-    if (auto* l = s.as<LetNode>()) return visit(l->body, threads, pipelined);
+    if (auto* l = s.as<LetNode>()) {
+      lets_[l->var.get()] = l->value;
+      return visit(l->body, threads, pipelined);
+    }
     if (auto* a = s.as<AllocateNode>()) return visit(a->body, threads, pipelined);
     if (auto* op = s.as<TileOpNode>()) tile_op(*op, threads, pipelined);
   }
@@ -109,10 +181,15 @@ class Explainer {
     if (op.op == "tma_copy") {
       ExplainLine l{op.loc, op_text(op), "", {}};
       const bool multicast = attr_int(op, "cluster_mask", 0) != 0;
-      l.chosen = find_attr(op.attrs, "barrier") ? std::string("TMA load (cp.async.bulk.tensor") +
-                                                      (multicast ? ", multicast to the cluster" : "") +
-                                                      ") by the producer warpgroup, completing on an mbarrier"
-                                                : "TMA";
+      const bool producer = find_attr(op.attrs, "barrier") != nullptr;
+      l.chosen = producer ? std::string("TMA load (cp.async.bulk.tensor") +
+                                (multicast ? ", multicast to the cluster" : "") +
+                                ") by the producer warpgroup, completing on an mbarrier"
+                          : "TMA";
+      if (producer && !multicast)
+        if (std::string why = why_not_multicast(op); !why.empty()) l.rejected.push_back("no TMA multicast: " + why);
+      const BufferRegion& g = region_arg(op, 0).buffer->scope == Scope::kGlobal ? region_arg(op, 0) : region_arg(op, 1);
+      if (std::string note = launch_time_tma_note(g.buffer); !note.empty()) l.rejected.push_back(note);
       lines.push_back(l);
       return;
     }
@@ -158,11 +235,13 @@ class Explainer {
       } else if (no_tma.empty()) {
         l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
       } else {
-        l.chosen = "vectorized copy by the block's threads";
+        l.chosen = simt_copy(widths_, op.loc);
         l.rejected.push_back("no TMA store: " + no_tma);
       }
+      if (no_tma.empty())
+        if (std::string note = launch_time_tma_note(dst.buffer); !note.empty()) l.rejected.push_back(note);
     } else if (load) {
-      l.chosen = "vectorized copy by the block's threads";
+      l.chosen = simt_copy(widths_, op.loc);
       if (tma_target) {
         l.rejected.push_back(no_tma.empty() ? std::string("no TMA: loads use TMA in a warp-specialized T.Pipelined "
                                                           "loop (or T.tma_copy with an mbarrier), and this copy is "
@@ -174,7 +253,7 @@ class Explainer {
       if (env.target().has_cp_async() && !pipelined)
         l.rejected.push_back("no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)");
     } else if (src.buffer->scope == Scope::kFragment && dst.buffer->scope == Scope::kGlobal && tma_target) {
-      l.chosen = "each thread stores its own elements (local.fragment -> global)";
+      l.chosen = with_width("each thread stores its own elements (local.fragment -> global)", widths_, op.loc);
       for (const auto& [name, why] : not_staged_)
         if (name == src.buffer->name) {
           l.rejected.push_back("not staged through shared memory for one TMA store: " + why);
@@ -182,12 +261,42 @@ class Explainer {
         }
     } else if (src.buffer->scope == Scope::kGlobal || dst.buffer->scope == Scope::kGlobal ||
                is_shared(src.buffer->scope) || is_shared(dst.buffer->scope)) {
-      l.chosen = std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) + " -> " +
-                 scope_name(dst.buffer->scope) + ")";
+      l.chosen = with_width(std::string("each thread copies its own elements (") + scope_name(src.buffer->scope) +
+                                " -> " + scope_name(dst.buffer->scope) + ")",
+                            widths_, op.loc);
     } else {
       return;  // between registers: nothing to choose
     }
     lines.push_back(l);
+  }
+
+  // Why a producer's TMA load is not multicast: warp_specialize_rewrite.cc's conditions, in
+  // its order ("" when it should have been).
+  std::string why_not_multicast(const TileOpNode& op) const {
+    if (!kernel_) return "";
+    int64_t size = 1;
+    int dim = -1;
+    for (size_t d = 0; d < kernel_->cluster.size(); ++d) {
+      size *= kernel_->cluster[d];
+      if (kernel_->cluster[d] > 1) dim = dim == -1 ? static_cast<int>(d) : -2;
+    }
+    if (dim == -1)
+      return "the kernel has no cluster (T.Kernel(..., cluster_dims=...): blocks of a cluster that load the same "
+             "tile can share one multicast load)";
+    if (dim == -2) return "the cluster spans more than one grid dimension; multicast splits a tile along one";
+    if (size > 16) return "the cluster has " + std::to_string(size) + " blocks, a multicast mask holds 16";
+    if (!ctx_.get_bool("tilec.tma_multicast")) return "tilec.tma_multicast is off";
+    if (dim >= static_cast<int>(kernel_->block_vars.size())) return "";
+    const BufferRegion& src = region_arg(op, 0);
+    const VarNode* b = kernel_->block_vars[dim].get();
+    for (const auto& r : src.region)
+      if (passes::back::uses_var(substitute(r.min, lets_), b))
+        return "the source depends on " + b->name +
+               ", the block index the cluster spans: each block of the cluster loads a different tile";
+    if (!ops::tma_row_band(op, size, int_imm(0, DataType::Int(32))))
+      return "the tile does not split into " + std::to_string(size) +
+             " bands of whole 8-row groups, one per block of the cluster";
+    return "";
   }
 
   // A shared buffer stage_output_tiles made (named after the fragment, "_staged").
@@ -197,6 +306,9 @@ class Explainer {
   }
 
   const passes::PassContext& ctx_;
+  const StoreWidths widths_;
+  const KernelLaunchNode* kernel_ = nullptr;
+  VarMap lets_;  // the Lets around the op (a copy's region may name them)
 
  public:
   std::vector<std::pair<std::string, std::string>> not_staged_;  // stage_output_tiles' reasons
@@ -205,17 +317,22 @@ class Explainer {
 }  // namespace
 
 std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx) {
-  // The pipeline once: up to layout inference for the tile-level questions, then on from that
-  // IR to flatten_buffers for the bank-conflict reading.
-  std::vector<passes::Pass> prefix, rest;
+  // The pipeline once: up to pipeline_planning (the loops' depths), on to layout inference for
+  // the tile-level questions, then on from that IR to flatten_buffers for the bank-conflict
+  // reading and the SIMT copies' widths.
+  std::vector<passes::Pass> planning, prefix, rest;
   for (auto& p : pipeline::cuda_pipeline(ctx.target())) {
     if (!rest.empty() || p.name == "layout_inference") {
       if (rest.empty() || rest.back().name != "flatten_buffers") rest.push_back(std::move(p));
+    } else if (prefix.empty() && (planning.empty() || planning.back().name != "pipeline_planning")) {
+      planning.push_back(std::move(p));
     } else {
       prefix.push_back(std::move(p));
     }
   }
-  ir::PrimFunc g = passes::run_passes(prefix, f, ctx);
+  ir::PrimFunc planned = passes::run_passes(planning, f, ctx);
+  ir::PrimFunc g = passes::run_passes(prefix, planned, ctx);
+  ir::PrimFunc lowered = passes::run_passes(rest, g, ctx);
   std::vector<ExplainLine> out;
   SourceLoc loop_loc = f->loc;
   ir::for_each_node(f->body, [&](const ir::Node* n) {
@@ -247,7 +364,40 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     }
     out.push_back({loop_loc, "T.Pipelined loop", form, {}});
   }
-  Explainer e(ctx);
+  // Each T.Pipelined loop's depth: pipeline_planning's num_stages (max(stage) + 1), or a
+  // serial loop when it found nothing to pipeline.
+  std::map<int, int> depth_at_line;
+  ir::for_each_node(planned->body, [&](const ir::Node* n) {
+    auto* l = dynamic_cast<const ForNode*>(n);
+    if (l && l->for_kind == ForKind::kPipelined) depth_at_line[l->loc.line] = l->pipeline.num_stages;
+  });
+  ir::for_each_node(f->body, [&](const ir::Node* n) {
+    auto* l = dynamic_cast<const ForNode*>(n);
+    if (!l || l->for_kind != ForKind::kPipelined) return;
+    const int asked = l->pipeline.num_stages;
+    const std::string given = "num_stages=" + std::to_string(asked);
+    auto it = depth_at_line.find(l->loc.line);
+    std::string depth;
+    if (it != depth_at_line.end()) {
+      depth = std::to_string(it->second) + " stages (" + given +
+              (l->pipeline.stage.empty() ? "" : ", the deepest of its stage list") +
+              "): each tile the loop loads has " + std::to_string(it->second) +
+              " shared-memory buffers, so loads for later iterations overlap this one's work";
+    } else if (asked < 2 && l->pipeline.stage.empty()) {
+      depth = "1 stage (" + given + "): not pipelined, a serial loop";
+    } else {
+      depth = "1 stage (" + given + "): not pipelined, a serial loop: nothing in its body is a T.copy global -> "
+              "shared that could run ahead";
+    }
+    // With the loop's form when there is a line for it, else a line of its own.
+    for (auto& o : out)
+      if (o.what == "T.Pipelined loop" && o.loc.line == l->loc.line) {
+        o.rejected.push_back("depth: " + depth);
+        return;
+      }
+    out.push_back({l->loc, "T.Pipelined loop", depth, {}, "depth"});
+  });
+  Explainer e(ctx, store_widths(lowered));
   e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).
@@ -259,7 +409,6 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     if (!seen) out.push_back(l);
   }
   // Bank-aware layouts layout inference chose (one line per buffer).
-  ir::PrimFunc lowered = passes::run_passes(rest, g, ctx);
   for (const auto& [name, choice] : buffer_notes(lowered, passes::kSharedLayoutChoicesAttr)) {
     SourceLoc where = f->loc;  // the buffer's allocation, where known
     ir::for_each_node(g->body, [&](const ir::Node* n) {

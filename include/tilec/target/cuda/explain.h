@@ -8,7 +8,9 @@
 //   T.copy  -> TMA (load in a warp-specialized loop, or store) / cp.async (pipelined loop) /
 //              plain vectorized copy, with why TMA or cp.async did not apply;
 //   kernel  -> the pipelined loop's form: warp-specialized (producer + consumers) or the
-//              reason it is not (tilec.not_warp_specialized).
+//              reason it is not (tilec.not_warp_specialized), and each loop's depth;
+//   SIMT copy -> its vector width (from the lowered IR); a TMA load not multicast -> why;
+//              a TMA copy of a tensor with symbolic strides -> that TMA is decided at launch.
 #pragma once
 
 #include <string>

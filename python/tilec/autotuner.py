@@ -202,6 +202,20 @@ class AutoTuner:
     __call__ = run
 
 
+def _eager_run_args(jit_impl: Any, args: tuple, kwargs: dict) -> Callable:
+    """config -> the kernel's arguments for timing an eager-JIT configuration: the tensors of
+    `with set_autotune_inputs(...)` when given (TileLang's way to tune `f.compile(n=...)`, a call
+    without tensors), else the call's own arguments."""
+    def run_args(config):
+        supplied = get_autotune_inputs()
+        if supplied is not None:
+            return list(supplied)
+        _, runtime, _, _ = jit_impl._eager.cache_key(args, {**config, **kwargs})
+        return jit_impl._eager.runtime_args(runtime)
+
+    return run_args
+
+
 def _tuning_key(fn: Any, args: tuple, kwargs: dict, configs: list, target: Any) -> Optional[str]:
     """What the winner depends on: the program's source, the call's arguments (tensors by shape
     and dtype), the configurations, the GPU (or target) and tilec's version. None when the
@@ -218,8 +232,9 @@ def _tuning_key(fn: Any, args: tuple, kwargs: dict, configs: list, target: Any) 
         import torch
 
         device = torch.cuda.get_device_name()
+    supplied = tuple(_key_part(t) for t in (get_autotune_inputs() or ()))  # set_autotune_inputs' shapes
     parts = [__version__, getattr(func, "__qualname__", "?"), source, repr(tuple(_key_part(a) for a in args)),
-             repr(sorted((k, repr(_key_part(v))) for k, v in kwargs.items())), repr(configs), device]
+             repr(sorted((k, repr(_key_part(v))) for k, v in kwargs.items())), repr(configs), device, repr(supplied)]
     return "\n".join(parts)
 
 
@@ -252,7 +267,9 @@ class AutoTuneImpl:
     def _tune(self, args: tuple, kwargs: dict):
         from .jit import _cache_key
 
-        key = _cache_key(tuple(_key_part(a) for a in args), {k: _key_part(v) for k, v in kwargs.items()})
+        supplied = tuple(_key_part(t) for t in (get_autotune_inputs() or ()))
+        key = _cache_key(tuple(_key_part(a) for a in args) + (("autotune_inputs",) + supplied,),
+                         {k: _key_part(v) for k, v in kwargs.items()})
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -268,11 +285,7 @@ class AutoTuneImpl:
             merged, config_pass_configs = _split_pass_configs(config)
             return self.jit_impl.prepare_compile(*args, pass_configs=config_pass_configs, **{**merged, **kwargs})
 
-        run_args = None
-        if self.jit_impl.mode == "eager":
-            def run_args(config):
-                _, runtime, _, _ = self.jit_impl._eager.cache_key(args, {**config, **kwargs})
-                return self.jit_impl._eager.runtime_args(runtime)
+        run_args = _eager_run_args(self.jit_impl, args, kwargs) if self.jit_impl.mode == "eager" else None
 
         chosen = engine.select(configs, prepare_one, _profile_measure(self.profile, run_args), self.__name__,
                                cache_key=_tuning_key(self.jit_impl.func, args, kwargs, configs, self.jit_impl.target),

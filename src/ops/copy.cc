@@ -7,7 +7,8 @@
 // coalesced layout with 16-byte vectors along the innermost dimension (the vectorizer
 // emits vector accesses where it proves alignment). Other copy instructions (cp.async,
 // TMA) register higher-priority behaviours for "copy" that return null when they do not
-// apply, falling back to this one.
+// apply, falling back to this one. A copy with a per-thread buffer (T.alloc_local) on either
+// side runs whole in every thread (TileLang's semantics: the buffer is the thread's own).
 #include "ops/op_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
@@ -100,6 +101,18 @@ Stmt copy_fragment_part(const TileOpNode& op, LowerContext& ctx, const CopyPlan&
   return ctx.lower_parallel(vars, shape, body, loop, /*first_replica_only=*/frag_is_src);
 }
 
+// A copy to or from a per-thread buffer (T.alloc_local) is each thread's own, as in
+// TileLang: every thread runs the whole nest over the region (no partition over threads);
+// small nests are unrolled so that the local array stays in registers.
+Stmt copy_in_each_thread(const CopyPlan& p, Stmt body, const SourceLoc& loc) {
+  int64_t total = 1;
+  for (int64_t e : p.loop.extents) total *= e;
+  const ForKind kind = total <= 256 ? ForKind::kUnrolled : ForKind::kSerial;
+  for (size_t d = p.loop.vars.size(); d-- > 0;)
+    body = make_for(p.loop.vars[d], int_imm(0), int_imm(p.loop.extents[d]), kind, body, loc);
+  return body;
+}
+
 Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   const BufferRegion& src = region_arg(op, 0);
   const BufferRegion& dst = region_arg(op, 1);
@@ -107,6 +120,9 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   Expr value = buffer_load(src.buffer, p.src_idx, op.loc);
   if (src.buffer->dtype != dst.buffer->dtype) value = cast(dst.buffer->dtype, value, op.loc);
   Stmt body = buffer_store(dst.buffer, p.dst_idx, value, op.loc);
+
+  if (src.buffer->scope == Scope::kLocal || dst.buffer->scope == Scope::kLocal)
+    return copy_in_each_thread(p, body, op.loc);
 
   Layout loop;
   bool first_replica_only = false;

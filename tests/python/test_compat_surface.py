@@ -233,3 +233,29 @@ def test_tensor_supply_draws_as_tilelang_does(supply, dtype, lo, hi, mean):
     assert abs(float(t.mean()) - mean) < 0.25 * max(1.0, abs(lo), abs(hi)) / 4
     assert float(t.std()) > 0 or lo == hi
     assert torch.count_nonzero(t) > 0
+
+
+def test_eager_autotune_times_the_set_autotune_inputs(monkeypatch):
+    # Upstream's mHC backward tunes `f.compile(n_stream=16)` (no tensors in the call) inside
+    # `with set_autotune_inputs(R, dR):`: those tensors are the kernel's inputs when timing.
+    import tilec.autotuner as autotuner
+
+    seen = []
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: True)
+    monkeypatch.setattr(autotuner, "_tuning_key", lambda *a: None)  # no disk cache, no torch.cuda
+    monkeypatch.setattr(autotuner, "_profile_measure",
+                        lambda profile, run_args=None: lambda k, c, ref: (seen.append(run_args(c)), c["block"])[1])
+
+    @tilec.autotune(configs=[{"block": 128}, {"block": 64}])
+    @tilec.jit(target="sm_90a")
+    def ones(A, block):
+        N = T.dynamic("N")
+        A: T.Tensor((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                A[bx * block + i] = 1.0
+
+    marker = object()
+    with autotuner.set_autotune_inputs(marker):
+        ones.compile()
+    assert seen == [[marker], [marker]]

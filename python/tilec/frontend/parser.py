@@ -293,6 +293,16 @@ class Parser(ExpressionEvaluator):
         value = self.eval(node.value)
         self.assign_target(target, value, node)
 
+    def _value_read_now(self, value: Any, k: int, node: ast.AST) -> Any:
+        """A value of a tuple assignment that reads memory, bound to a new variable here, so that
+        the targets written after it do not change it (Python evaluates the right side first)."""
+        if isinstance(value, BufferAccess) and value.is_point():
+            value = value.to_load()
+        if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_plain_var(value) \
+                and value.kind not in ("IntImm", "FloatImm"):
+            return self.builder.let(f"unpacked_{k}", value, self.loc(node))
+        return value
+
     def assign_target(self, target: ast.AST, value: Any, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, target)
@@ -301,6 +311,8 @@ class Parser(ExpressionEvaluator):
                 raise self.error(node, f"cannot unpack {describe(value)} into {len(target.elts)} names")
             if len(value) != len(target.elts):
                 raise self.error(node, f"cannot unpack {len(value)} values into {len(target.elts)} names")
+            if len(value) > 1:  # `a[0], a[1] = a[1], a[0]`: every value is read before any target is written
+                value = [self._value_read_now(v, k, node) for k, v in enumerate(value)]
             for t, v in zip(target.elts, value):
                 self.assign_target(t, v, node)
         elif isinstance(target, ast.Subscript):

@@ -293,6 +293,19 @@ class Parser(ExpressionEvaluator):
         value = self.eval(node.value)
         self.assign_target(target, value, node)
 
+    def _target_writes_memory(self, target: ast.AST) -> bool:
+        """Whether assigning to `target` stores into a buffer (an element, or a T.alloc_var name)
+        rather than binding a name."""
+        if isinstance(target, ast.Subscript):
+            return True
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(self._target_writes_memory(t) for t in target.elts)
+        if isinstance(target, ast.Name):
+            where = self._find_scope(target.id)
+            current = self.scopes[where][target.id] if where is not None else None
+            return isinstance(current, Buffer) and current.scope == VAR_SCOPE
+        return False
+
     def _value_read_now(self, value: Any, k: int, node: ast.AST) -> Any:
         """A value of a tuple assignment that reads memory, bound to a new variable here, so that
         the targets written after it do not change it (Python evaluates the right side first)."""
@@ -311,7 +324,8 @@ class Parser(ExpressionEvaluator):
                 raise self.error(node, f"cannot unpack {describe(value)} into {len(target.elts)} names")
             if len(value) != len(target.elts):
                 raise self.error(node, f"cannot unpack {len(value)} values into {len(target.elts)} names")
-            if len(value) > 1:  # `a[0], a[1] = a[1], a[0]`: every value is read before any target is written
+            if len(value) > 1 and any(self._target_writes_memory(t) for t in target.elts):
+                # `a[0], a[1] = a[1], a[0]`: every value is read before any target is written
                 value = [self._value_read_now(v, k, node) for k, v in enumerate(value)]
             for t, v in zip(target.elts, value):
                 self.assign_target(t, v, node)

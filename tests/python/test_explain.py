@@ -166,3 +166,22 @@ def test_library_kernels_without_conflicts_report_none():
     import softmax
 
     assert "bank conflict" not in tilec.compile(softmax.softmax(4096), target="sm_90a").explain(show=False)
+
+
+def test_a_store_whose_shared_layout_tma_cannot_read_is_explained_as_simt():
+    # TMA's rules admit the copy, but the annotated (padded) layout is not a box TMA can read:
+    # lowering falls back to the SIMT copy, and explain says so (it reads the lowered IR).
+    @T.prim_func
+    def padded(A: T.Tensor((64, 512), T.float16), B: T.Tensor((64, 512), T.float16)):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((64, 512), T.float16)
+            T.annotate_layout({S: T.Layout((64, 512), lambda i, j: i * 520 + j)})
+            for i, j in T.Parallel(64, 512):
+                S[i, j] = A[i, j] * 2.0
+            T.copy(S, B)
+
+    kernel = tilec.compile(padded, target="sm_90a")
+    text = str(kernel.explain())
+    assert "tl::tma_store" not in kernel.get_kernel_source()
+    assert "chosen: SIMT copy" in text, text
+    assert "no TMA store: the layout of shared tile 'S' (annotated or inferred) is not one TMA boxes can read" in text

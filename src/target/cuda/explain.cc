@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "ops/copy_tma.h"
@@ -95,6 +96,21 @@ StoreWidths store_widths(const ir::PrimFunc& lowered) {
   return out;
 }
 
+// The source locations of the tile ops that lowered to a TMA store (tl.tma_store calls carry
+// their copy's location). A store TMA's rules admit can still fall back to the SIMT copy when
+// the shared tile's inferred layout is one a TMA box cannot read (copy_tma.cc): the lowered IR
+// says which happened.
+using SourceLocs = std::set<std::pair<int, int>>;
+
+SourceLocs tma_store_locs(const ir::PrimFunc& lowered) {
+  SourceLocs out;
+  ir::for_each_node(lowered->body, [&](const ir::Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (c && c->op == "tl.tma_store" && c->loc.known()) out.insert({c->loc.line, c->loc.col});
+  });
+  return out;
+}
+
 // The width of a SIMT copy's accesses, from what it lowered to: "16-byte vectors (8 x float16)
 // per thread", "one element (2 bytes) per access: ...", or "" when its stores are not found.
 std::string simt_width(const StoreWidths& widths, const SourceLoc& loc) {
@@ -137,7 +153,8 @@ std::string launch_time_tma_note(const Buffer& g) {
 
 class Explainer {
  public:
-  Explainer(const passes::PassContext& ctx, StoreWidths widths) : ctx_(ctx), widths_(std::move(widths)) {}
+  Explainer(const passes::PassContext& ctx, StoreWidths widths, SourceLocs tma_stores)
+      : ctx_(ctx), widths_(std::move(widths)), tma_stores_(std::move(tma_stores)) {}
   std::vector<ExplainLine> lines;
 
   void visit(const Stmt& s, int64_t threads, bool pipelined) {
@@ -228,6 +245,10 @@ class Explainer {
     else if (attr_bool(op, "disable_tma")) no_tma = "the copy has disable_tma=True";
     else if (!prefer.empty() && prefer != "tma") no_tma = "the copy prefers instruction \"" + prefer + "\"";
     else no_tma = ops::why_not_tma(op);
+    if (store && no_tma.empty() && !tma_stores_.count({op.loc.line, op.loc.col}))
+      no_tma = "the layout of shared tile '" + src.buffer->name +
+               "' (annotated or inferred) is not one TMA boxes can read (e.g. padded rows, row-major wider than 256 "
+               "columns, a column block that is not whole swizzle spans); the copy stays a SIMT copy";
     if (store) {
       if (no_tma.empty() && staged_by_compiler(src.buffer)) {
         l.chosen = "TMA store of the result tile, staged through shared memory by the compiler "
@@ -307,6 +328,7 @@ class Explainer {
 
   const passes::PassContext& ctx_;
   const StoreWidths widths_;
+  const SourceLocs tma_stores_;
   const KernelLaunchNode* kernel_ = nullptr;
   VarMap lets_;  // the Lets around the op (a copy's region may name them)
 
@@ -397,7 +419,7 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
       }
     out.push_back({l->loc, "T.Pipelined loop", depth, {}, "depth"});
   });
-  Explainer e(ctx, store_widths(lowered));
+  Explainer e(ctx, store_widths(lowered), tma_store_locs(lowered));
   e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).

@@ -123,8 +123,8 @@ def _profile_measure(profile: _ProfileArgs, run_args: Optional[Callable] = None)
         supply = profile.supply_type if profile.supply_type is not None else TensorSupplyType.Auto
         profiler = kernel.get_profiler(tensor_supply_type=supply)
         given = run_args(config) if run_args is not None else get_autotune_inputs()
-        if profile.supply_prog is not None and given is None:
-            given = list(profile.supply_prog(kernel.params()))
+        if profile.supply_prog is not None and given is None:  # TileLang passes the input parameters
+            given = list(profile.supply_prog(profiler._get_params()))
         ref_prog = profile.ref_prog
         if ref_prog is None and run_args is None and reference is not None and reference is not kernel:
             ref_prog = reference  # the first configuration's outputs on the same inputs

@@ -102,6 +102,21 @@ def _poisoned(shape, dtype_name: str, device):
     return torch.full(shape, info.max - 7 if info.max > 100 else info.max, dtype=dtype, device=device)
 
 
+class KernelParam:
+    """One kernel parameter for a supply program: name, shape (ints), torch dtype, kind."""
+
+    __slots__ = ("name", "shape", "dtype", "kind")
+
+    def __init__(self, name: str, shape: tuple, dtype: Any, kind: str):
+        self.name, self.shape, self.dtype, self.kind = name, shape, dtype, kind
+
+    def torch_dtype(self):
+        return self.dtype
+
+    def __repr__(self) -> str:
+        return f"KernelParam({self.name}: {self.dtype}{list(self.shape)})"
+
+
 class Profiler:
     """Created by ``kernel.get_profiler(...)``."""
 
@@ -125,6 +140,13 @@ class Profiler:
     def _get_inputs(self, with_output: bool = False) -> list:
         """TileLang's name for the generated input tensors (and outputs when asked)."""
         return self._inputs() + (self._outputs() if with_output else [])
+
+    def _get_params(self, with_output: bool = False) -> list:
+        """The kernel's parameters as TileLang's supply programs see them (`a.shape`, `a.dtype`):
+        the inputs, in order, and the outputs too when asked."""
+        shapes = param_shapes(self.kernel, self.symbols)
+        return [KernelParam(p["name"], tuple(shape) if shape is not None else (), _torch_dtype(p["dtype"]), p["kind"])
+                for p, shape in zip(self.params, shapes) if with_output or not p["is_output"]]
 
     # ------------------------------------------------------------------ arguments
     def _scalar_value(self, p):

@@ -259,3 +259,21 @@ def test_eager_autotune_times_the_set_autotune_inputs(monkeypatch):
     with autotuner.set_autotune_inputs(marker):
         ones.compile()
     assert seen == [[marker], [marker]]
+
+
+def test_supply_programs_get_the_input_parameters_with_shape_and_dtype():
+    # Upstream's AMD fp8 GEMM example: `a_param, b_param = args; M, K = a_param.shape`.
+    torch = pytest.importorskip("torch")
+    from tilec.profiler import Profiler
+
+    @T.prim_func
+    def mm(A: T.Tensor((64, 32), T.float16), B: T.Tensor((48, 32), T.float16), C: T.Tensor((64, 48), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            for i, j in T.Parallel(64, 48):
+                C[i, j] = A[i, 0] * B[j, 0]
+
+    kernel = tilec.compile(mm, target="sm_90a", out_idx=[-1])
+    a_param, b_param = Profiler(kernel)._get_params()
+    assert a_param.shape == (64, 32) and b_param.shape == (48, 32)
+    assert a_param.dtype == torch.float16 and b_param.torch_dtype() == torch.float16
+    assert [p.name for p in Profiler(kernel)._get_params(with_output=True)] == ["A", "B", "C"]

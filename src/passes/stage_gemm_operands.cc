@@ -1,5 +1,5 @@
-// Pass stage_gemm_operands: a T.gemm whose A is a register fragment that no instruction can
-// read from registers reads it from shared memory instead.
+// Pass stage_gemm_operands: a T.gemm whose A or B is a register fragment that no instruction
+// can read from registers reads it from shared memory instead.
 //
 // Input:  tile IR after inject_pipeline (T.gemm tile ops, fragments without layouts yet).
 // Output: every T.gemm(A_frag, B, C) without an explicit `instruction=` for which the CUDA
@@ -9,15 +9,18 @@
 //               T.copy(A_frag, A_frag_stage); T.gemm(A_frag_stage, B, C))
 //         (TileLang lowers such gemms the same way: its register-A forms take only what the
 //         instructions take, e.g. a float32 A for a tf32 wgmma, an int8 A, a transposed A, or
-//         an M too small to give every warp its own rows). Other gemms are unchanged, so
+//         an M too small to give every warp its own rows). A register B (TileLang's gemm_sr /
+//         gemm_rr forms; upstream's KDA backward multiplies by one) goes the same way, since no
+//         tilec gemm instruction reads B from registers: B alone is staged when that lowers,
+//         else A alone, else both. Other gemms are unchanged, so
 //         programs whose gemms already lower keep their generated code byte for byte.
 //         insert_syncs orders the copy before the gemm's reads and the next iteration's copy
 //         after them; fence_proxy_async adds the fence a wgmma reader needs.
 // Runs after: inject_pipeline (the staging copy is not pipelined), lower_warp_roles (a
 //         role's gemm is selected for the role's threads). Before: layout_inference.
 // Algorithm: one walk tracking the threads that run each statement (the kernel's block, or
-//   a role's Annotate(kThreadRangeKey)); for each gemm with a fragment A, ask the chain
-//   twice (as written, and with A in shared memory).
+//   a role's Annotate(kThreadRangeKey)); for each gemm with a fragment operand, ask the chain
+//   as written, then with the fragments in shared memory in the order above.
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -66,22 +69,41 @@ class GemmOperandStager : public IRMutator {
   Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
     if (op->op != "gemm" || threads_ <= 0 || op->args.size() < 3) return s;
     auto* a = std::get_if<BufferRegion>(&op->args[0]);
-    if (!a || a->buffer->scope != Scope::kFragment) return s;
+    auto* b = std::get_if<BufferRegion>(&op->args[1]);
+    const bool a_frag = a && a->buffer->scope == Scope::kFragment;
+    const bool b_frag = b && b->buffer->scope == Scope::kFragment;
+    if (!a_frag && !b_frag) return s;
     back::PassOpEnv env(ctx_, threads_);
     ops::GemmOp g = ops::analyze_gemm(*op, env);
     if (!g.query.instruction.empty() || lowers(g.query, ctx_.target())) return s;
-    cuda::GemmQuery staged_query = g.query;
-    staged_query.a_scope = Scope::kSharedDyn;
-    staged_query.lda = g.a.tile_cols;
-    if (!lowers(staged_query, ctx_.target())) return s;  // the gemm's own error says why
-
-    const Buffer& frag = a->buffer;
-    Buffer stage = make_buffer(frag->name + "_stage", frag->shape, frag->dtype, Scope::kSharedDyn, {}, op->loc);
-    Stmt copy = make_tile_op("copy", {BufferRegion::full(frag), BufferRegion::full(stage)}, {}, op->loc);
-    auto gemm = std::make_shared<TileOpNode>(*op);
-    gemm->args[0] = BufferRegion::full(stage);
-    Stmt staged_gemm(std::shared_ptr<const TileOpNode>(std::move(gemm)));
-    return allocate(stage, seq({copy, staged_gemm}, op->loc), op->loc);
+    // The fewest operands through shared memory: B alone (no instruction reads B from
+    // registers), A alone, then both.
+    std::vector<std::pair<bool, bool>> choices;  // (stage A, stage B)
+    if (b_frag) choices.push_back({false, true});
+    if (a_frag) choices.push_back({true, false});
+    if (a_frag && b_frag) choices.push_back({true, true});
+    for (auto [stage_a, stage_b] : choices) {
+      cuda::GemmQuery staged_query = g.query;
+      if (stage_a) staged_query.a_scope = Scope::kSharedDyn, staged_query.lda = g.a.tile_cols;
+      if (stage_b) staged_query.b_scope = Scope::kSharedDyn, staged_query.ldb = g.b.tile_cols;
+      if (!lowers(staged_query, ctx_.target())) continue;
+      auto gemm = std::make_shared<TileOpNode>(*op);
+      std::vector<Stmt> body;
+      std::vector<Buffer> stages;
+      for (int i : {0, 1}) {
+        if (!(i == 0 ? stage_a : stage_b)) continue;
+        const Buffer& frag = std::get<BufferRegion>(op->args[i]).buffer;
+        Buffer stage = make_buffer(frag->name + "_stage", frag->shape, frag->dtype, Scope::kSharedDyn, {}, op->loc);
+        body.push_back(make_tile_op("copy", {BufferRegion::full(frag), BufferRegion::full(stage)}, {}, op->loc));
+        gemm->args[i] = BufferRegion::full(stage);
+        stages.push_back(stage);
+      }
+      body.push_back(Stmt(std::shared_ptr<const TileOpNode>(std::move(gemm))));
+      Stmt out = seq(std::move(body), op->loc);
+      for (auto it = stages.rbegin(); it != stages.rend(); ++it) out = allocate(*it, out, op->loc);
+      return out;
+    }
+    return s;  // the gemm's own error says why
   }
 
  private:

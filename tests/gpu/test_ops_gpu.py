@@ -217,3 +217,28 @@ def test_reduce_of_shared_tiles(op, ref, dim, clear):
     if not clear:
         want = want + 0.5 if op == "reduce_sum" else torch.maximum(want, torch.full_like(want, 0.5))
     torch.testing.assert_close(R.double(), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gemm_with_a_register_b(dtype):
+    # B computed into a fragment (upstream's KDA backward): staged through shared memory.
+    @T.prim_func
+    def gemm_rb(A: T.Tensor((128, 64), dtype), B: T.Tensor((64, 96), dtype), C: T.Tensor((128, 96), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            a_s = T.alloc_shared((128, 64), dtype)
+            b_f = T.alloc_fragment((64, 96), dtype)
+            c_f = T.alloc_fragment((128, 96), T.float32)
+            T.copy(A, a_s)
+            for i, j in T.Parallel(64, 96):
+                b_f[i, j] = B[i, j] * 0.5
+            T.clear(c_f)
+            T.gemm(a_s, b_f, c_f)
+            T.copy(c_f, C)
+
+    tdt = getattr(torch, dtype)
+    A = torch.randn(128, 64, device="cuda").to(tdt)
+    B = torch.randn(64, 96, device="cuda").to(tdt)
+    C = poisoned((128, 96), torch.float32)
+    run(gemm_rb, A, B, C)
+    want = A.double() @ (B.double() * 0.5)
+    torch.testing.assert_close(C.double(), want, rtol=2e-2, atol=2e-2)

@@ -34,7 +34,11 @@ import run_corpus
 # fragment-block stores, TMA into column blocks of a shared tile): 86 pass, 83 of upstream's 99
 # (--jobs 2, two runs: attention_sink/example_gqa_sink_fwd_varlen.py took 68 s, then 101 s of the
 # 120 s limit on busy cores; hadamard_transform/example_hadamard.py up to 79 s).
-FLOOR = 83
+# 2026-12-02 (eighth session: fp4, shared-tile reductions, T.gemm_sp, thread-level copies and tuple
+# assignment, profiler supply as TileLang's): 87 pass, 84 of upstream's 99 (--jobs 2, 150 s limit);
+# no example that passed before fails now (deepseek_mhc/example_mhc_bwd.py moved from a CompileError
+# to the time limit: its 28 configurations now compile, on two busy cores).
+FLOOR = 84
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

@@ -59,6 +59,7 @@ def mla_counts(batch, seqlen, h_q=128, dim=576, dv=512):
 
 
 PASS_CONFIGS = {}  # --pass-configs: for every program timed (variants of tilec)
+BWD_OPTIONS = {}   # --bwd-ds-first: program options of the backward (candidates)
 
 
 def roofline(flops, bytes_):
@@ -74,7 +75,7 @@ def bwd_programs(b, h, s, d, causal, dtype="bfloat16", blocks=None):
 
     sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     return (fwd.flash_attention(b, h, s, d, causal, dtype=dtype, return_lse=True),
-            *flash_attention_bwd(b, h, s, d, causal, dtype, **sizes))
+            *flash_attention_bwd(b, h, s, d, causal, dtype, **sizes, **BWD_OPTIONS))
 
 
 def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
@@ -270,7 +271,11 @@ def main():
     ap.add_argument("--pass-configs", default="", help="JSON dict of pass configs for every program timed")
     ap.add_argument("--bwd-blocks", default="default",
                     help="backward main-kernel blocks to time, e.g. default,128x64x256 (keys x queries x threads)")
+    ap.add_argument("--bwd-ds-first", action="store_true",
+                    help="the backward candidate ds_to_shared_first (dS to shared memory before the dK gemm)")
     args = ap.parse_args()
+    if args.bwd_ds_first:
+        BWD_OPTIONS["ds_to_shared_first"] = True
     if args.pass_configs:
         PASS_CONFIGS.update(json.loads(args.pass_configs))
     if args.compile_only:

@@ -128,6 +128,11 @@ if [[ " $steps " == *" candidates "* ]]; then
   run_step "backward blocks default vs 64x32x128" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
     --bwd-blocks default,64x32x128 --json "$OUT/cand_bwd.json"
   tail -n 28 "$OUT/cand_bwd.log"
+  # The backward with dS stored to shared memory before the dK gemm (ds_to_shared_first; not yet
+  # measured: no spills at d64, 52 bytes at d128 non-causal on sm_90a), against the default above.
+  run_step "backward, dS to shared first" cand_bwd_dsfirst.log "$PY" bench/bench_attention_more.py --part bwd \
+    --bwd-ds-first --json "$OUT/cand_bwd_dsfirst.json"
+  tail -n 14 "$OUT/cand_bwd_dsfirst.log"
   if [ -n "${CANDIDATE_FA:-}" ]; then
     run_step "FA grid, head copies after step 1" cand_fa.log "$PY" bench/peer_attention.py --impl tilec \
       --label tilec_head_late --pass-configs '{"tilec.head_copies_after_first_step": true}' --json "$OUT/cand_fa_late.json"

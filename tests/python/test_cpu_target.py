@@ -233,10 +233,12 @@ def test_argument_errors():
         kernel(np.zeros(4), np.zeros(4))
 
 
-@pytest.mark.parametrize("seq,blocks", [(80, (32, 32, 128)), (200, (128, 64, 256))])
-def test_flash_attention_backward_with_atomics(seq, blocks):
+@pytest.mark.parametrize("seq,blocks,ds_first", [(80, (32, 32, 128), False), (200, (128, 64, 256), False),
+                                                 (200, (128, 64, 256), True)])
+def test_flash_attention_backward_with_atomics(seq, blocks, ds_first):
     """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks; also
-    the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU."""
+    the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU, and the candidate
+    that stores dS to shared memory before the dK gemm."""
     torch = pytest.importorskip("torch")
     import flash_attention as fwd
     import flash_attention_bwd as fab
@@ -244,8 +246,9 @@ def test_flash_attention_backward_with_atomics(seq, blocks):
     batch, heads, dim, causal = 1, 2, 64, True
     block_M, block_N, threads = blocks
     forward = cpu(fwd.flash_attention(batch, heads, seq, dim, causal, return_lse=True, block_M=32, block_N=32))
+    options = {"ds_to_shared_first": True} if ds_first else {}
     prep, bwd, post = (cpu(f) for f in fab.flash_attention_bwd(batch, heads, seq, dim, causal, block_M=block_M,
-                                                               block_N=block_N, threads=threads))
+                                                               block_N=block_N, threads=threads, **options))
     shape = (batch, seq, heads, dim)
     gen = torch.Generator().manual_seed(0)
     q, k, v, do = (torch.randn(shape, generator=gen).half() for _ in range(4))

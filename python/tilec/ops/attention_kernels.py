@@ -168,11 +168,15 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, bl
 
 
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
-                        threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None):
+                        threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
+                        ds_to_shared_first=False):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
-    backward_blocks(seq_len, seq_len_kv, dim); they do not spill registers on sm_90a."""
+    backward_blocks(seq_len, seq_len_kv, dim); they do not spill registers on sm_90a.
+    ds_to_shared_first (a candidate, off): dS goes to shared memory before the dK gemm reads it
+    from registers, not after, so nothing waits for the dK gemm before the dQ gemm's operand
+    is in place (bench_attention_more.py --bwd-ds-first times it against the default)."""
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
@@ -252,8 +256,11 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                 T.copy(qkT, pT_cast)
                 T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(dpT, dsT_cast)
+                if ds_to_shared_first:
+                    T.copy(dsT_cast, dsT_shared)
                 T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(dsT_cast, dsT_shared)
+                if not ds_to_shared_first:
+                    T.copy(dsT_cast, dsT_shared)
                 T.clear(dq)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
                 for i, j in T.Parallel(block_N, dim):

@@ -119,9 +119,10 @@ Pass lower_sparse_gemm_pass();
 
 // stage_gemm_operands (src/passes/stage_gemm_operands.cc)
 //   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
-//   fragment A no instruction reads from registers, but which lowers with A in shared
-//   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..)).
-//   Gemms that lower as written are untouched. Before layout_inference.
+//   fragment A or B no instruction reads from registers, but which lowers with it in shared
+//   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..))
+//   (B alone first, then A, then both). Gemms that lower as written are untouched. Before
+//   layout_inference.
 Pass stage_gemm_operands_pass();
 
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]

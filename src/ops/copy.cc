@@ -121,8 +121,9 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   if (src.buffer->dtype != dst.buffer->dtype) value = cast(dst.buffer->dtype, value, op.loc);
   Stmt body = buffer_store(dst.buffer, p.dst_idx, value, op.loc);
 
-  if (src.buffer->scope == Scope::kLocal || dst.buffer->scope == Scope::kLocal)
-    return copy_in_each_thread(p, body, op.loc);
+  const bool local = src.buffer->scope == Scope::kLocal || dst.buffer->scope == Scope::kLocal;
+  const bool fragment = src.buffer->scope == Scope::kFragment || dst.buffer->scope == Scope::kFragment;
+  if (local && !fragment) return copy_in_each_thread(p, body, op.loc);
 
   Layout loop;
   bool first_replica_only = false;

@@ -12,6 +12,7 @@ import tilec.language as T
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from explain_text import entry  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
@@ -35,48 +36,34 @@ def _gemm(threads=256, stages=3, dtype="float16", target="sm_90a", **cfg):
     return tilec.compile(g, target=target, pass_configs=cfg).explain(show=False)
 
 
-def _section(text, what):
-    """The lines of the entry whose header contains `what`."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if what in line:
-            out = [line]
-            for nxt in lines[i + 1:]:
-                if not nxt.startswith("    "):
-                    break
-                out.append(nxt)
-            return "\n".join(out)
-    raise AssertionError(f"no entry for {what!r} in:\n{text}")
-
-
 def test_hopper_gemm_is_warp_specialized_tma_and_wgmma():
     text = _gemm()
-    assert "warp-specialized: a producer warpgroup issues TMA loads" in _section(text, "T.Pipelined loop")
-    assert "TMA load (cp.async.bulk.tensor) by the producer warpgroup" in _section(text, "T.tma_copy(A, As)")
-    assert "chosen: wgmma (A from shared memory, B from shared memory)" in _section(text, "T.gemm(As, Bs, Cl)")
+    assert "warp-specialized: a producer warpgroup issues TMA loads" in entry(text, "T.Pipelined loop")
+    assert "TMA load (cp.async.bulk.tensor) by the producer warpgroup" in entry(text, "T.tma_copy(A, As)")
+    assert "chosen: wgmma (A from shared memory, B from shared memory)" in entry(text, "T.gemm(As, Bs, Cl)")
     assert "registers: " in text and "shared memory: " in text and "spills: " in text
 
 
 @pytest.mark.filterwarnings("ignore::tilec.kernel.PerformanceWarning")  # 64 threads hold a 128x128 tile
 def test_wgmma_needs_whole_warpgroups():
     text = _gemm(threads=64)
-    gemm = _section(text, "T.gemm(As, Bs, Cl)")
+    gemm = entry(text, "T.gemm(As, Bs, Cl)")
     assert "chosen: mma.sync" in gemm
     assert "no wgmma: wgmma runs on whole warpgroups (128 threads), the block has 64" in gemm
-    loop = _section(text, "T.Pipelined loop")
+    loop = entry(text, "T.Pipelined loop")
     assert "not warp-specialized (TMA producer + wgmma consumers): the block has 64 threads" in loop
 
 
 def test_wgmma_needs_sm90a_and_can_be_disabled():
     assert "no wgmma: wgmma needs sm_90a, the target is sm_80" in _gemm(target="sm_80")
     text = _gemm(**{"tl.disable_wgmma": True})
-    assert "no wgmma: disabled by the pass config tl.disable_wgmma" in _section(text, "T.gemm(As, Bs, Cl)")
-    assert "does not use wgmma" in _section(text, "T.Pipelined loop")
-    assert "chosen: cp.async" in _section(text, "T.async_copy(A, As)")
+    assert "no wgmma: disabled by the pass config tl.disable_wgmma" in entry(text, "T.gemm(As, Bs, Cl)")
+    assert "does not use wgmma" in entry(text, "T.Pipelined loop")
+    assert "chosen: cp.async" in entry(text, "T.async_copy(A, As)")
 
 
 def test_a_single_stage_loop_gets_no_async_copies():
-    copy = _section(_gemm(stages=1), "T.copy(A, As)")
+    copy = entry(_gemm(stages=1), "T.copy(A, As)")
     assert "no cp.async: asynchronous copies are used in T.Pipelined loops (num_stages >= 2)" in copy
 
 
@@ -97,8 +84,8 @@ def test_tma_store_and_why_a_store_is_not_tma():
     entries = [e for e in text.split("\nline ") if "T.copy(S, B)" in e]
     assert "chosen: TMA store" in entries[0]
     assert "no TMA store: the copy has disable_tma=True" in entries[1]
-    assert "no TMA store: a TMA box row must be a multiple of 16 bytes" in _section(text, "T.copy(N, D)")
-    assert "no TMA: loads use TMA in a warp-specialized T.Pipelined loop" in _section(text, "T.copy(A, S)")
+    assert "no TMA store: a TMA box row must be a multiple of 16 bytes" in entry(text, "T.copy(N, D)")
+    assert "no TMA: loads use TMA in a warp-specialized T.Pipelined loop" in entry(text, "T.copy(A, S)")
 
 
 def test_a_paged_copy_is_warp_specialized_unless_the_config_is_off():
@@ -117,9 +104,9 @@ def test_a_paged_copy_is_warp_specialized_unless_the_config_is_off():
             T.copy(acc, O)
 
     off = tilec.compile(paged, target="sm_90a", pass_configs={"tilec.ws_indirect_copies": False})
-    assert "is computed from memory (e.g. a block table)" in _section(off.explain(show=False), "T.Pipelined loop")
+    assert "is computed from memory (e.g. a block table)" in entry(off.explain(show=False), "T.Pipelined loop")
     on = tilec.compile(paged, target="sm_90a").explain(show=False)
-    assert "chosen: warp-specialized" in _section(on, "T.Pipelined loop")
+    assert "chosen: warp-specialized" in entry(on, "T.Pipelined loop")
 
 
 def test_kernels_from_cuda_source_have_nothing_to_explain():
@@ -151,7 +138,7 @@ def test_a_transposed_shared_read_is_a_32_way_bank_conflict_and_padding_removes_
     # tests/python/test_bank_aware_layouts.py).
     row_major = {"tilec.bank_aware_layouts": False}
     text = tilec.compile(_transpose(0), target="sm_80", pass_configs=row_major).explain(show=False)
-    read = _section(text, "shared 'tile' read")
+    read = entry(text, "shared 'tile' read")
     assert "found: 32-way bank conflict" in read and "pad the rows" in read
     assert "shared 'tile' write" not in text  # the row-wise fill is conflict-free
     padded = tilec.compile(_transpose(1), target="sm_80", pass_configs=row_major).explain(show=False)

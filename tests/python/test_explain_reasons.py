@@ -12,6 +12,8 @@ import pytest
 import tilec
 import tilec.language as T
 
+from explain_text import entry
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 pytestmark = [pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found"),
@@ -20,20 +22,6 @@ pytestmark = [pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="
 
 def explain(func, target="sm_90a", **cfg):
     return tilec.compile(func, target=target, pass_configs=cfg).explain(show=False)
-
-
-def entry(text, what):
-    """The lines of the first entry whose header contains `what`."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("line ") and what in line:
-            out = [line]
-            for nxt in lines[i + 1:]:
-                if not nxt.startswith("    "):
-                    break
-                out.append(nxt)
-            return "\n".join(out)
-    raise AssertionError(f"no entry for {what!r} in:\n{text}")
 
 
 # ---------------------------------------------------------------- gemm instruction selection

@@ -222,6 +222,7 @@ class JITImpl:
         if self.mode == "eager":
             try:
                 key, _, compile_args, consts = self._eager.cache_key(args, kwargs)
+                key, options["pass_configs"] = _with_index_width(key, configs, args, kwargs)
                 kernel = self._kernel_cache.get(key) if not pass_configs else None
                 if kernel is not None:
                     return lambda: kernel
@@ -254,10 +255,7 @@ class JITImpl:
         __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
         try:
             key, runtime, compile_args, consts = self._eager.cache_key(args, kwargs)
-            configs = self.pass_configs
-            if _has_huge_tensor(args, kwargs) and "tl.config_index_bitwidth" not in (configs or {}):
-                configs = {**(configs or {}), "tl.config_index_bitwidth": 64}
-                key = (key, "index64")
+            key, configs = _with_index_width(key, self.pass_configs, args, kwargs)
             kernel = self._kernel_cache.get(key)
             if kernel is None:
                 _, func = self._eager.parse(compile_args, consts)
@@ -289,6 +287,15 @@ class JITImpl:
 
 
 _INT32_SPAN = 2**31 - 1
+
+
+def _with_index_width(key: Any, configs: Optional[dict], args: tuple, kwargs: dict) -> tuple:
+    """(cache key, pass configs) of an eager compile: a call with a tensor of 2^31 elements or
+    more gets 64-bit offsets (tl.config_index_bitwidth = 64) and a key of its own, unless the
+    configs set the width; the direct call and the autotuner's compiles both come here."""
+    if _has_huge_tensor(args, kwargs) and "tl.config_index_bitwidth" not in (configs or {}):
+        return (key, "index64"), {**(configs or {}), "tl.config_index_bitwidth": 64}
+    return key, configs
 
 
 def _has_huge_tensor(args: tuple, kwargs: dict) -> bool:

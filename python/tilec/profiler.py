@@ -39,16 +39,15 @@ class TensorSupplyType(enum.Enum):
     Zero = "zero"        # only when asked for explicitly
 
 
-_TORCH_NAMES = {"float8_e4m3": "float8_e4m3fn", "float4_e2m1": "float4_e2m1fn_x2"}
-
-
 def _torch():
     import torch  # noqa: PLC0415 - lazily, so CPU-only users need no torch
     return torch
 
 
 def _torch_dtype(name: str):
-    return getattr(_torch(), _TORCH_NAMES.get(name, name))
+    from .language.dtypes import as_torch  # noqa: PLC0415 - the one tilec -> torch name table
+
+    return as_torch(name)
 
 
 def _random_tensor(shape, dtype_name: str, supply: TensorSupplyType, device):

@@ -19,16 +19,14 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence
 
 from .kernel import bind_dim, dim_value, split_dim
+from .language.dtypes import as_torch
 
 __all__ = ["as_torch_op"]
 
-# tilec dtype -> torch dtype attribute.
-_TORCH_DTYPE = {
-    "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
-    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
-    "bool": "bool", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-    "float4_e2m1": "float4_e2m1fn_x2",  # packed two a byte, last dimension halved
-}
+# The tilec dtypes a torch operator takes (their torch dtypes: language/dtypes.as_torch;
+# float4_e2m1 is torch's packed float4_e2m1fn_x2, last dimension halved).
+_TORCH_DTYPE = {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+                "float8_e4m3", "float8_e5m2", "float4_e2m1"}
 
 _REGISTERED: Dict[str, Any] = {}  # op name -> (kernel cache key, op)
 
@@ -120,7 +118,7 @@ def as_torch_op(kernel: Any, name: str, *, mutates: Sequence[str] = ()) -> Any:
                              f"choose another name")
         return op
 
-    out_dtypes = [getattr(torch, _TORCH_DTYPE[p["dtype"]]) for p in params
+    out_dtypes = [as_torch(p["dtype"]) for p in params
                   if p["kind"] == "tensor" and p["is_output"]]
     n_out = len(out_dtypes)
     schema = _schema(params, mutates)

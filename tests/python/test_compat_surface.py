@@ -277,3 +277,18 @@ def test_supply_programs_get_the_input_parameters_with_shape_and_dtype():
     assert a_param.shape == (64, 32) and b_param.shape == (48, 32)
     assert a_param.dtype == torch.float16 and b_param.torch_dtype() == torch.float16
     assert [p.name for p in Profiler(kernel)._get_params(with_output=True)] == ["A", "B", "C"]
+
+
+def test_tensor_supply_takes_the_profilers_parameters(monkeypatch):
+    # TileLang's supply_prog idiom: get_tensor_supply()(param) on the parameters the autotuner
+    # passes (torch dtypes): the supply reads the tilec dtype name from them.
+    torch = pytest.importorskip("torch")
+    from tilec.profiler import KernelParam
+    from tilec.utils import tensor as tensor_utils
+
+    seen = []
+    monkeypatch.setattr(tensor_utils, "_random_tensor", lambda shape, name, supply, device: seen.append((shape, name)))
+    supply = tensor_utils.get_tensor_supply()
+    supply(KernelParam("A", (4, 8), torch.float16, "tensor"))
+    supply(KernelParam("Q", (4, 8), torch.float4_e2m1fn_x2, "tensor"))
+    assert seen == [((4, 8), "float16"), ((4, 8), "float4_e2m1")]

@@ -277,3 +277,10 @@ def test_a_tensor_beyond_int32_offsets_gets_the_64_bit_kernel():
     assert [p["index_bits"] for p in small.params()] == [32, 32]
     assert [p["index_bits"] for p in huge.params()] == [64, 64]
     assert rows_copy.compile(FakeTorchTensor((1 << 24, 256))) is huge
+
+
+def test_the_autotuners_compiles_get_the_64_bit_kernel_too():
+    # The autotuner compiles through prepare_compile: a huge tensor gets 64-bit offsets there as
+    # well (one rule, jit._with_index_width).
+    huge = rows_copy.prepare_compile(FakeTorchTensor((1 << 23, 256)), pass_configs={"tl.disable_vectorize": False})()
+    assert [p["index_bits"] for p in huge.params()] == [64, 64]

@@ -19,7 +19,6 @@ from ..errors import CompileError
 from ..frontend import context
 from ..frontend.values import BufferAccess, const_int, to_expr
 from .ops import Buffer, BufferRegion, Expr, primitive
-from .dtypes import dtype
 from .sync import _barrier
 
 _ACCESS_MODES = ("r", "w", "rw")
@@ -85,7 +84,7 @@ def ptx_cp_async(dst: Any, src: Any, num_elems: Any, *more, predicate: Any = Non
     if not dst_scope.startswith("shared") or src_scope != "global":
         raise CompileError(f"T.ptx_cp_async copies global -> shared memory, not {src_scope} -> {dst_scope}")
     dst_dtype, src_dtype = str(dst.args[0].buffer.dtype), str(src.args[0].buffer.dtype)
-    dst_bits, src_bits = dtype(dst_dtype).bits, dtype(src_dtype).bits
+    dst_bits, src_bits = dst.args[0].buffer.dtype.bits, src.args[0].buffer.dtype.bits
     if dst_bits != src_bits:
         raise CompileError(f"T.ptx_cp_async copies between elements of one width, not {src_dtype} -> {dst_dtype}")
     elems = const_int(num_elems, "the element count of T.ptx_cp_async")

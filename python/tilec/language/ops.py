@@ -544,6 +544,17 @@ _BITWISE = {"and": "tl.bitwise_and", "or": "tl.bitwise_or", "xor": "tl.bitwise_x
             "shl": "tl.shift_left", "shr": "tl.shift_right"}
 
 
+def _widen_integers(a: Expr, b: Expr) -> tuple:
+    """Two integer values of different types, brought to one by TVM's rule: the narrower is
+    widened; of one width, unsigned wins."""
+    if a.dtype == b.dtype:
+        return a, b
+    a_unsigned, b_unsigned = str(a.dtype).startswith("u"), str(b.dtype).startswith("u")
+    if a.dtype.bits < b.dtype.bits or (a.dtype.bits == b.dtype.bits and b_unsigned and not a_unsigned):
+        return _tilec.cast(b.dtype, a, _loc()), b
+    return a, _tilec.cast(a.dtype, b, _loc())
+
+
 def bitwise(kind: str, a: Any, b: Any):
     """Integer bit operations on kernel values (`&`, `|`, `^`, `<<`, `>>`)."""
     ea = a if isinstance(a, Expr) else None
@@ -554,13 +565,7 @@ def bitwise(kind: str, a: Any, b: Any):
     if eb is None:
         eb = _tilec.int_imm(int(b), ea.dtype, _loc()) if isinstance(b, numbers.Integral) else to_expr(b)
     if ea.dtype.is_integer() and eb.dtype.is_integer() and ea.dtype != eb.dtype and ea.dtype.lanes == eb.dtype.lanes:
-        # TVM's rule for two integer types: the narrower is widened (uint8 >> uint16); of one
-        # width, unsigned wins (uint32 >> int32: the top-k selector's radix digits).
-        a_unsigned, b_unsigned = str(ea.dtype).startswith("u"), str(eb.dtype).startswith("u")
-        if ea.dtype.bits < eb.dtype.bits or (ea.dtype.bits == eb.dtype.bits and b_unsigned and not a_unsigned):
-            ea = _tilec.cast(eb.dtype, ea, _loc())
-        else:
-            eb = _tilec.cast(ea.dtype, eb, _loc())
+        ea, eb = _widen_integers(ea, eb)  # uint8 >> uint16; uint32 >> int32 (the top-k selector's radix digits)
     if not ea.dtype.is_integer() or ea.dtype != eb.dtype:
         raise CompileError(f"bit operations need two integers of one type, got {ea.dtype} and {eb.dtype}",
                            hint="cast one side with T.cast(x, \"int32\")")
@@ -646,13 +651,7 @@ def select_values(cond: Any, true_value: Any, false_value: Any):
         elif f.dtype.is_float() and not t.dtype.is_float():
             t = _tilec.cast(f.dtype, t, _loc())
         elif t.dtype.is_integer() and f.dtype.is_integer():
-            # TVM's rule for two integer types (as in bitwise()): the narrower is widened; of
-            # one width, unsigned wins (sparse_utils' `if_then_else(c, i, nz_idx[n])`: int32, uint8).
-            t_unsigned, f_unsigned = str(t.dtype).startswith("u"), str(f.dtype).startswith("u")
-            if t.dtype.bits < f.dtype.bits or (t.dtype.bits == f.dtype.bits and f_unsigned and not t_unsigned):
-                t = _tilec.cast(f.dtype, t, _loc())
-            else:
-                f = _tilec.cast(t.dtype, f, _loc())
+            t, f = _widen_integers(t, f)  # sparse_utils' `if_then_else(c, i, nz_idx[n])`: int32, uint8
     return _tilec.select(to_expr(cond), t, f, _loc())
 
 

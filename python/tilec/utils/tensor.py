@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..language.dtypes import dtype_str
 from ..profiler import TensorSupplyType, _random_tensor
 from ..testing import torch_assert_close
 
@@ -26,7 +27,7 @@ def get_tensor_supply(supply_type: TensorSupplyType = TensorSupplyType.Auto) -> 
         dtype = param["dtype"] if isinstance(param, dict) else param.dtype
         if any(isinstance(d, str) for d in shape):
             raise ValueError(f"parameter {param!r} has a symbolic shape; give the tensor yourself")
-        return _random_tensor(tuple(shape), str(dtype), TensorSupplyType(getattr(supply_type, "value", supply_type)),
+        return _random_tensor(tuple(shape), dtype_str(dtype), TensorSupplyType(getattr(supply_type, "value", supply_type)),
                               "cuda")
 
     return supply

@@ -392,9 +392,13 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       int64_t shape[kMaxRank];
       int rank = k.output_shape(pos, call, shape);
       const bool fp4 = k.plan().tensors[k.param_index(pos)].dtype == ir::DataType::Float4E2M1();
-      if (fp4 && rank > 0) shape[rank - 1] /= 2;  // float4_e2m1fn_x2: two elements a byte (even: check_fp4_buffers)
       PyRef shape_tuple(PyTuple_New(rank));
-      for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(shape[i]));
+      for (int i = 0; i < rank; ++i) {
+        // float4_e2m1fn_x2: two elements a byte, so torch's last dimension is half (even:
+        // check_fp4_buffers); `shape` keeps the elements for the error message below.
+        const int64_t torch_extent = fp4 && i == rank - 1 ? shape[i] / 2 : shape[i];
+        PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(torch_extent));
+      }
       PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));
       PyObject* dtype = torch_dtype_for(k.plan().tensors[k.param_index(pos)].dtype);
       PyObject* argv[] = {shape_tuple.p, dtype, device.p};
@@ -425,8 +429,8 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   if (!dry_run && !call.empty_grid) {  // before torch's stream lookup, which would fail deep inside torch
     std::string why;
     if (!CudaDriver::available(&why)) {
-      std::string text = no_driver_message(run->plan().kernel_name, why) + "\n  hint: running kernels needs an NVIDIA "
-                         "GPU and its driver; tilec.compile(..., target=\"cpu\") runs the program on the host";
+      std::string text = no_driver_message(run->plan().kernel_name, why) +
+                         "\n  hint: running kernels needs an NVIDIA GPU and its driver; " + kCpuTargetHint;
       PyErr_SetString(g_launch_error, text.c_str());
       throw nb::python_error();
     }

@@ -17,11 +17,6 @@ namespace tilec::ir {
 
 namespace {
 
-bool flag(const AttrMap& attrs, const char* key) {
-  auto* v = find_attr(attrs, key);
-  return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-}
-
 std::pair<int64_t, int64_t> matrix_of(const BufferRegion& r, const char* role, const char* form,
                                       const SourceLoc& loc) {
   auto m = sparse24::const_matrix_extents(r);
@@ -40,9 +35,9 @@ void check_gemm_sp(std::vector<TileArg>& args, const AttrMap& attrs, const Sourc
   const auto& C = std::get<BufferRegion>(args[3]);
   const DataType a_t = A.buffer->dtype, e_t = E.buffer->dtype;
 
-  TILEC_USER_CHECK(!flag(attrs, "transpose_A"), loc, "store A_sparse as (M, K/2) and E as (M, K/e_factor)")
+  TILEC_USER_CHECK(!attr_is_true(attrs, "transpose_A"), loc, "store A_sparse as (M, K/2) and E as (M, K/e_factor)")
       << "T.gemm_sp: transpose_A=True is not supported by tilec yet";
-  TILEC_USER_CHECK(!flag(attrs, "transpose_E"), loc, "store E as (M, K/e_factor), as torch_compress writes it")
+  TILEC_USER_CHECK(!attr_is_true(attrs, "transpose_E"), loc, "store E as (M, K/e_factor), as torch_compress writes it")
       << "T.gemm_sp: transpose_E=True is not supported by tilec yet";
   TILEC_USER_CHECK(!(a_t.is_float() && a_t.bits() == 32), loc,
                    "use float16 / bfloat16 (or int8 / float8) A with 2:4 sparsity, or a dense T.gemm")
@@ -59,7 +54,7 @@ void check_gemm_sp(std::vector<TileArg>& args, const AttrMap& attrs, const Sourc
     TILEC_USER_CHECK(is_shared(r->buffer->scope), loc, "copy it into a T.alloc_shared tile first")
         << "T.gemm_sp reads A_sparse and E from shared memory; '" << r->buffer->name << "' is not shared";
 
-  const bool tb = flag(attrs, "transpose_B");
+  const bool tb = attr_is_true(attrs, "transpose_B");
   auto [am, ak] = matrix_of(A, "A_sparse", "(M, K/2)", loc);
   auto [em, ek] = matrix_of(E, "E", "(M, K/e_factor)", loc);
   auto [b0, b1] = matrix_of(B, "B", tb ? "(N, K)" : "(K, N)", loc);

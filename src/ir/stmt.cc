@@ -257,6 +257,11 @@ Stmt allocate(Buffer b, Stmt body, SourceLoc loc) {
   return finish(std::make_shared<AllocateNode>(std::move(b), std::move(body)), std::move(loc));
 }
 
+Stmt allocate_all(const std::vector<Buffer>& buffers, Stmt body, SourceLoc loc) {
+  for (size_t i = buffers.size(); i-- > 0;) body = allocate(buffers[i], std::move(body), loc);
+  return body;
+}
+
 Stmt annotate(std::string key, AttrValue value, Stmt body, SourceLoc loc) {
   auto n = std::make_shared<AnnotateNode>();
   n->key = std::move(key);

@@ -25,6 +25,11 @@
 
 namespace tilec::ir {
 
+bool attr_is_true(const AttrMap& attrs, const char* key) {
+  auto* v = find_attr(attrs, key);
+  return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
 namespace {
 
 using Extents = std::vector<Expr>;
@@ -136,11 +141,7 @@ void check_gemm(std::vector<TileArg>& args, const AttrMap& attrs, const SourceLo
   const auto& A = std::get<BufferRegion>(args[0]);
   const auto& B = std::get<BufferRegion>(args[1]);
   const auto& C = std::get<BufferRegion>(args[2]);
-  auto flag = [&](const char* key) {
-    auto* v = find_attr(attrs, key);
-    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
-  };
-  bool ta = flag("transpose_A"), tb = flag("transpose_B");
+  bool ta = attr_is_true(attrs, "transpose_A"), tb = attr_is_true(attrs, "transpose_B");
   for (const auto* r : {&A, &B, &C}) {
     TILEC_USER_CHECK(matrix_shape(*r).has_value(), loc, "pass 2-D tiles (leading dimensions of extent 1 are allowed)")
         << "T.gemm: " << side_name(*r) << " has shape " << shape_str(region_extents(*r)) << ", not a matrix";

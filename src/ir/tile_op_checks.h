@@ -12,10 +12,13 @@ namespace tilec::ir {
 // fill, reduce_*, cumsum, atomic_*, barrier_init).
 void attach_builtin_checks(std::vector<TileOpSchema>& schemas);
 
-// Every region argument must index each dimension of its buffer exactly once.
 // T.gemm_sp's arguments (src/ir/gemm_sp_checks.cc).
 void check_gemm_sp(std::vector<TileArg>& args, const AttrMap& attrs, const SourceLoc& loc);
 
+// Every region argument must index each dimension of its buffer exactly once.
 void check_region_ranks(const std::string& op, const std::vector<TileArg>& args, const SourceLoc& loc);
+
+// Whether attribute `key` is the bool true (absent or another type: false).
+bool attr_is_true(const AttrMap& attrs, const char* key);
 
 }  // namespace tilec::ir

@@ -21,6 +21,8 @@
 //         the pipeline versions A_sparse and E, whose readers it knew from gemm_sp's access
 //         regions, src/ops/gemm_sp.cc). Before: layout_inference.
 #include "ir/gemm_sp_format.h"
+#include "layout/digit_form.h"
+#include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/passes/passes.h"
@@ -36,14 +38,9 @@ Expr load_at(const BufferRegion& r, const Expr& row, const Expr& col, const Sour
   std::vector<Expr> index;
   const size_t n = r.region.size();
   for (size_t i = 0; i + 2 < n; ++i) index.push_back(r.region[i].min);
-  auto offset = [](const Expr& min, const Expr& i) { return is_zero(min) ? i : min + i; };
-  index.push_back(offset(r.region[n - 2].min, row));
-  index.push_back(offset(r.region[n - 1].min, col));
+  index.push_back(layout::idx_add(r.region[n - 2].min, row));
+  index.push_back(layout::idx_add(r.region[n - 1].min, col));
   return buffer_load(r.buffer, std::move(index), loc);
-}
-
-Expr zero_of(DataType t, const SourceLoc& loc) {
-  return t.is_float() ? float_imm(0.0, t, loc) : int_imm(0, t, loc);
 }
 
 Expr bit_call(const char* op, const Expr& a, int64_t b, const SourceLoc& loc) {
@@ -67,7 +64,7 @@ Stmt decompress_loop(const BufferRegion& a_sparse, const BufferRegion& meta, con
   Expr first = load_at(a_sparse, m, group * sparse24::kKept, loc);
   Expr second = load_at(a_sparse, m, group * sparse24::kKept + 1, loc);
   Expr value = select(binary(NodeKind::kEQ, pos, idx0, loc), first,
-                      select(binary(NodeKind::kEQ, pos, idx1, loc), second, zero_of(dense->dtype, loc), loc), loc);
+                      select(binary(NodeKind::kEQ, pos, idx1, loc), second, back::zero_of(dense->dtype), loc), loc);
   Stmt store = buffer_store(dense, {m, kk}, value, loc);
   Stmt inner = make_for(kk, int_imm(0, i32, loc), int_imm(k, i32, loc), ForKind::kParallel, store, loc);
   return make_for(m, int_imm(0, i32, loc), int_imm(rows, i32, loc), ForKind::kParallel, inner, loc);

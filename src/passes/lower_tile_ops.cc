@@ -255,7 +255,7 @@ class TileOpLowerer : public IRMutator, public ops::LowerContext {
     std::vector<Buffer> outer_scratch = std::move(scratch_);
     scratch_.clear();
     Stmt r = ops::lower(*op, *this);
-    for (size_t i = scratch_.size(); i-- > 0;) r = allocate(scratch_[i], r, op->loc);
+    r = allocate_all(scratch_, r, op->loc);
     scratch_ = std::move(outer_scratch);
     return r;
   }

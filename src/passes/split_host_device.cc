@@ -96,7 +96,7 @@ class AccessWidths : public IRVisitor {
   void note(const Buffer& b, const std::vector<Expr>& indices) {
     int lanes = 1;
     for (const auto& i : indices) lanes = std::max(lanes, i->dtype.lanes());
-    int64_t w = std::max<int64_t>(1, lanes * b->dtype.bits() / 8);  // float4_e2m1: two a byte
+    int64_t w = b->dtype.with_lanes(lanes).bytes();  // float4_e2m1: two a byte
     int64_t& cur = bytes[b.get()];
     cur = std::max(cur, w);
   }

@@ -99,9 +99,7 @@ class GemmOperandStager : public IRMutator {
         stages.push_back(stage);
       }
       body.push_back(Stmt(std::shared_ptr<const TileOpNode>(std::move(gemm))));
-      Stmt out = seq(std::move(body), op->loc);
-      for (auto it = stages.rbegin(); it != stages.rend(); ++it) out = allocate(*it, out, op->loc);
-      return out;
+      return allocate_all(stages, seq(std::move(body), op->loc), op->loc);
     }
     return s;  // the gemm's own error says why
   }

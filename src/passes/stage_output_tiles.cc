@@ -191,7 +191,7 @@ class StageOutputTiles : public IRMutator {
     }
     if (staged.empty()) return changed ? seq(out, s->loc) : s;
     Stmt body = seq(out, s->loc);
-    for (auto it = staged.rbegin(); it != staged.rend(); ++it) body = allocate(*it, body, s->loc);
+    body = allocate_all(staged, body, s->loc);
     return body;
   }
 

@@ -27,11 +27,6 @@ namespace {
 
 using namespace ir;
 
-bool is_reduction(const std::string& op) {
-  return op == "reduce_max" || op == "reduce_min" || op == "reduce_sum" || op == "reduce_abssum" ||
-         op == "reduce_absmax";
-}
-
 // A fragment shaped like the region (same rank, the region's extents).
 Buffer fragment_for(const BufferRegion& r, const std::string& suffix, const SourceLoc& loc) {
   std::vector<Expr> shape;
@@ -43,7 +38,7 @@ Buffer fragment_for(const BufferRegion& r, const std::string& suffix, const Sour
 class SharedReductionStager : public IRMutator {
  protected:
   Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
-    if (!is_reduction(op->op) || op->args.size() < 2) return s;
+    if (!op->op.starts_with("reduce_") || op->args.size() < 2) return s;  // the T.reduce_* ops
     auto* src = std::get_if<BufferRegion>(&op->args[0]);
     auto* dst = std::get_if<BufferRegion>(&op->args[1]);
     if (!src || !dst) return s;
@@ -70,9 +65,7 @@ class SharedReductionStager : public IRMutator {
     }
     body.push_back(Stmt(std::shared_ptr<const TileOpNode>(std::move(reduce))));
     if (write_back.defined()) body.push_back(write_back);
-    Stmt out = seq(std::move(body), op->loc);
-    for (auto it = temps.rbegin(); it != temps.rend(); ++it) out = allocate(*it, out, op->loc);
-    return out;
+    return allocate_all(temps, seq(std::move(body), op->loc), op->loc);
   }
 };
 

@@ -387,8 +387,7 @@ void Kernel::check_tensor_placement(int pos, const TensorView& t, BoundCall& cal
   if (t.device_type != DeviceType::kCUDA) {
     std::string why, hint = "move it to the GPU, e.g. tensor.cuda()";
     if (!CudaDriver::available(&why)) {
-      hint += "; but this machine has no usable CUDA driver (" + why +
-              "), so no kernel can run here: tilec.compile(..., target=\"cpu\") runs the program on the host";
+      hint += "; but this machine has no usable CUDA driver (" + why + "), so no kernel can run here: " + kCpuTargetHint;
     }
     arg_error(pos, std::string("expected a CUDA tensor, got a tensor on ") + (t.device_label ? t.device_label : "the host"),
               hint);

@@ -140,6 +140,8 @@ Stmt let(Var v, Expr value, Stmt body, SourceLoc loc = {});
 Stmt buffer_store(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
 Stmt evaluate(Expr value, SourceLoc loc = {});
 Stmt allocate(Buffer b, Stmt body, SourceLoc loc = {});
+// Allocate nodes for `buffers` around `body`, the first buffer outermost.
+Stmt allocate_all(const std::vector<Buffer>& buffers, Stmt body, SourceLoc loc = {});
 Stmt annotate(std::string key, AttrValue value, Stmt body, SourceLoc loc = {});
 
 // ---- functions ----

@@ -31,6 +31,8 @@ std::string launch_failure_hint(const LaunchFailure& f);
 
 // No CUDA driver or no GPU: `why` is what loading the driver said.
 std::string no_driver_message(const std::string& kernel, const std::string& why);
+// The way out the no-driver hints offer.
+inline constexpr const char* kCpuTargetHint = "tilec.compile(..., target=\"cpu\") runs the program on the host";
 
 // An output the runtime could not allocate: kernel, output, dtype, shape, bytes, device,
 // then `cause` (the allocator's first line).

@@ -83,30 +83,31 @@ struct StoreWidth {
 };
 using StoreWidths = std::map<std::pair<int, int>, StoreWidth>;
 
-StoreWidths store_widths(const ir::PrimFunc& lowered) {
-  StoreWidths out;
-  ir::for_each_node(lowered->body, [&](const ir::Node* n) {
-    auto* st = dynamic_cast<const BufferStoreNode*>(n);
-    if (!st || !st->loc.known() || !st->value) return;
-    const int lanes = st->value->dtype.lanes();
-    StoreWidth& w = out[{st->loc.line, st->loc.col}];
-    if (lanes > w.lanes) w.lanes = lanes, w.dtype = st->value->dtype.element_of();
-    w.scalar_too |= lanes == 1;
-  });
-  return out;
-}
-
 // The source locations of the tile ops that lowered to a TMA store (tl.tma_store calls carry
 // their copy's location). A store TMA's rules admit can still fall back to the SIMT copy when
 // the shared tile's inferred layout is one a TMA box cannot read (copy_tma.cc): the lowered IR
 // says which happened.
 using SourceLocs = std::set<std::pair<int, int>>;
 
-SourceLocs tma_store_locs(const ir::PrimFunc& lowered) {
-  SourceLocs out;
+// What the lowered IR says about the stores, read in one walk.
+struct LoweredStores {
+  StoreWidths widths;
+  SourceLocs tma_stores;
+};
+
+LoweredStores lowered_stores(const ir::PrimFunc& lowered) {
+  LoweredStores out;
   ir::for_each_node(lowered->body, [&](const ir::Node* n) {
-    auto* c = dynamic_cast<const CallNode*>(n);
-    if (c && c->op == "tl.tma_store" && c->loc.known()) out.insert({c->loc.line, c->loc.col});
+    if (auto* c = dynamic_cast<const CallNode*>(n)) {
+      if (c->op == "tl.tma_store" && c->loc.known()) out.tma_stores.insert({c->loc.line, c->loc.col});
+      return;
+    }
+    auto* st = dynamic_cast<const BufferStoreNode*>(n);
+    if (!st || !st->loc.known() || !st->value) return;
+    const int lanes = st->value->dtype.lanes();
+    StoreWidth& w = out.widths[{st->loc.line, st->loc.col}];
+    if (lanes > w.lanes) w.lanes = lanes, w.dtype = st->value->dtype.element_of();
+    w.scalar_too |= lanes == 1;
   });
   return out;
 }
@@ -117,12 +118,12 @@ std::string simt_width(const StoreWidths& widths, const SourceLoc& loc) {
   auto it = widths.find({loc.line, loc.col});
   if (it == widths.end() || it->second.lanes == 0) return "";
   const StoreWidth& w = it->second;
-  const int elem = std::max(1, w.dtype.bits() / 8);
+  const int elem = w.dtype.bytes();  // sub-byte types round up to a byte
   if (w.lanes == 1)
     return "one element (" + std::to_string(elem) + (elem == 1 ? " byte" : " bytes") +
            ") per access: no wider aligned access was proved";
-  std::string text = std::to_string(w.lanes * elem) + "-byte vectors (" + std::to_string(w.lanes) + " \u00d7 " +
-                     w.dtype.str() + ") per thread";
+  std::string text = std::to_string(w.dtype.with_lanes(w.lanes).bytes()) + "-byte vectors (" +
+                     std::to_string(w.lanes) + " \u00d7 " + w.dtype.str() + ") per thread";
   if (w.scalar_too) text += " (element by element on the path a run-time alignment or bounds check takes)";
   return text;
 }
@@ -153,8 +154,8 @@ std::string launch_time_tma_note(const Buffer& g) {
 
 class Explainer {
  public:
-  Explainer(const passes::PassContext& ctx, StoreWidths widths, SourceLocs tma_stores)
-      : ctx_(ctx), widths_(std::move(widths)), tma_stores_(std::move(tma_stores)) {}
+  Explainer(const passes::PassContext& ctx, LoweredStores stores)
+      : ctx_(ctx), widths_(std::move(stores.widths)), tma_stores_(std::move(stores.tma_stores)) {}
   std::vector<ExplainLine> lines;
 
   void visit(const Stmt& s, int64_t threads, bool pipelined) {
@@ -419,7 +420,7 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
       }
     out.push_back({l->loc, "T.Pipelined loop", depth, {}, "depth"});
   });
-  Explainer e(ctx, store_widths(lowered), tma_store_locs(lowered));
+  Explainer e(ctx, lowered_stores(lowered));
   e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).

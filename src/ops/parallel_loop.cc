@@ -418,7 +418,7 @@ int64_t nest_vector_elems(const ParallelNest& nest, const std::vector<NestAccess
   // float4_e2m1 is stored two a byte and written in whole bytes only (codegen): a nest that
   // writes it gives each thread at least a pair of consecutive innermost elements.
   const bool writes_fp4 = std::any_of(accesses.begin(), accesses.end(), [](const NestAccess& a) {
-    return a.is_write && a.buffer->dtype.code() == TypeCode::kFloat4E2M1;
+    return a.is_write && a.buffer->dtype.is_float4();
   });
   if (writes_fp4 && vec < 2 && nest.extents[inner] % 2 == 0) vec = 2;
   return vec;

@@ -20,7 +20,7 @@ using namespace ir;
 namespace {
 
 void check_buffer(const Buffer& b, const char* what) {
-  if (b->dtype.code() != TypeCode::kFloat4E2M1 || b->shape.empty()) return;
+  if (!b->dtype.is_float4() || b->shape.empty()) return;
   const int64_t* inner = as_const_int(b->shape.back());
   TILEC_USER_CHECK(inner == nullptr || *inner % 2 == 0, b->loc,
                    "give it an even innermost extent (pad it by one element)")

@@ -377,7 +377,7 @@ class Legalizer : public IRMutator {
       if (auto* q = st.as<SeqNode>()) {
         for (const auto& x : q->stmts) walk(x);
       } else if (auto* bs = st.as<BufferStoreNode>()) {
-        writes_fp4 |= bs->buffer->dtype.code() == TypeCode::kFloat4E2M1;
+        writes_fp4 |= bs->buffer->dtype.is_float4();
       } else {
         plain = false;
       }

@@ -54,7 +54,7 @@ bool vector_bytes_ok(int64_t bytes) { return bytes == 4 || bytes == 8 || bytes =
 // A vector access of `lanes` elements of `t`: 4, 8 or 16 bytes; float4_e2m1 (two elements a
 // byte) also 1 and 2 bytes, with an even lane count, so that its stores write whole bytes.
 bool vector_access_ok(DataType t, int64_t lanes) {
-  if (t.code() == TypeCode::kFloat4E2M1) return lanes % 2 == 0 && lanes >= 2 && lanes <= 32;
+  if (t.is_float4()) return lanes % 2 == 0 && lanes >= 2 && lanes <= 32;
   return vector_bytes_ok(lanes * back::element_bytes(t));
 }
 
@@ -195,7 +195,7 @@ class LoopVectorizer {
     // A row-major float4_e2m1 tensor has an even innermost extent (check_fp4_buffers, and the
     // runtime takes it from torch's float4_e2m1fn_x2, whose elements come in pairs), so every
     // row starts on a byte: a pair is aligned when its innermost index is even.
-    const bool fp4_pair = lanes_ == 2 && b->dtype.code() == TypeCode::kFloat4E2M1 && b->strides.empty() &&
+    const bool fp4_pair = lanes_ == 2 && b->dtype.is_float4() && b->strides.empty() &&
                           vector_dim == static_cast<int>(indices.size()) - 1;
     if (fp4_pair && back::provably_divisible(az_, at_min(indices[vector_dim]), 2)) {
       // aligned
@@ -326,7 +326,7 @@ class Vectorizer : public IRMutator {
   // others sharing N).
   void assume_even_fp4_rows(const PrimFunc& f) {
     for (const auto& p : f->params) {
-      if (!p.is_buffer() || p.buffer->dtype.code() != TypeCode::kFloat4E2M1 || p.buffer->shape.empty()) continue;
+      if (!p.is_buffer() || !p.buffer->dtype.is_float4() || p.buffer->shape.empty()) continue;
       const Expr& n = p.buffer->shape.back();
       if (n->kind != NodeKind::kVar) continue;
       Var v = std::static_pointer_cast<const VarNode>(n.shared());
@@ -389,7 +389,7 @@ class Vectorizer : public IRMutator {
     struct Finder : IRVisitor {
       bool found = false;
       void visit_BufferStore(const BufferStoreNode* st) override {
-        found |= st->buffer->dtype.code() == TypeCode::kFloat4E2M1;
+        found |= st->buffer->dtype.is_float4();
         IRVisitor::visit_BufferStore(st);
       }
     } f;

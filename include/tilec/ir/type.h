@@ -40,6 +40,7 @@ class DataType {
            code_ == TypeCode::kFloat8E4M3 || code_ == TypeCode::kFloat8E5M2 ||
            code_ == TypeCode::kFloat4E2M1;
   }
+  bool is_float4() const { return code_ == TypeCode::kFloat4E2M1; }  // packed two a byte in memory
   bool is_handle() const { return code_ == TypeCode::kHandle; }
   bool is_void() const { return code_ == TypeCode::kVoid; }
   bool is_scalar() const { return lanes_ == 1; }

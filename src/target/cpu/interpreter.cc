@@ -56,7 +56,7 @@ void Machine::run(const std::vector<CpuArg>& args) {
       throw_user_error(where + "argument " + std::to_string(p) + " ('" + b->name + "') is a tensor, got " +
                            arg_kind(a),
                        f->loc, arg_error_hint(f));
-    if (!cpu_supports_dtype(b->dtype) || b->dtype.code() == TypeCode::kFloat4E2M1)
+    if (!cpu_supports_dtype(b->dtype) || b->dtype.is_float4())
       not_supported("a tensor parameter of dtype " + b->dtype.str() + " ('" + b->name + "')", f->loc);
     if (arr->dtype != b->dtype)
       throw_user_error(where + "argument '" + b->name + "' must be " + b->dtype.str() + ", got " + arr->dtype.str(),

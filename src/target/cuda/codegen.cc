@@ -208,7 +208,7 @@ void CudaPrinter::print_if(const IfNode* op, bool as_else_if) {
 }
 
 void CudaPrinter::print_store(const BufferStoreNode* op) {
-  if (is_fp4(op->buffer->dtype)) return print_fp4_store(op);
+  if (op->buffer->dtype.is_float4()) return print_fp4_store(op);
   ElementRef ref = element_ref(op->buffer, op->indices);
   std::string value = expr(op->value);
   if (ref.lanes > 1) return line("tl::store(&" + ref.text + ", " + value + ");");
@@ -218,7 +218,7 @@ void CudaPrinter::print_store(const BufferStoreNode* op) {
 void CudaPrinter::print_allocate(const AllocateNode* op, const Expr* smem_offset) {
   const Buffer& b = op->buffer;
   std::string type = storage_c_type(b->dtype, b->loc);
-  if (is_fp4(b->dtype)) need_header("tilec/fp4.cuh");
+  if (b->dtype.is_float4()) need_header("tilec/fp4.cuh");
   const std::string& name = name_of(b.get());
   if (b->data) {  // T.make_tensor: a typed pointer at the address
     line(type + "* __restrict__ " + name + " = reinterpret_cast<" + type + "*>(" + name_of(b->data.get()) + ");");
@@ -325,7 +325,7 @@ std::string codegen_cuda(const PrimFunc& f, const runtime::LaunchPlan& plan, con
         TILEC_ICHECK(arg.index >= 0 && arg.index < static_cast<int>(tensor_params.size())) << "tensor arg index";
         const BufferNode* b = tensor_params[arg.index];
         std::string type = detail::storage_c_type(b->dtype, b->loc);
-        if (detail::is_fp4(b->dtype)) p.need_header("tilec/fp4.cuh");
+        if (b->dtype.is_float4()) p.need_header("tilec/fp4.cuh");
         std::string qual = written.count(b) ? "" : "const ";
         params.push_back(qual + type + "* __restrict__ " + p.name_of(b));
         break;

@@ -82,7 +82,7 @@ int infix_prec(const std::string& op) {
 }
 
 bool is_narrow_float(DataType t) {
-  return t.code() == TypeCode::kBFloat || t.code() == TypeCode::kFloat8E4M3 || t.code() == TypeCode::kFloat4E2M1 ||
+  return t.code() == TypeCode::kBFloat || t.code() == TypeCode::kFloat8E4M3 || t.is_float4() ||
          t.code() == TypeCode::kFloat8E5M2 || (t.code() == TypeCode::kFloat && t.bits() == 16);
 }
 
@@ -139,13 +139,12 @@ std::string c_type(DataType t, const SourceLoc& loc) {
   TILEC_UNREACHABLE() << "no C type for " << t.str();
 }
 
-bool is_fp4(DataType t) { return t.code() == TypeCode::kFloat4E2M1; }
 
 std::string storage_c_type(DataType t, const SourceLoc& loc) {
-  return is_fp4(t) && t.is_scalar() ? "tl::fp4x2" : c_type(t, loc);
+  return t.is_float4() && t.is_scalar() ? "tl::fp4x2" : c_type(t, loc);
 }
 
-int64_t storage_units(DataType t, int64_t elems) { return is_fp4(t) && t.is_scalar() ? (elems + 1) / 2 : elems; }
+int64_t storage_units(DataType t, int64_t elems) { return t.is_float4() && t.is_scalar() ? (elems + 1) / 2 : elems; }
 
 std::string CudaPrinter::operand(const Expr& e, int min_prec) {
   Printed p = print(e);
@@ -326,7 +325,7 @@ CudaPrinter::ElementRef CudaPrinter::element_ref(const Buffer& buffer, const std
 }
 
 Printed CudaPrinter::print_load(const BufferLoadNode* op) {
-  if (is_fp4(op->buffer->dtype)) return print_fp4_load(op);
+  if (op->buffer->dtype.is_float4()) return print_fp4_load(op);
   ElementRef ref = element_ref(op->buffer, op->indices);
   if (ref.lanes > 1) return {"tl::load<" + std::to_string(ref.lanes) + ">(&" + ref.text + ")"};
   return {ref.text};
@@ -417,7 +416,7 @@ Printed CudaPrinter::print_call(const CallNode* op) {
       TILEC_USER_CHECK(load != nullptr, op->loc, "write tl.address_of(A[i])")
           << "tl.address_of takes a buffer element, got " << node_kind_name(op->args[0]->kind);
       TILEC_ICHECK(load->indices.size() == 1) << "tl.address_of of a multi-dimensional access reached codegen";
-      TILEC_USER_CHECK(!is_fp4(load->buffer->dtype), op->loc, "")
+      TILEC_USER_CHECK(!load->buffer->dtype.is_float4(), op->loc, "")
           << "cannot take the address of an element of float4_e2m1 buffer '" << load->buffer->name
           << "' (two elements share a byte)";
       Expr idx = load->indices[0];

@@ -34,7 +34,6 @@ std::string c_type(ir::DataType t, const SourceLoc& loc = {});
 // verify checks every float4 buffer's innermost extent).
 std::string storage_c_type(ir::DataType t, const SourceLoc& loc = {});
 int64_t storage_units(ir::DataType t, int64_t elems);
-bool is_fp4(ir::DataType t);
 
 // C operator precedence, higher binds tighter.
 enum Prec : int {

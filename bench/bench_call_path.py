@@ -1,0 +1,101 @@
+"""Host time per call of a cached tiny kernel, broken down, next to torch.add in the same process.
+
+The kernel is examples/elementwise_add.py (symbolic length n, three float32 tensors) on n = 1:
+the GPU work is ~2 us and asynchronous, so a loop of calls measures the host path. Rows:
+
+- torch.add(a, b, out=c) and torch.add(a, b): the peer (outputs given / allocated);
+- kernel(a, b, c) and kernel(a, b) (out_idx=[2]): tilec's full call;
+- kernel._dry_run(...): the same call without cuLaunchKernel (validation, output allocation,
+  stream lookup), so full - dry run is the driver's launch;
+- torch.empty(...) as tilec calls it: the allocation inside the allocating call;
+- the six tensor reads tilec makes per tensor (dtype, data_ptr, shape, stride, is_cuda,
+  get_device), timed from Python: an upper bound of that part of the dry run.
+
+Each row is the median over rounds that alternate between the rows (clocks and the allocator
+drift within a run). Prints a table; --json writes it.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+def per_call_us(fn, calls):
+    import torch
+
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
+
+
+def measure(rounds: int = 7, calls: int = 20000) -> dict:
+    import torch
+    import tilec
+    from elementwise_add import elementwise_add
+
+    given = tilec.compile(elementwise_add(), target="auto")
+    alloc = tilec.compile(elementwise_add(), out_idx=[2], target="auto")
+    a, b = torch.randn(1, device="cuda"), torch.randn(1, device="cuda")
+    c = torch.full((1,), float("nan"), device="cuda")
+    given(a, b, c)
+    torch.testing.assert_close(c, a + b)
+    torch.testing.assert_close(alloc(a, b), a + b)
+
+    def reads():
+        for t in (a, b, c):
+            t.dtype, t.data_ptr(), t.shape, t.stride(), t.is_cuda, t.get_device()
+
+    rows = {
+        "torch.add(a, b, out=c)": lambda: torch.add(a, b, out=c),
+        "torch.add(a, b)": lambda: torch.add(a, b),
+        "tilec kernel(a, b, c)": lambda: given(a, b, c),
+        "tilec kernel(a, b) [out_idx]": lambda: alloc(a, b),
+        "tilec dry run (a, b, c)": lambda: given._dry_run(a, b, c),
+        "tilec dry run (a, b) [out_idx]": lambda: alloc._dry_run(a, b),
+        "torch.empty((1,), dtype=, device=)": lambda: torch.empty((1,), dtype=torch.float32, device=0),
+        "3 x six tensor reads from Python": reads,
+    }
+    samples = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            samples[name].append(per_call_us(fn, calls))
+    us = {name: statistics.median(v) for name, v in samples.items()}
+    us["launch (full - dry run), outputs given"] = us["tilec kernel(a, b, c)"] - us["tilec dry run (a, b, c)"]
+    us["launch (full - dry run), allocating"] = us["tilec kernel(a, b) [out_idx]"] - us["tilec dry run (a, b) [out_idx]"]
+    return {"us_per_call": us,
+            "ratio_outputs_given": us["tilec kernel(a, b, c)"] / us["torch.add(a, b, out=c)"],
+            "ratio_allocating": us["tilec kernel(a, b) [out_idx]"] / us["torch.add(a, b)"],
+            "rounds": rounds, "calls_per_round": calls, "device": torch.cuda.get_device_name(),
+            "torch": torch.__version__}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--calls", type=int, default=20000)
+    p.add_argument("--json")
+    a = p.parse_args()
+    r = measure(a.rounds, a.calls)
+    for name, v in r["us_per_call"].items():
+        print(f"  {name:42s} {v:6.2f} us")
+    print(f"  tilec / torch.add: outputs given {r['ratio_outputs_given']:.3f}, allocating {r['ratio_allocating']:.3f} "
+          "(lower is better; the target is <= 1)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(r, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,8 +2,8 @@
 // Kernel object that launches on torch tensors.
 //
 // The call path is the product here: Kernel.__call__ is C++ all the way to
-// cuLaunchKernel. torch tensors are read through a handful of attribute lookups
-// (data_ptr, shape, stride, dtype, is_cuda, get_device) once torch.Tensor is registered
+// cuLaunchKernel. torch tensors are read through six attributes (data_ptr, shape, stride,
+// dtype, is_cuda, get_device; straight from torch.Tensor's descriptors) once torch.Tensor is registered
 // by tilec/kernel.py (_set_torch_hooks, done lazily on the first call after torch is
 // imported); other arrays go through DLPack / the buffer protocol (nb::ndarray).
 // Outputs are allocated with the registered torch.empty, the stream is torch's current
@@ -44,9 +44,20 @@ using namespace tilec;
 using namespace tilec::runtime;
 
 // ---------------------------------------------------------------- torch hooks
+// The six tensor reads of a call. For an exact torch.Tensor they go straight to the
+// descriptor torch.Tensor defines (a getset or a C method), which skips the attribute lookup
+// and the instance-dict probe of every read; subclasses take the ordinary lookup.
+enum TensorAttr { kAttrDtype, kAttrDataPtr, kAttrShape, kAttrStride, kAttrIsCuda, kAttrGetDevice, kNumTensorAttrs };
+struct TensorAttrSlot {
+  PyObject* name = nullptr;   // interned
+  PyObject* descr = nullptr;  // torch.Tensor's descriptor (strong), or null: ordinary lookup
+  bool is_method = false;     // a C method called with the tensor alone, else a getset
+};
+
 struct TorchHooks {
   bool ready = false;
   PyTypeObject* tensor_type = nullptr;
+  TensorAttrSlot attrs[kNumTensorAttrs];
   std::vector<std::pair<PyObject*, ir::DataType>> dtypes;  // torch dtype object <-> tilec type
   PyObject* empty = nullptr;                                // torch.empty
   PyObject* current_stream = nullptr;                       // device index -> raw stream (int)
@@ -75,6 +86,40 @@ void intern_names() {
   s_device = PyUnicode_InternFromString("device");
   s_cuda_stream = PyUnicode_InternFromString("cuda_stream");
   s_empty_kwnames = PyTuple_Pack(2, s_dtype, s_device);
+}
+
+// A new reference to attribute `a` of tensor `t` (a method is called without arguments).
+PyObject* tensor_attr(PyObject* t, TensorAttr a) {
+  const TensorAttrSlot& slot = g_torch.attrs[a];
+  if (slot.descr && Py_TYPE(t) == g_torch.tensor_type) {
+    if (slot.is_method) return PyObject_Vectorcall(slot.descr, &t, 1, nullptr);
+    return Py_TYPE(slot.descr)->tp_descr_get(slot.descr, t, reinterpret_cast<PyObject*>(g_torch.tensor_type));
+  }
+  return slot.is_method ? PyObject_CallMethodNoArgs(t, slot.name) : PyObject_GetAttr(t, slot.name);
+}
+
+// Fills g_torch.attrs from torch.Tensor: a descriptor is used directly only when it is a plain
+// method or getset descriptor (anything else, e.g. a Python override, takes the ordinary lookup).
+void resolve_tensor_attrs(TorchHooks& h) {
+  const std::pair<TensorAttr, PyObject*> names[] = {{kAttrDtype, s_dtype},   {kAttrDataPtr, s_data_ptr},
+                                                    {kAttrShape, s_shape},   {kAttrStride, s_stride},
+                                                    {kAttrIsCuda, s_is_cuda}, {kAttrGetDevice, s_get_device}};
+  for (const auto& [a, name] : names) {
+    TensorAttrSlot& slot = h.attrs[a];
+    slot.name = name;
+    slot.is_method = a == kAttrDataPtr || a == kAttrStride || a == kAttrGetDevice;
+    PyObject* d = PyObject_GetAttr(reinterpret_cast<PyObject*>(h.tensor_type), name);
+    if (!d) {
+      PyErr_Clear();
+      continue;
+    }
+    const bool usable = slot.is_method ? Py_IS_TYPE(d, &PyMethodDescr_Type) : Py_IS_TYPE(d, &PyGetSetDescr_Type);
+    if (usable) {
+      slot.descr = d;
+    } else {
+      Py_DECREF(d);
+    }
+  }
 }
 
 // Installs the torch hooks once torch has been imported by the user (never imports it).
@@ -181,7 +226,7 @@ void unpack_fp4x2_view(TensorView& v, int64_t* shape, int64_t* strides) {
 
 void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* strides) {
   {
-    PyRef dtype(PyObject_GetAttr(t, s_dtype));
+    PyRef dtype(tensor_attr(t, kAttrDtype));
     bool found = false;
     for (const auto& [obj, dt] : g_torch.dtypes) {
       if (obj == dtype.p) {
@@ -195,24 +240,24 @@ void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* stri
     }
   }
   {
-    PyRef ptr(PyObject_CallMethodNoArgs(t, s_data_ptr));
+    PyRef ptr(tensor_attr(t, kAttrDataPtr));
     v.data = PyLong_AsUnsignedLongLong(ptr.p);
   }
   {
-    PyRef s(PyObject_GetAttr(t, s_shape));
+    PyRef s(tensor_attr(t, kAttrShape));
     v.ndim = read_int_tuple(s.p, shape, "the tensor's shape");
     v.shape = shape;
   }
   {
-    PyRef s(PyObject_CallMethodNoArgs(t, s_stride));
+    PyRef s(tensor_attr(t, kAttrStride));
     read_int_tuple(s.p, strides, "the tensor's strides");
     v.strides = strides;
   }
   if (v.dtype == ir::DataType::Float4E2M1(2)) unpack_fp4x2_view(v, shape, strides);
-  PyRef is_cuda(PyObject_GetAttr(t, s_is_cuda));
+  PyRef is_cuda(tensor_attr(t, kAttrIsCuda));
   if (is_cuda.p == Py_True) {
     v.device_type = DeviceType::kCUDA;
-    PyRef dev(PyObject_CallMethodNoArgs(t, s_get_device));
+    PyRef dev(tensor_attr(t, kAttrGetDevice));
     v.device_id = static_cast<int>(long_of(dev.p));
   } else {
     v.device_type = DeviceType::kOther;
@@ -737,6 +782,7 @@ void bind_runtime(nb::module_& m) {
         }
         h.empty = empty.inc_ref().ptr();
         h.current_stream = current_stream.is_none() ? nullptr : current_stream.inc_ref().ptr();
+        resolve_tensor_attrs(h);
         h.ready = true;
         g_torch = std::move(h);
       },

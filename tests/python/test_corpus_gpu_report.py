@@ -86,3 +86,55 @@ def test_only_takes_several_texts():
     assert run_corpus.selected("gemm/example_gemm.py", "")
     assert run_corpus.selected("gemm/example_gemm.py", "act_quant, gemm/")
     assert not run_corpus.selected("gemm/example_gemm.py", "act_quant,mamba")
+
+
+TILEC_OUT = """Testing mhc_pre with n=8192
+Ref latency: 0.2374
+tilelang Latency: 0.0178ms
+latency: 2.3281 ms  (944.57 fp8 TFLOPS)
+Tile-lang: 145.36 TFlops
+Expected FLOPs: 2147483648
+bwd  tilelang: 0.1702 ms   ref: 0.1953 ms
+"""
+
+
+def test_timing_lines_read_the_figures_examples_print():
+    import run_corpus
+
+    t = run_corpus.timing_lines(TILEC_OUT)
+    assert t == {"Ref latency: #": [0.2374, "time"], "tilelang Latency: #ms": [0.0178, "time"],
+                 "latency: # ms  (# fp# TFLOPS)": [2.3281, "time"], "Tile-lang: # TFlops": [145.36, "rate"],
+                 "bwd  tilelang: # ms   ref: # ms": [0.1702, "time"]}  # a FLOP count is not a figure
+    assert run_corpus.speed_ratio([1.0, "time"], [1.5, "time"]) == 1.5  # tilec's time 1.5x shorter
+    assert run_corpus.speed_ratio([300.0, "rate"], [200.0, "rate"]) == 1.5
+    assert run_corpus.speed_ratio([0.0, "time"], [1.0, "time"]) is None
+
+
+def test_peer_mode_runs_upstream_after_tilec_where_it_can_compare(tmp_path, monkeypatch):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    (upstream / "passing-upstream-h200.txt").write_text("a/timed.py\nb/silent.py\n")
+    rc = _load(monkeypatch, upstream)
+    runs = []
+
+    def fake_run(example, timeout, log_dir="", peer_site=""):
+        runs.append((example, peer_site))
+        text = {"a/timed.py": "Tile-lang: 300 TFlops\nRef latency: 1.0" if not peer_site
+                else "Tile-lang: 200 TFlops\nRef latency: 1.1",
+                "b/silent.py": "ok", "c/upstream_fails.py": "Latency: 2.0 ms"}[example]
+        return {"example": example, "status": "pass", "seconds": 1.0, "last_line": text.splitlines()[-1],
+                "timings": rc.timing_lines(text)}
+
+    monkeypatch.setattr(rc, "run_one_on_gpu", fake_run)
+    report = tmp_path / "corpus_gpu.json"
+    args = types.SimpleNamespace(report=str(report), jobs=2, timeout=5.0, write_docs=False, peer="/site")
+    assert rc.run_gpu(["a/timed.py", "b/silent.py", "c/upstream_fails.py"], args) == 0
+    # upstream runs only where tilec printed figures and upstream passes the example
+    assert sorted(runs) == [("a/timed.py", ""), ("a/timed.py", "/site"), ("b/silent.py", ""),
+                            ("c/upstream_fails.py", "")]
+    table = (tmp_path / "corpus_gpu_timings.md").read_text()
+    assert "| a/timed.py | Tile-lang: # TFlops | 300 | 200 | 1.50 |" in table
+    assert "| a/timed.py | Ref latency: # | 1 | 1.1 | 1.10 |" in table
+    assert "b/silent.py" not in table and "c/upstream_fails.py" not in table
+    monkeypatch.undo()
+    importlib.reload(rc)

@@ -113,14 +113,22 @@ def run_one(example: str, timeout: float) -> dict:
     return result
 
 
-def run_one_on_gpu(example: str, timeout: float, log_dir: str = "") -> dict:
+def run_one_on_gpu(example: str, timeout: float, log_dir: str = "", peer_site: str = "") -> dict:
     """Runs the example unmodified (`python -m tilec.run`) in its own process group; the whole
-    group is killed at the time limit (autotuners and data loaders start children)."""
+    group is killed at the time limit (autotuners and data loaders start children). With
+    `peer_site` it runs upstream TileLang instead: plain `python PROGRAM` with only that
+    directory (an unpacked upstream TileLang site) on PYTHONPATH."""
     program = os.path.join(EXAMPLES, example)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    if peer_site:
+        env["PYTHONPATH"] = peer_site
+        env.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
+        command = [sys.executable, program]
+    else:
+        env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+        command = [sys.executable, "-m", "tilec.run", program]
     start = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "tilec.run", program], cwd=os.path.dirname(program), env=env,
+    proc = subprocess.Popen(command, cwd=os.path.dirname(program), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -139,12 +147,49 @@ def run_one_on_gpu(example: str, timeout: float, log_dir: str = "") -> dict:
                                                                                                f"{proc.returncode})")
         last = last.strip()[:300]
     if log_dir:
-        path = os.path.join(log_dir, example.replace("/", "__") + ".log")
+        path = os.path.join(log_dir, example.replace("/", "__") + (".upstream" if peer_site else "") + ".log")
         os.makedirs(log_dir, exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
     return {"example": example, "status": status, "last_line": last, "seconds": round(time.time() - start, 1),
-            "exit": proc.returncode}
+            "exit": proc.returncode, "timings": timing_lines(text) if status == "pass" else {}}
+
+
+# A number, then (optionally) its unit: the figures examples print about themselves.
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_UNIT = re.compile(r"\s*(ms|us|µs|s|tflops|tflop/s|gb/s|tb/s)\b", re.IGNORECASE)
+_TIME_WORDS = re.compile(r"latency|time|\bms\b", re.IGNORECASE)
+_RATE_WORDS = re.compile(r"tflop|gb/s|tb/s|bandwidth", re.IGNORECASE)
+
+
+def timing_lines(text: str) -> dict:
+    """{label: [value, kind]} of the output lines that report a time or a rate: the label is the
+    line with every number replaced by '#' (so the same print matches between two runs), the
+    value its first number, kind 'time' (lower is better) or 'rate' (higher is better), from the
+    unit after the number or else the words of the line. Lines that are neither are left out."""
+    found = {}
+    for line in text.splitlines():
+        line = line.strip()
+        m = _NUMBER.search(line)
+        if not m or not (_TIME_WORDS.search(line) or _RATE_WORDS.search(line)):
+            continue
+        unit = _UNIT.match(line, m.end())
+        if unit:
+            kind = "rate" if "/" in unit.group(1) or unit.group(1).lower().startswith("tflop") else "time"
+        else:
+            kind = "time" if _TIME_WORDS.search(line[:m.start()]) else "rate" if _RATE_WORDS.search(line) else ""
+        label = _NUMBER.sub("#", line)[:120]
+        if kind and label not in found:
+            found[label] = [float(m.group()), kind]
+    return found
+
+
+def speed_ratio(ours: list, peer: list) -> float | None:
+    """How many times faster tilec's figure is than upstream's (> 1: tilec faster)."""
+    (a, kind), (b, _) = ours, peer
+    if a <= 0 or b <= 0:
+        return None
+    return b / a if kind == "time" else a / b
 
 
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b:?")
@@ -177,6 +222,42 @@ def gpu_table(results: list, stamp: str = "", commit: str = "") -> str:
         status = r["status"] + (" (alone)" if r.get("rerun_alone") else "")
         lines.append(f"| {r['example']} | {up} | {status} | {r['seconds']} | {last} |")
     return "\n".join(lines) + "\n"
+
+
+def timing_table(results: list, meta: dict) -> str:
+    """Each figure an example printed about itself, from tilec's run and upstream's run of the same
+    example in the same device call (the label is the printed line with its numbers as '#')."""
+    runs = [r for r in results if r.get("peer")]
+    lines = ["<!-- timing-table: written by tests/upstream/run_corpus.py --gpu --peer ... --write-docs -->",
+             f"Same-run timings (H200), {meta.get('date', '')}, commit {meta.get('commit', '')}: {len(runs)} examples "
+             f"run by tilec and then by upstream TileLang 0.1.15 in the same slot, {meta.get('jobs', '?')} examples "
+             "sharing the GPU at a time (so each figure is taken beside other work: compare ratios, not absolute "
+             "values; reference rows such as torch's are a check of that noise). 'tilec / upstream' is how many "
+             "times faster tilec's figure is (time: upstream's over tilec's; rate: tilec's over upstream's).", "",
+             "| example | figure (printed line, numbers as #) | tilec | upstream | tilec / upstream |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in sorted(runs, key=lambda r: r["example"]):
+        peer = r["peer"]
+        if peer["status"] != "pass":
+            lines.append(f"| {r['example']} | (upstream: {peer['status']}: {peer['last_line'][:80]}) | | | |")
+            continue
+        for label, ours in r["timings"].items():
+            theirs = peer.get("timings", {}).get(label)
+            if not theirs:
+                continue
+            ratio = speed_ratio(ours, theirs)
+            text = label.replace("|", "\\|")
+            lines.append(f"| {r['example']} | {text} | {ours[0]:.4g} | {theirs[0]:.4g} | "
+                         f"{'' if ratio is None else f'{ratio:.2f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_timing_docs(results: list, meta: dict) -> None:
+    with open(COMPAT_MD) as f:
+        text = f.read()
+    begin, end = text.index("<!-- timing-table"), text.index("<!-- /timing-table -->")
+    with open(COMPAT_MD, "w") as f:
+        f.write(text[:begin] + timing_table(results, meta) + text[end:])
 
 
 def write_gpu_docs(results: list, stamp: str = "", commit: str = "") -> None:
@@ -219,7 +300,7 @@ def run_gpu(examples: list, args) -> int:
     report = args.report
     os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d"), "commit": _commit(), "jobs": args.jobs, "timeout": args.timeout,
-            "examples": len(examples)}
+            "examples": len(examples), "peer": bool(getattr(args, "peer", ""))}
     results = []
 
     def write_report():  # after every example: a run stopped from outside keeps what finished
@@ -229,9 +310,19 @@ def run_gpu(examples: list, args) -> int:
                       indent=1)
         os.replace(report + ".tmp", report)  # whole reports only, for a reader at any moment
 
+    passing = upstream_passing()
+
+    def run_pair(example: str) -> dict:
+        """tilec's run; with --peer, upstream's right after it in the same slot when tilec's run
+        printed figures of its own and upstream passes the example (a side-by-side timing)."""
+        r = run_one_on_gpu(example, args.timeout, log_dir)
+        if getattr(args, "peer", "") and r.get("timings") and example in passing:
+            r["peer"] = run_one_on_gpu(example, args.timeout, log_dir, peer_site=args.peer)
+        return r
+
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         log_dir = os.path.splitext(args.report)[0] + "_logs"
-        futures = [pool.submit(run_one_on_gpu, e, args.timeout, log_dir) for e in examples]
+        futures = [pool.submit(run_pair, e) for e in examples]
         for fut in concurrent.futures.as_completed(futures):
             r = fut.result()
             results.append(r)
@@ -253,8 +344,13 @@ def run_gpu(examples: list, args) -> int:
         f.write(gpu_table(results, meta["date"], meta["commit"]))
     print("summary:", ", ".join(f"{k} {v}" for k, v in summarize(results, ("pass", "fail", "timeout")).items()),
           f"-> {report}")
+    if meta["peer"]:
+        with open(os.path.splitext(report)[0] + "_timings.md", "w") as f:
+            f.write(timing_table(results, meta))
     if args.write_docs:
         write_gpu_docs(results, meta["date"], meta["commit"])
+        if meta["peer"]:
+            write_timing_docs(results, meta)
     return 0
 
 
@@ -320,14 +416,21 @@ def main(argv=None) -> int:
     ap.add_argument("--report", default=None)
     ap.add_argument("--gpu", action="store_true", help="GPU mode: run each example for real (on the H200)")
     ap.add_argument("--shard", default="", help="K/N: run every N-th in-scope example from the K-th")
+    ap.add_argument("--peer", default="", metavar="SITE",
+                    help="GPU mode: after tilec's run of an example that prints its own figures and that upstream "
+                         "passes, run it with upstream TileLang (SITE: its unpacked site directory) in the same slot; "
+                         "the figures side by side go to REPORT_timings.md (and with --write-docs to docs/COMPAT.md)")
     ap.add_argument("--docs-from-report", nargs="*", default=None, metavar="REPORT",
                     help="rewrite the CPU (or with --gpu, the GPU) table of docs/COMPAT.md from reports, running "
-                         "nothing (default: the last report)")
+                         "nothing (default: the last report); a GPU report of a --peer run rewrites the same-run "
+                         "timing table instead")
     args = ap.parse_args(argv)
     if args.docs_from_report is not None:
         default = args.report or (os.path.join(HERE, "report", "gpu_mode.json") if args.gpu else REPORT)
         results, meta = load_reports(args.docs_from_report or [default])
-        if args.gpu:
+        if args.gpu and any(r.get("peer") for r in results):
+            write_timing_docs(results, meta)
+        elif args.gpu:
             write_gpu_docs(results, meta.get("date", ""), meta.get("commit", ""))
         else:
             write_docs(results)

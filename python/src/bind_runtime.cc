@@ -6,7 +6,8 @@
 // dtype, is_cuda, get_device; straight from torch.Tensor's descriptors) once torch.Tensor is registered
 // by tilec/kernel.py (_set_torch_hooks, done lazily on the first call after torch is
 // imported); other arrays go through DLPack / the buffer protocol (nb::ndarray).
-// Outputs are allocated with the registered torch.empty, the stream is torch's current
+// Outputs are allocated with new_empty of an input of their dtype (else the registered
+// torch.empty), the stream is torch's current
 // stream of the tensors' device. Per call: no heap allocation in C++ beyond the Python
 // objects the call must create (argument tuple, outputs). Argument errors raise
 // tilec.KernelArgumentError (a ValueError) before anything reaches the GPU.
@@ -74,6 +75,7 @@ PyObject* s_is_cuda;
 PyObject* s_get_device;
 PyObject* s_device;
 PyObject* s_cuda_stream;
+PyObject* s_new_empty;
 PyObject* s_empty_kwnames;  // ("dtype", "device")
 
 void intern_names() {
@@ -85,6 +87,7 @@ void intern_names() {
   s_get_device = PyUnicode_InternFromString("get_device");
   s_device = PyUnicode_InternFromString("device");
   s_cuda_stream = PyUnicode_InternFromString("cuda_stream");
+  s_new_empty = PyUnicode_InternFromString("new_empty");
   s_empty_kwnames = PyTuple_Pack(2, s_dtype, s_device);
 }
 
@@ -383,6 +386,25 @@ const Kernel& kernel_without_tma(PyKernel& self, const TmaArgumentError& why) {
   return *self.without_tma;
 }
 
+// A new torch tensor for output `pos` (null with the allocator's exception set). When an input
+// argument is an exact torch.Tensor of the output's dtype, `input.new_empty(shape)` (same dtype
+// and device: bind checked that every tensor is on call.device), which parses one argument;
+// else torch.empty(shape, dtype=, device=).
+PyObject* allocate_output(const Kernel& k, int pos, const ArgValue* values, PyObject* args, PyObject* shape,
+                          int device) {
+  const ir::DataType want = k.plan().tensors[k.param_index(pos)].dtype;
+  for (int p = 0, ai = 0; p < k.num_params(); ++p) {
+    if (k.param_is_tensor(p) && k.plan().tensors[k.param_index(p)].is_output) continue;  // not among the args
+    PyObject* arg = PyTuple_GET_ITEM(args, ai++);
+    if (values[p].kind == ArgValue::kTensor && values[p].tensor.dtype == want && Py_TYPE(arg) == g_torch.tensor_type) {
+      return PyObject_CallMethodOneArg(arg, s_new_empty, shape);
+    }
+  }
+  PyRef index(PyLong_FromLong(device < 0 ? 0 : device));
+  PyObject* argv[] = {shape, torch_dtype_for(want), index.p};
+  return PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames);
+}
+
 // `dry_run`: everything but the launch itself (host-overhead measurements, tests).
 nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bool dry_run) {
   maybe_install_torch_hooks();
@@ -444,10 +466,7 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
         const int64_t torch_extent = fp4 && i == rank - 1 ? shape[i] / 2 : shape[i];
         PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(torch_extent));
       }
-      PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));
-      PyObject* dtype = torch_dtype_for(k.plan().tensors[k.param_index(pos)].dtype);
-      PyObject* argv[] = {shape_tuple.p, dtype, device.p};
-      nb::object tensor = nb::steal(PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames));
+      nb::object tensor = nb::steal(allocate_output(k, pos, values, args.ptr(), shape_tuple.p, call.device));
       if (!tensor.is_valid()) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt and the like
         raise_output_allocation_error(k, pos, shape, rank, call.device < 0 ? 0 : call.device);

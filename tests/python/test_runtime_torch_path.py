@@ -40,6 +40,9 @@ SCRIPT = textwrap.dedent(r'''
         def data_ptr(self): return self._ptr
         def stride(self): return self._strides
         def get_device(self): return self._device if self.is_cuda else -1
+        def new_empty(self, shape):  # torch: same dtype and device as self
+            calls.append(("new_empty", shape, self.dtype, self._device))
+            return Tensor(shape, self.dtype, ptr=0x20000, device=self._device)
 
     calls = []
     def empty(shape, dtype=None, device=None):
@@ -92,6 +95,21 @@ SCRIPT = textwrap.dedent(r'''
     r = k._dry_run(Tensor((3, 4)), Tensor((3, 4)))
     print("DRY", type(r).__name__, r.shape, r._device, calls)
     print("NULL", error_of(Tensor((3, 4), ptr=0), Tensor((3, 4))))
+    # An output of another dtype than every input: torch.empty(shape, dtype=, device=).
+    cast = K.compile_cuda('extern "C" __global__ void cast(const void* a, float* c, int n) {}', """tilec-launch-plan 1
+    kernel cast
+    symbol n int32
+    tensor A float16 shape=[n]
+    tensor C float32 shape=[n] output=1
+    arg tensor 0
+    arg tensor 1
+    arg symbol n int32
+    grid n
+    block 32 1 1
+    """, target="sm_80", use_cache=False)
+    calls.clear()
+    cast._dry_run(Tensor((6,), float16, device=1))
+    print("CAST_ALLOC", calls)
     r = k._dry_run(Tensor((0, 4), ptr=0), Tensor((0, 4), ptr=0), Tensor((0, 4), ptr=0))
     print("NULL_EMPTY", r.shape)
 
@@ -188,7 +206,10 @@ def test_output_allocated_on_the_inputs_device_then_driver_reached(lines):
     # The missing driver is found before torch's stream lookup (which would fail deep inside torch).
     assert lines["LAUNCH"].startswith("KernelLaunchError: kernel 'add' cannot run: no CUDA driver: "
                                       "dlopen(\"libcuda.so.1\") failed"), lines["LAUNCH"]
-    assert lines["CALLS_AFTER"] == "[('empty', (3, 4), fake.float32, 1)]"
+    # an input of the output's dtype: input.new_empty(shape), which keeps its dtype and device
+    assert lines["CALLS_AFTER"] == "[('new_empty', (3, 4), fake.float32, 1)]"
+    # none: torch.empty(shape, dtype=, device=)
+    assert lines["CAST_ALLOC"] == "[('empty', (6,), fake.float32, 1), ('stream', 1)]"
 
 
 def test_given_outputs_and_stream_skip_allocation_and_lookup(lines):
@@ -213,4 +234,4 @@ def test_output_the_allocator_cannot_make_names_kernel_output_and_size(lines):
 
 
 def test_dry_run_allocates_and_returns_the_output(lines):
-    assert lines["DRY"] == "Tensor (3, 4) 0 [('empty', (3, 4), fake.float32, 0), ('stream', 0)]"
+    assert lines["DRY"] == "Tensor (3, 4) 0 [('new_empty', (3, 4), fake.float32, 0), ('stream', 0)]"

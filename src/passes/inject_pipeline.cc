@@ -1,7 +1,9 @@
 // inject_pipeline: turns each planned T.Pipelined loop into a software pipeline.
 //
 // Input:  tile IR after pipeline_planning: every For of kind Pipelined has a canonical
-//         body (pipeline_body.h) and `stage` / `order` lists; S = num_stages - 1 >= 1.
+//         body (pipeline_body.h) and `stage` / `order` lists; S = num_stages - 1 >= 1, or
+//         num_stages = 1 (one buffer, left by warp_specialize): that loop becomes a serial
+//         loop with its statements in issue order.
 // Output: no For of kind Pipelined. For a loop `for v in [m, m + n)` with statements
 //         st_j at stages s_j (issue positions order[j]):
 //           prologue: steps p = 0 .. S-1, each running every st_j with s_j <= p for
@@ -181,7 +183,7 @@ class Injector : public IRMutator {
   void plan(const Stmt& s) {
     for_each_node(s, [&](const Node* n) {
       auto* f = dynamic_cast<const ForNode*>(n);
-      if (f && f->for_kind == ForKind::kPipelined) plan_loop(f);
+      if (f && f->for_kind == ForKind::kPipelined && f->pipeline.num_stages >= 2) plan_loop(f);
     });
   }
 
@@ -232,6 +234,10 @@ class Injector : public IRMutator {
   }
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
     if (op->for_kind != ForKind::kPipelined) return IRMutator::mutate_For(s, op);
+    if (op->pipeline.num_stages == 1) {  // one buffer, not warp-specialized: a serial loop
+      Stmt body = mutate(op->body);
+      return pl::serial_loop(op, pl::split_body(body), op->pipeline.order);
+    }
     auto it = plans_.find(op);
     TILEC_ICHECK(it != plans_.end()) << "pipelined loop was not planned";
     return expand(op, it->second);

@@ -96,6 +96,13 @@ Stmt join_body(const std::vector<Stmt>& wrappers, std::vector<Stmt> stmts) {
   return s;
 }
 
+Stmt serial_loop(const ForNode* op, const Body& body, const std::vector<int>& order) {
+  std::vector<Stmt> stmts(body.stmts.size());
+  for (size_t j = 0; j < body.stmts.size(); ++j) stmts[order[j]] = body.stmts[j];
+  return make_for(op->loop_var, op->min, op->extent, ForKind::kSerial, join_body(body.wrappers, std::move(stmts)),
+                  op->loc, {}, "", op->annotations);
+}
+
 Access accesses(const Stmt& s) {
   Access a;
   AccessCollector c(&a);

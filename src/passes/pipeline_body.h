@@ -27,6 +27,8 @@ struct Body {
 Body split_body(const ir::Stmt& body);
 // The inverse: the wrappers around Seq(stmts) (a single statement stays itself).
 ir::Stmt join_body(const std::vector<ir::Stmt>& wrappers, std::vector<ir::Stmt> stmts);
+// Loop `op` as a serial loop over `body` with statement j at issue position order[j].
+ir::Stmt serial_loop(const ir::ForNode* op, const Body& body, const std::vector<int>& order);
 
 using BufferSet = std::unordered_set<const ir::BufferNode*>;
 struct Access {

@@ -8,8 +8,12 @@
 //         (pipeline_body.h: wrappers around a flat Seq, Lets inlined) and explicit
 //         `stage` and `order` lists with one entry per statement; num_stages becomes the
 //         pipeline depth max(stage) + 1. Loops that need none become serial loops with
-//         their body in issue order: num_stages 0 or 1 without an explicit stage, a depth
-//         of 1, or (default planning) no copy global -> shared in the body.
+//         their body in issue order: num_stages 0 without an explicit stage, a depth of 1,
+//         or (default planning) no copy global -> shared in the body. The exception:
+//         num_stages=1 without a stage list and with such copies stays a Pipelined loop
+//         with num_stages 1 and default stages (copies 0, the rest 1): one buffer per
+//         tile, which warp_specialize (sm_90a) hands between a producer and the
+//         consumers; inject_pipeline runs it serially in issue order otherwise.
 // Before: verify. After: inject_pipeline consumes the lists.
 //
 // Default planning (no `stage` given): the producers are the copies global -> shared;
@@ -63,13 +67,6 @@ void warn_not_pipelined(const ForNode* op, const pl::Body& body) {
            "statements tilec issues ahead" + copies,
        "stage the loads through T.alloc_shared buffers (T.copy(global, shared)), or use T.serial / num_stages=1 "
        "to say that no pipelining is wanted");
-}
-
-Stmt serial_loop(const ForNode* op, const pl::Body& body, const std::vector<int>& order) {
-  std::vector<Stmt> stmts(body.stmts.size());
-  for (size_t j = 0; j < body.stmts.size(); ++j) stmts[order[j]] = body.stmts[j];
-  return make_for(op->loop_var, op->min, op->extent, ForKind::kSerial, pl::join_body(body.wrappers, std::move(stmts)),
-                  op->loc, {}, "", op->annotations);
 }
 
 std::vector<int> default_stages(const pl::Body& body, int last_stage) {
@@ -135,11 +132,23 @@ class Planner : public IRMutator {
     } else {
       const bool has_producer = std::any_of(body.stmts.begin(), body.stmts.end(), pl::is_global_to_shared_copy);
       if (info.num_stages > 1 && !has_producer) warn_not_pipelined(op, body);
-      if (info.num_stages <= 1 || !has_producer) return serial_loop(op, body, order);
-      stage = default_stages(body, info.num_stages - 1);
+      // num_stages=1: one buffer per loaded tile. The copies are planned at stage 0 and the
+      // rest at stage 1, so that warp_specialize can hand that buffer between a producer and
+      // the consumers; inject_pipeline runs such a loop serially.
+      const bool one_buffer = info.num_stages == 1 && has_producer;
+      if (!one_buffer && (info.num_stages <= 1 || !has_producer)) return pl::serial_loop(op, body, order);
+      stage = default_stages(body, std::max(info.num_stages - 1, 1));
+      if (one_buffer) {
+        auto n_for = std::make_shared<ForNode>(*op);
+        n_for->pipeline.num_stages = 1;
+        n_for->pipeline.order = order;
+        n_for->pipeline.stage = stage;
+        n_for->body = pl::join_body(body.wrappers, body.stmts);
+        return Stmt(std::shared_ptr<const ForNode>(std::move(n_for)));
+      }
     }
     const int depth = *std::max_element(stage.begin(), stage.end()) + 1;
-    if (depth <= 1) return serial_loop(op, body, order);
+    if (depth <= 1) return pl::serial_loop(op, body, order);
 
     auto n_for = std::make_shared<ForNode>(*op);
     n_for->pipeline.num_stages = depth;

@@ -57,7 +57,8 @@
 //         wait before the loop and release after it.
 // Qualifies when: the target has wgmma and TMA, neither tl.disable_warp_specialized nor
 //   tl.disable_tma_lower is set; the block is one-dimensional, T a multiple of 128 with
-//   T + 128 <= 1024; the kernel has exactly one pipelined loop (num_stages >= 2), not
+//   T + 128 <= 1024; the kernel has exactly one pipelined loop (num_stages >= 1: with 1,
+//   S = 1 buffer, whose slot the producer refills once its readers released it), not
 //   nested in another loop or a condition, and every wrapper between the kernel and the
 //   loop is a Let, an Allocate or an Annotate; the loop's stage-0
 //   statements are all T.copy global -> shared that TMA can do (no disable_tma, no other
@@ -152,7 +153,7 @@ class WarpSpecializer : public IRMutator {
   }
 
   std::optional<Plan> plan_loop(const ForNode* f, const Stmt& kernel_body, int64_t threads) {
-    if (f->pipeline.num_stages < 2 || f->pipeline.stage.empty()) return no("the loop has fewer than 2 stages");
+    if (f->pipeline.stage.empty()) return no("the loop is not pipelined (num_stages=0, or no T.copy global -> shared)");
     Plan p;
     p.loop = f;
     p.stages = f->pipeline.num_stages;

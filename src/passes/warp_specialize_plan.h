@@ -119,6 +119,11 @@ RewriteResult rewrite_kernel(const ir::KernelLaunchNode* kernel, const Spine& sp
                              const PassContext& ctx, const ReadOnly* read_only);
 
 bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx);
+// The 32-bit registers per thread of `threads` that the kernel's fragments take together.
+int64_t fragment_registers(const ir::KernelLaunchNode* kernel, int64_t threads);
+// The bytes of the kernel's shared buffers (the copied ones with their stage versions) laid
+// side by side: an upper bound of what plan_shared_memory will give the block.
+int64_t unshared_bytes(const ir::KernelLaunchNode* kernel, const Plan& p);
 // The block index the loop's trip count depends on (uneven tiles), -1 when it depends on none,
 // -2 when on several or when the loop's start depends on one.
 int work_dim(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p);

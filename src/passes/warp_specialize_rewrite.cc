@@ -78,7 +78,8 @@ class KernelRewrite {
     iter_ = persistent_ ? tile_base_ + local_ : local_;
     slot_ = floormod(iter_, int_imm(S_, it_));
     phase_ = floormod(floordiv(iter_, int_imm(S_, it_)), int_imm(2, it_));
-    deferred_ = defer_release(p);
+    // One slot (num_stages=1) cannot stay in flight across a step: the next load needs it.
+    deferred_ = S_ >= 2 && defer_release(p);
     groups_ = copy_groups(p, deferred_);
     for (size_t g = 0; g < groups_.size(); ++g) {
       const std::string suffix = groups_.size() == 1 ? "" : std::to_string(g);
@@ -102,7 +103,13 @@ class KernelRewrite {
     // already covers this one's head loads, and within the 128-register launch budget the
     // producer's extra state made ptxas spill (the backward example at d128).
     consumer_groups_ = static_cast<int>(threads / 128);
-    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128;
+    // Two blocks per SM also need their shared memory to fit side by side (else the 128-register
+    // launch budget buys nothing: one block runs, with half the registers it could have), and
+    // their fragments to fit in 128 registers (ptxas allocates the whole kernel within the
+    // launch budget: past it, it spills and serializes the wgmmas, C7512; a 128 x 128 GEMM
+    // accumulator, 128 exactly, is known to run well there).
+    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers(kernel, threads) <= 128 &&
+                  2 * (unshared_bytes(kernel, p) + 2048) <= ctx.target().shared_memory_per_sm();
     if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
       heads_ = head_copies(sp, p, kernel->body, read_only);
     for (const Stmt& h : heads_) head_set_.insert(h.get());
@@ -117,7 +124,10 @@ class KernelRewrite {
     // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
     // the tensor cores.
     turn_ = deferred_ ? std::nullopt : pingpong_gemm(p_, threads_, ctx_);
-    const bool rot = !deferred_ && rotation(p_, groups_, ctx_, &rotated_);
+    // Rotated, a step holds S_k, P_{k-1} and O at once: not when the fragments alone take more
+    // registers than a consumer thread has (ptxas would spill; the serial step spills less).
+    const bool rot = !deferred_ && fragment_registers(kernel_, threads_) <= consumer_registers() &&
+                     rotation(p_, groups_, ctx_, &rotated_);
     consumer_loop_ = rot ? rotated_consumer_loop() : consumer_loop();
     if (deferred_) consumer_loop_ = drained(consumer_loop_);
     // The consumers run the kernel body with the loop replaced and the spine's wrappers
@@ -394,17 +404,21 @@ class KernelRewrite {
     return s;
   }
 
+  // A consumer thread's registers after setmaxnreg (0: no rebalancing). Launch budget: 65536
+  // per SM. One consumer warpgroup runs two CTAs per SM (256 x 128 registers each: 24 producer
+  // + 232 consumer per thread) or one (24 / 240); two take the whole SM (384 x 168: 24 / 240);
+  // three, 24 / 160. (Two CTAs only when every wgmma compiles within the 128-register launch
+  // budget: ptxas places one instruction's accumulators within it, so atoms up to N = 128.)
+  int consumer_registers() const {
+    return consumer_groups_ == 1 ? (two_per_sm_ ? 232 : 240)
+           : consumer_groups_ == 2 ? 240
+           : consumer_groups_ == 3 ? 160
+                                   : 0;
+  }
+
   // The roles with their register budgets, the barriers, the spine's wrappers, the launch.
   RewriteResult assemble(const Stmt& producer_body, const Stmt& consumer_body, const TileLoop& tiles) const {
-    // Register budgets (launch budget: 65536 per SM): one consumer warpgroup runs two CTAs per
-    // SM (256 x 128 registers each: 24 producer + 232 consumer per thread); two take the whole
-    // SM (384 x 168: 24 / 240); three, 24 / 160.
-    // (Two CTAs only when every wgmma compiles within the 128-register launch budget: ptxas
-    // places one instruction's accumulators within it, so atoms up to N = 128.)
-    const int consumer_regs = consumer_groups_ == 1 ? (two_per_sm_ ? 232 : 240)
-                              : consumer_groups_ == 2 ? 240
-                              : consumer_groups_ == 3 ? 160
-                                                      : 0;
+    const int consumer_regs = consumer_registers();
     RewriteResult out;
     out.min_blocks = two_per_sm_ ? 2 : 1;
     std::vector<Stmt> producer_stmts, consumer_stmts;

@@ -34,6 +34,22 @@ bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan
     if (c > 1) return false;
   const int wd = work_dim(kernel, sp, p);
   if (wd == -2 || (wd >= 0 && !ctx.get_bool("tilec.persistent_uneven"))) return false;
+  return unshared_bytes(kernel, p) + 2048 <= ctx.target().max_shared_memory_per_block();
+}
+
+int64_t fragment_registers(const KernelLaunchNode* kernel, int64_t threads) {
+  int64_t bytes = 0;
+  for_each_node(kernel->body, [&](const Node* node) {
+    auto* a = dynamic_cast<const AllocateNode*>(node);
+    if (!a || a->buffer->scope != Scope::kFragment) return;
+    int64_t n = a->buffer->dtype.bytes();
+    for (const auto& e : a->buffer->shape) n *= as_const_int(e) ? *as_const_int(e) : 1;
+    bytes += n;
+  });
+  return bytes / 4 / std::max<int64_t>(threads, 1);
+}
+
+int64_t unshared_bytes(const KernelLaunchNode* kernel, const Plan& p) {
   int64_t bytes = 0;
   for_each_node(kernel->body, [&](const Node* node) {
     auto* a = dynamic_cast<const AllocateNode*>(node);
@@ -41,7 +57,7 @@ bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan
     auto v = p.versioned.find(a->buffer.get());
     bytes += back::shared_alloc_bytes(v == p.versioned.end() ? a->buffer : v->second);
   });
-  return bytes + 2048 <= ctx.target().max_shared_memory_per_block();
+  return bytes;
 }
 
 

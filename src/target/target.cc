@@ -90,6 +90,12 @@ int Target::max_shared_memory_per_block() const {
   return 99 * 1024;  // sm_86, sm_89, sm_120
 }
 
+int Target::shared_memory_per_sm() const {
+  if (arch >= 90 && arch < 120) return 228 * 1024;
+  if (arch == 80 || arch == 87) return 164 * 1024;
+  return 100 * 1024;  // sm_86, sm_89, sm_120
+}
+
 Target parse_target(const std::string& spec, const std::optional<Target>& detected) {
   std::string s = trim(spec);
   if (s == "auto") {

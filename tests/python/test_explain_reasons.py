@@ -354,7 +354,10 @@ def test_the_pipeline_depth_is_the_num_stages_used():
     sm80 = entry(explain(gemm_pipelined(stages=3), "sm_80"), "T.Pipelined loop")
     assert "3 stages (num_stages=3)" in sm80
     one = entry(explain(_ws_gemm(stages=1)), "T.Pipelined loop")
-    assert "depth: 1 stage (num_stages=1): not pipelined, a serial loop" in one
+    assert "chosen: warp-specialized" in one
+    assert "depth: 1 stage (num_stages=1): one shared-memory buffer per tile the loop loads, which the producer" in one
+    serial = entry(explain(gemm_pipelined(stages=1), "sm_80"), "T.Pipelined loop")
+    assert "depth: 1 stage (num_stages=1): not pipelined, a serial loop" in serial
 
 
 def gemm_pipelined(stages):

@@ -223,3 +223,72 @@ def test_fast_math_exp2_is_one_mufu_instruction():
     fast, precise = ptx(True), ptx(False)
     assert "ex2.approx.ftz.f32" in fast and "ex2.approx.f32" not in fast
     assert "ex2.approx.ftz.f32" not in precise and "ex2.approx.f32" in precise
+
+
+def _attention_one_stage(block_m=128, block_n=128, dim=128, threads=128, stages=1):
+    """Upstream's example_mha_fwd_bshd.py shape: one consumer warpgroup over a 128-row block,
+    T.Pipelined(num_stages=1) with K and V copied inside the loop."""
+    shape = (1, 1024, 4, dim)
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"), V: T.Tensor(shape, "float16"),
+             O: T.Tensor(shape, "float16")):
+        with T.Kernel(1024 // block_m, 4, 1, threads=threads) as (bx, by, bz):
+            Qs = T.alloc_shared((block_m, dim), "float16")
+            Ks = T.alloc_shared((block_n, dim), "float16")
+            Vs = T.alloc_shared((block_n, dim), "float16")
+            s = T.alloc_fragment((block_m, block_n), "float32")
+            p = T.alloc_fragment((block_m, block_n), "float16")
+            o = T.alloc_fragment((block_m, dim), "float32")
+            m = T.alloc_fragment((block_m,), "float32")
+            T.copy(Q[bz, bx * block_m:(bx + 1) * block_m, by, :], Qs)
+            T.fill(o, 0)
+            for k in T.Pipelined(1024 // block_n, num_stages=stages):
+                T.copy(K[bz, k * block_n:(k + 1) * block_n, by, :], Ks)
+                T.clear(s)
+                T.gemm(Qs, Ks, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.reduce_max(s, m, dim=1)
+                for i, j in T.Parallel(block_m, block_n):
+                    s[i, j] = T.exp2(s[i, j] - m[i])
+                T.copy(s, p)
+                T.copy(V[bz, k * block_n:(k + 1) * block_n, by, :], Vs)
+                T.gemm(p, Vs, o, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(o, O[bz, bx * block_m:(bx + 1) * block_m, by, :])
+
+    return main
+
+
+def test_one_stage_loop_is_warp_specialized_over_one_buffer():
+    # num_stages=1 on sm_90a: the copies go to a producer warpgroup as TMA loads into one buffer
+    # each (slot 0, phase k % 2), K and V with their own barriers; the consumers run the rest.
+    k = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_90a")
+    src = k.get_kernel_source()
+    assert "tl::tma_load(" in src and "TL_MBARRIER_WAIT(&k_full0[" in src and "TL_MBARRIER_WAIT(&k_full1[" in src, src
+    assert "k_full0[1];" in src and "k_full1[1];" in src  # one slot per group
+    assert "__launch_bounds__(256" in src
+    # The same program on sm_80 is a serial loop with plain loads (no cp.async pipeline).
+    ampere = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_80").get_kernel_source()
+    assert "cp_async" not in ampere and "mbarrier" not in ampere.lower()
+
+
+def test_two_blocks_per_sm_only_when_registers_and_shared_memory_fit():
+    # One consumer warpgroup plans two blocks per SM (128 launch registers each) only when its
+    # fragments leave room in 128 registers and two blocks' shared buffers fit on one SM.
+    small = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_90a").get_kernel_source()
+    assert "__launch_bounds__(256, 2)" in small and "setmaxnreg_inc<232>" in small
+    # S, P and O of 128 rows at d128: 320 registers per thread. One block, 240 registers.
+    big = tilec.compile(_attention_one_stage(), target="sm_90a").get_kernel_source()
+    assert "__launch_bounds__(256, 1)" in big and "setmaxnreg_inc<240>" in big
+    # 64 rows at d256 with 2 stages: O alone takes 128 registers, and Q, K, V take 160 KB.
+    wide = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=256, stages=2), target="sm_90a")
+    assert "__launch_bounds__(256, 1)" in wide.get_kernel_source()
+
+
+def test_attention_step_is_not_rotated_when_its_fragments_exceed_the_registers():
+    # 128 rows on one warpgroup at d128: S (128 registers per thread), P (64) and O (128) do not
+    # fit 240 registers at once, so the rotated step (S_k beside P_{k-1} V_{k-1}) is not used.
+    big = tilec.compile(_attention_one_stage(), target="sm_90a").get_kernel_source()
+    assert "tl::wgmma_wait<1>();" not in big and big.count("tl::wgmma_gemm_rs<") == 1
+    small = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_90a",
+                          pass_configs={"tilec.intra_wg_overlap": True}).get_kernel_source()
+    assert "tl::wgmma_wait<1>();" in small and small.count("tl::wgmma_gemm_rs<") == 2

@@ -29,6 +29,7 @@ struct Target {
   bool has_wgmma() const { return arch == 90 && arch_specific; }
   bool has_tcgen05() const { return arch >= 100 && arch_specific; }
   int max_shared_memory_per_block() const;  // opt-in maximum, bytes
+  int shared_memory_per_sm() const;         // what the blocks resident on one SM share, bytes
 
   friend bool operator==(const Target& a, const Target& b) {
     return a.kind == b.kind && a.arch == b.arch && a.arch_specific == b.arch_specific;

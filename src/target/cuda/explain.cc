@@ -401,7 +401,15 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
     const std::string given = "num_stages=" + std::to_string(asked);
     auto it = depth_at_line.find(l->loc.line);
     std::string depth;
-    if (it != depth_at_line.end()) {
+    bool specialized = false;  // the loop's form line, above
+    for (const auto& o : out)
+      specialized |= o.what == "T.Pipelined loop" && o.loc.line == l->loc.line && o.chosen.rfind("warp-specialized", 0) == 0;
+    if (it != depth_at_line.end() && it->second == 1 && specialized) {
+      depth = "1 stage (" + given + "): one shared-memory buffer per tile the loop loads, which the producer "
+              "refills as soon as its readers are done with it";
+    } else if (it != depth_at_line.end() && it->second == 1) {
+      depth = "1 stage (" + given + "): not pipelined, a serial loop";
+    } else if (it != depth_at_line.end()) {
       depth = std::to_string(it->second) + " stages (" + given +
               (l->pipeline.stage.empty() ? "" : ", the deepest of its stage list") +
               "): each tile the loop loads has " + std::to_string(it->second) +

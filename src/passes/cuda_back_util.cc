@@ -106,6 +106,20 @@ void collect_terms(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, 
 
 }  // namespace
 
+std::optional<PairSplit> split_into_pairs(const ForNode* loop) {
+  const int64_t* mn = as_const_int(loop->min);
+  const int64_t* ext = as_const_int(loop->extent);
+  if (!mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2) return std::nullopt;
+  const DataType t = loop->loop_var->dtype;
+  PairSplit s;
+  s.pair = make_var(loop->loop_var->name + "_pair", t, loop->loc);
+  s.lane = make_var(loop->loop_var->name, t, loop->loc);
+  s.pairs = *ext / 2;
+  const Expr v = add(int_imm(*mn, t), add(mul(s.pair, int_imm(2, t)), s.lane));
+  s.body = substitute(loop->body, VarMap{{loop->loop_var.get(), v}});
+  return s;
+}
+
 int64_t shared_alloc_bytes(const Buffer& b) {
   int64_t n = b->dtype.bytes();
   for (const auto& e : b->shape) n *= as_const_int(e) ? *as_const_int(e) : int64_t{1} << 20;

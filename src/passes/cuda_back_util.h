@@ -59,6 +59,17 @@ bool same_expr(const Expr& a, const Expr& b);
 // Constant folding builders: a + b, a * b, a - b with integer immediates folded and
 // x + 0, x * 1, x * 0 removed. Types follow ir::binary.
 Expr add(const Expr& a, const Expr& b);
+
+// A loop `for v in [mn, mn + ext)` with a constant even start and an even constant extent >= 2
+// taken two elements at a time (float4_e2m1 is stored in whole bytes): `pair` runs over
+// [0, ext / 2), `lane` over [0, 2), and `body` is the loop's body at v = mn + 2 * pair + lane.
+// The caller binds the two ranges in its analyzer. nullopt for other loops.
+struct PairSplit {
+  Var pair, lane;
+  int64_t pairs = 0;
+  ir::Stmt body;
+};
+std::optional<PairSplit> split_into_pairs(const ir::ForNode* loop);
 Expr sub(const Expr& a, const Expr& b);
 Expr mul(const Expr& a, const Expr& b);
 // `e` with + - * of integer constants folded bottom-up (x * 1, 1 * 512, 3 + 0, ...).

@@ -383,18 +383,15 @@ class Legalizer : public IRMutator {
       }
     };
     walk(op->body);
-    const int64_t* mn = as_const_int(op->min);
-    const int64_t* ext = as_const_int(op->extent);
-    if (!plain || !writes_fp4 || !mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2) return Stmt();
+    std::optional<back::PairSplit> split = plain && writes_fp4 ? back::split_into_pairs(op) : std::nullopt;
+    if (!split) return Stmt();
     const DataType t = op->loop_var->dtype;
-    Var p = make_var(op->loop_var->name + "_pair", t, op->loc);
-    Var u = make_var(op->loop_var->name, t, op->loc);
-    az_.bind_range(p, int_imm(0, t), int_imm(*ext / 2, t));
+    const Var p = split->pair, u = split->lane;
+    az_.bind_range(p, int_imm(0, t), int_imm(split->pairs, t));
     az_.bind_range(u, int_imm(0, t), int_imm(2, t));
     nonneg_.insert(p.get());
     nonneg_.insert(u.get());
-    const Expr v = back::add(int_imm(*mn, t), back::add(back::mul(p, int_imm(2, t)), u));
-    const Stmt body = substitute(op->body, VarMap{{op->loop_var.get(), v}});
+    const Stmt body = split->body;
     const std::vector<NestVar> vars{{u, 0, 2}};
     // Conditions at both elements of the pair; false when one is not affine in u.
     bool affine = true;
@@ -442,7 +439,7 @@ class Legalizer : public IRMutator {
       inner = if_then_else(load_cond, inner, back::renew_bound_vars(pair_of(zero.mutate(body))), op->loc);
     }
     if (store_cond) inner = if_then_else(store_cond, inner, Stmt(), op->loc);
-    return make_for(p, int_imm(0, t), int_imm(*ext / 2, t), ForKind::kUnrolled, inner, op->loc);
+    return make_for(p, int_imm(0, t), int_imm(split->pairs, t), ForKind::kUnrolled, inner, op->loc);
   }
 
   Stmt mutate_For_plain(const Stmt& s, const ForNode* op) {

@@ -365,24 +365,18 @@ class Vectorizer : public IRMutator {
   // runtime alignment check): unrolled, except that a loop writing float4_e2m1 (stored in
   // whole bytes only) goes by pairs, `for p: <the body on 2 lanes>`, when that vectorizes.
   Stmt fallback(const ForNode* loop) {
-    const int64_t* mn = as_const_int(loop->min);
-    const int64_t* ext = as_const_int(loop->extent);
     // (Also under tl.disable_vectorize: fp4 has no single-element store.)
-    if (!mn || !ext || *mn % 2 != 0 || *ext % 2 != 0 || *ext < 2 || !writes_fp4(loop->body))
-      return unrolled(loop);
+    std::optional<back::PairSplit> split = writes_fp4(loop->body) ? back::split_into_pairs(loop) : std::nullopt;
+    if (!split) return unrolled(loop);
     const DataType t = loop->loop_var->dtype;
-    Var p = make_var(loop->loop_var->name + "_pair", t, loop->loc);
-    Var u = make_var(loop->loop_var->name, t, loop->loc);
-    az_.bind_range(p, int_imm(0, t), int_imm(*ext / 2, t));
-    az_.bind_range(u, int_imm(0, t), int_imm(2, t));
-    Expr v = back::add(int_imm(*mn, t), back::add(back::mul(p, int_imm(2, t)), u));
-    Stmt pair = make_for(u, int_imm(0, t), int_imm(2, t), ForKind::kVectorized,
-                         substitute(loop->body, VarMap{{loop->loop_var.get(), v}}), loop->loc);
+    az_.bind_range(split->pair, int_imm(0, t), int_imm(split->pairs, t));
+    az_.bind_range(split->lane, int_imm(0, t), int_imm(2, t));
+    Stmt pair = make_for(split->lane, int_imm(0, t), int_imm(2, t), ForKind::kVectorized, split->body, loop->loc);
     LoopVectorizer lv(az_, pair.as<ForNode>(), arch_);
     Expr align_cond;
     Stmt vec = lv.run(pair.as<ForNode>()->body, &align_cond);
     if (!vec.defined() || align_cond) return unrolled(loop);
-    return make_for(p, int_imm(0, t), int_imm(*ext / 2, t), ForKind::kUnrolled, vec, loop->loc);
+    return make_for(split->pair, int_imm(0, t), int_imm(split->pairs, t), ForKind::kUnrolled, vec, loop->loc);
   }
 
   static bool writes_fp4(const Stmt& body) {

@@ -105,10 +105,9 @@ class KernelRewrite {
     consumer_groups_ = static_cast<int>(threads / 128);
     // Two blocks per SM also need their shared memory to fit side by side (else the 128-register
     // launch budget buys nothing: one block runs, with half the registers it could have), and
-    // their fragments to fit in 128 registers (ptxas allocates the whole kernel within the
-    // launch budget: past it, it spills and serializes the wgmmas, C7512; a 128 x 128 GEMM
-    // accumulator, 128 exactly, is known to run well there).
-    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers(kernel, threads) <= 128 &&
+    // the fragments to fit the 232 registers a consumer thread has then (past them ptxas
+    // spills, and a block of its own gets 240).
+    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers(kernel, threads) <= 232 &&
                   2 * (unshared_bytes(kernel, p) + 2048) <= ctx.target().shared_memory_per_sm();
     if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
       heads_ = head_copies(sp, p, kernel->body, read_only);

@@ -1,6 +1,7 @@
 // warp_specialize_plan.h: the persistent form of a warp-specialized kernel — when it applies
 // and the tile loop each role runs (one block per SM, tiles strided by gridDim.x; uneven
-// tiles in order of their work, taken in a snake).
+// tiles in order of their work, taken in a snake) — and the kernel's register and shared
+// memory sizes the rewrite plans the blocks per SM with.
 #include <algorithm>
 
 #include "passes/cuda_back_util.h"

@@ -272,14 +272,14 @@ def test_one_stage_loop_is_warp_specialized_over_one_buffer():
 
 
 def test_two_blocks_per_sm_only_when_registers_and_shared_memory_fit():
-    # One consumer warpgroup plans two blocks per SM (128 launch registers each) only when its
-    # fragments leave room in 128 registers and two blocks' shared buffers fit on one SM.
+    # One consumer warpgroup plans two blocks per SM (232 consumer registers each after
+    # setmaxnreg) only when its fragments fit them and two blocks' shared buffers fit on one SM.
     small = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_90a").get_kernel_source()
     assert "__launch_bounds__(256, 2)" in small and "setmaxnreg_inc<232>" in small
     # S, P and O of 128 rows at d128: 320 registers per thread. One block, 240 registers.
     big = tilec.compile(_attention_one_stage(), target="sm_90a").get_kernel_source()
     assert "__launch_bounds__(256, 1)" in big and "setmaxnreg_inc<240>" in big
-    # 64 rows at d256 with 2 stages: O alone takes 128 registers, and Q, K, V take 160 KB.
+    # 64 rows at d256 with 2 stages: the fragments fit (176 registers), Q, K, V (160 KB) do not.
     wide = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=256, stages=2), target="sm_90a")
     assert "__launch_bounds__(256, 1)" in wide.get_kernel_source()
 

@@ -52,6 +52,10 @@ KNOBS: tuple[Knob, ...] = (
          "that caused it (slow; for debugging)."),
     Knob("TILEC_PYTHON", "path", "python3", "",
          "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."),
+    Knob("TILEC_PASS_CONFIGS", "string", "", "",
+         "Pass configs added to every compile, as key=value pairs separated by commas (e.g. "
+         "tilec.intra_wg_overlap=false): for trying a compiler option on programs left unmodified. A program's "
+         "own pass_configs win; the values join the cache key like any pass config."),
 )
 
 _BY_NAME = {k.name: k for k in KNOBS}

@@ -119,6 +119,12 @@ class WarpSpecializer : public IRMutator {
         has_roles = true;
     });
     if (has_roles) return refuse(s, "the kernel splits its warps itself (T.ws)");
+    bool own_budgets = false;  // T.set_max_nreg, honored (lower_register_budgets)
+    for_each_node(op->body, [&](const Node* n) {
+      auto* c = dynamic_cast<const CallNode*>(n);
+      own_budgets |= c && c->op.rfind("tl.setmaxnreg", 0) == 0;
+    });
+    if (own_budgets) return refuse(s, "the kernel sets its own register budgets (T.set_max_nreg)");
     auto sp = find_spine(op->body);
     if (!sp)
       return refuse(s, "it needs exactly one T.Pipelined loop, not inside another loop or a condition");

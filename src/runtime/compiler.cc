@@ -185,6 +185,66 @@ void report_ptxas(const CompiledArtifact& a) {
                a.from_cache ? ", from the cache" : "", a.ptxas.log.c_str(), shared_memory_line(a).c_str());
 }
 
+std::string trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// One TILEC_PASS_CONFIGS value, typed by its key's default (an unknown key keeps the text:
+// PassContext::set then names it with the keys it could have meant).
+passes::ConfigValue env_config_value(const std::string& key, const std::string& text) {
+  const std::string hint = "TILEC_PASS_CONFIGS takes key=value pairs separated by commas, e.g. "
+                           "TILEC_PASS_CONFIGS=tilec.intra_wg_overlap=false,tl.disable_tma_lower=true";
+  for (const auto& k : passes::config_keys()) {
+    if (k.name != key) continue;
+    try {
+      switch (k.default_value.index()) {
+        case 0:
+          if (text == "1" || text == "true" || text == "True" || text == "on") return true;
+          if (text == "0" || text == "false" || text == "False" || text == "off") return false;
+          break;
+        case 1: {
+          size_t used = 0;
+          int64_t v = std::stoll(text, &used);
+          if (used == text.size()) return v;
+          break;
+        }
+        case 2: {
+          size_t used = 0;
+          double v = std::stod(text, &used);
+          if (used == text.size()) return v;
+          break;
+        }
+        default: return text;
+      }
+    } catch (const std::exception&) {
+    }
+    throw_user_error("TILEC_PASS_CONFIGS: '" + text + "' is not a value of pass config '" + key + "'", {},
+                     key + ": " + k.help);
+  }
+  if (key.empty()) throw_user_error("TILEC_PASS_CONFIGS: an entry has no key", {}, hint);
+  return text;
+}
+
+// The options with TILEC_PASS_CONFIGS added under the program's own pass configs (which win).
+CompileOptions with_env_pass_configs(const CompileOptions& opts) {
+  const std::string text = knobs::pass_configs();
+  if (text.empty()) return opts;
+  CompileOptions out = opts;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    item = trimmed(item);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw_user_error("TILEC_PASS_CONFIGS: '" + item + "' is not key=value", {},
+                       "e.g. TILEC_PASS_CONFIGS=tilec.intra_wg_overlap=false");
+    const std::string key = trimmed(item.substr(0, eq));
+    if (!out.pass_configs.count(key)) out.pass_configs[key] = env_config_value(key, trimmed(item.substr(eq + 1)));
+  }
+  return out;
+}
+
 // Everything compile() decides before lowering: target, compiler, pass context, the
 // effective options (device flags from the pass configs) and the cache key.
 struct Prepared {
@@ -195,7 +255,8 @@ struct Prepared {
   bool print_ptxas = false;
 };
 
-Prepared prepare(const ir::PrimFunc& f, const CompileOptions& opts) {
+Prepared prepare(const ir::PrimFunc& f, const CompileOptions& given) {
+  const CompileOptions opts = with_env_pass_configs(given);
   Prepared p{resolve(opts), passes::PassContext(target::parse_target(opts.target)), opts, "", false};
   // Unknown or ill-typed pass configs are errors even when the cache would hit.
   for (const auto& [k, v] : opts.pass_configs) p.ctx.set(k, v);

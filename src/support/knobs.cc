@@ -47,6 +47,10 @@ const std::vector<KnobSpec> kKnobs = {
      "that caused it (slow; for debugging)."},
     {"TILEC_PYTHON", KnobType::kPath, "python3", "",
      "The Python interpreter that `tilec compile FILE.py::NAME` runs (the source tree's python/ is put on its path)."},
+    {"TILEC_PASS_CONFIGS", KnobType::kString, "", "",
+     "Pass configs added to every compile, as key=value pairs separated by commas (e.g. "
+     "tilec.intra_wg_overlap=false): for trying a compiler option on programs left unmodified. A program's "
+     "own pass_configs win; the values join the cache key like any pass config."},
 };
 
 std::mutex& overrides_mutex() {
@@ -244,6 +248,8 @@ std::string cuda_home() {
 bool line_directives() { return read_bool("TILEC_LINE_DIRECTIVES"); }
 bool debug_sync() { return read_bool("TILEC_DEBUG_SYNC"); }
 bool launch_blocking() { return read_bool("TILEC_LAUNCH_BLOCKING"); }
+
+std::string pass_configs() { return raw("TILEC_PASS_CONFIGS").value_or(""); }
 
 std::string python() {
   auto v = raw("TILEC_PYTHON");

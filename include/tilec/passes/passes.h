@@ -72,6 +72,12 @@ Pass pipeline_planning_pass();
 //   the same annotations (TileLang's `if tx < 128: ... elif tx >= 256: ...` roles).
 Pass lower_warp_roles_pass();
 
+// lower_register_budgets (src/passes/lower_register_budgets.cc)
+//   in:  tile IR with tl.user_setmaxnreg(n, inc) calls (T.set_max_nreg).
+//   out: tl.setmaxnreg_inc / _dec at the same places on sm_90a with tilec.honor_set_max_nreg;
+//        otherwise the calls removed.
+Pass lower_register_budgets_pass();
+
 // stage_output_tiles (src/passes/stage_output_tiles.cc)
 //   in:  planned tile IR.   out: on targets with TMA (config tilec.stage_output_tiles), a
 //   kernel's T.copy(whole fragment -> global region) after a pipelined loop with a gemm

@@ -54,6 +54,7 @@ std::string cuda_home();
 bool line_directives();           // TILEC_LINE_DIRECTIVES
 bool debug_sync();                // TILEC_DEBUG_SYNC
 bool launch_blocking();           // TILEC_LAUNCH_BLOCKING (read when a Kernel is created)
+std::string pass_configs();        // TILEC_PASS_CONFIGS: "key=value,..." added to every compile
 std::string python();             // TILEC_PYTHON, default python3 (for `tilec compile`)
 
 // The raw value of a declared knob (nullopt when unset). An undeclared name is an

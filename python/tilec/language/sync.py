@@ -151,10 +151,38 @@ def _register_hint(name: str):
 
 
 disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
-set_max_nreg = _register_hint("set_max_nreg")
-inc_max_nreg = _register_hint("inc_max_nreg")
-dec_max_nreg = _register_hint("dec_max_nreg")
 no_set_max_nreg = _register_hint("no_set_max_nreg")
+
+
+def _register_budget(name: str, count: Any, inc: bool) -> None:
+    ctx = context.require(f"T.{name}")
+    n = const_int(count, f"the register count of T.{name}")
+    if not (24 <= n <= 256 and n % 8 == 0):
+        raise CompileError(f"T.{name}({n}): a warpgroup's register budget is 24..256 in steps of 8 "
+                           "(setmaxnreg)")
+    ctx.builder.evaluate(_tilec.call("void", "tl.user_setmaxnreg", [to_expr(n), to_expr(1 if inc else 0)], ctx.loc),
+                         ctx.loc)
+
+
+@primitive
+def set_max_nreg(reg_count: Any, is_inc: Any):
+    """`T.set_max_nreg(n, is_inc)`: the warpgroup running it raises (is_inc=1) or lowers (0) its
+    register budget to n (setmaxnreg, sm_90a), as in a hand-split producer / consumer kernel. Every
+    warp of the warpgroup must run it. Honored with the pass config tilec.honor_set_max_nreg (not
+    yet measured on the GPU, so off by default); otherwise, and on other targets, it has no effect."""
+    _register_budget("set_max_nreg", reg_count, bool(const_int(is_inc, "is_inc of T.set_max_nreg")))
+
+
+@primitive
+def inc_max_nreg(reg_count: Any):
+    """`T.inc_max_nreg(n)`: T.set_max_nreg(n, 1)."""
+    _register_budget("inc_max_nreg", reg_count, True)
+
+
+@primitive
+def dec_max_nreg(reg_count: Any):
+    """`T.dec_max_nreg(n)`: T.set_max_nreg(n, 0)."""
+    _register_budget("dec_max_nreg", reg_count, False)
 annotate_producer_reg_dealloc = _register_hint("annotate_producer_reg_dealloc")
 annotate_consumer_reg_alloc = _register_hint("annotate_consumer_reg_alloc")
 

@@ -41,7 +41,8 @@ const std::map<std::string, Unary>& unary_math() {
 }
 
 // Thread-level calls that are no-ops when a block runs as one.
-bool is_block_noop(const std::string& op) { return op == "tl.syncthreads"; }
+// (T.set_max_nreg's register budget too: it never changes results.)
+bool is_block_noop(const std::string& op) { return op == "tl.syncthreads" || op == "tl.user_setmaxnreg"; }
 
 Value reinterpret(Machine& m, const CallNode* c) {
   DataType from = c->args[0]->dtype, to = c->dtype;

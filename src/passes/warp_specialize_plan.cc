@@ -267,6 +267,32 @@ bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassCon
   return true;
 }
 
+std::string why_not_multicast(const KernelLaunchNode& kernel, const TileOpNode& copy, const VarMap& lets,
+                              const PassContext& ctx) {
+  int64_t size = 1;
+  int dim = -1;
+  for (size_t d = 0; d < kernel.cluster.size(); ++d) {
+    size *= kernel.cluster[d];
+    if (kernel.cluster[d] > 1) dim = dim == -1 ? static_cast<int>(d) : -2;
+  }
+  if (dim == -1)
+    return "the kernel has no cluster (T.Kernel(..., cluster_dims=...): blocks of a cluster that load the same "
+           "tile can share one multicast load)";
+  if (dim == -2) return "the cluster spans more than one grid dimension; multicast splits a tile along one";
+  if (size > 16) return "the cluster has " + std::to_string(size) + " blocks, a multicast mask holds 16";
+  if (!ctx.get_bool("tilec.tma_multicast")) return "tilec.tma_multicast is off";
+  if (dim >= static_cast<int>(kernel.block_vars.size())) return "";
+  const VarNode* b = kernel.block_vars[dim].get();
+  for (const auto& r : region_arg(copy, 0).region)
+    if (back::uses_var(substitute(r.min, lets), b))
+      return "the source depends on " + b->name + ", the block index the cluster spans: each block of the cluster "
+             "loads a different tile";
+  if (!ops::tma_row_band(copy, size, int_imm(0, DataType::Int(32))))
+    return "the tile does not split into " + std::to_string(size) +
+           " bands of whole 8-row groups, one per block of the cluster";
+  return "";
+}
+
 // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
 Stmt with_wg_wait(const Stmt& st, int64_t n) {
   auto* g = st.as<TileOpNode>();

@@ -103,6 +103,14 @@ std::vector<CopyGroup> copy_groups(const Plan& p, bool single);
 bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out);
 ir::Stmt with_wg_wait(const ir::Stmt& st, int64_t n);
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
+// Why the producer copy `copy` of `kernel` is not multicast to the cluster ("" when it is):
+// no cluster, a cluster along more than one grid dimension or of more than 16 blocks (a
+// multicast mask's width), tilec.tma_multicast off, a source that depends on the clustered
+// block index (its region starts read with `lets` substituted), or a tile that does not split
+// into one band of whole 8-row groups per block (ops::tma_row_band). The rewrite multicasts
+// exactly when it is ""; explain() prints the reason.
+std::string why_not_multicast(const ir::KernelLaunchNode& kernel, const ir::TileOpNode& copy, const ir::VarMap& lets,
+                              const PassContext& ctx);
 
 // The producer warpgroup's threads.
 inline constexpr int64_t kProducerThreads = 128;

@@ -159,12 +159,6 @@ class KernelRewrite {
   // copies before the loop (or, with tilec.head_copies_after_first_step, after the first step's).
   Stmt producer_loop() {
     const int64_t cta_mask = (int64_t{1} << csize_) - 1;
-    auto cluster_invariant = [&](const BufferRegion& r) {
-      const VarNode* b = kernel_->block_vars[cdim_].get();
-      for (const auto& rg : r.region)
-        if (back::uses_var(substitute(rg.min, sp_.let_values), b)) return false;
-      return true;
-    };
     std::vector<Stmt> produce;
     for (const CopyGroup& grp : groups_) {
       Expr full_slot = buffer_load(grp.full, {slot_}, loc_);
@@ -174,7 +168,7 @@ class KernelRewrite {
         Stmt st = substitute(p_.body.stmts[j], rename_);
         st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
         auto* c = st.as<TileOpNode>();
-        if (cdim_ >= 0 && csize_ <= 16 && ctx_.get_bool("tilec.tma_multicast") && cluster_invariant(region_arg(*c, 0))) {
+        if (why_not_multicast(*kernel_, *c, sp_.let_values, ctx_).empty()) {
           Expr rank = ir::call(DataType::Int(32), "tl.block_rank_in_cluster", {}, loc_);
           if (auto band = ops::tma_row_band(*c, csize_, rank)) {
             produce.push_back(

@@ -15,6 +15,7 @@
 #include "ops/copy_tma.h"
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
+#include "passes/warp_specialize_plan.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -295,30 +296,7 @@ class Explainer {
   // Why a producer's TMA load is not multicast: warp_specialize_rewrite.cc's conditions, in
   // its order ("" when it should have been).
   std::string why_not_multicast(const TileOpNode& op) const {
-    if (!kernel_) return "";
-    int64_t size = 1;
-    int dim = -1;
-    for (size_t d = 0; d < kernel_->cluster.size(); ++d) {
-      size *= kernel_->cluster[d];
-      if (kernel_->cluster[d] > 1) dim = dim == -1 ? static_cast<int>(d) : -2;
-    }
-    if (dim == -1)
-      return "the kernel has no cluster (T.Kernel(..., cluster_dims=...): blocks of a cluster that load the same "
-             "tile can share one multicast load)";
-    if (dim == -2) return "the cluster spans more than one grid dimension; multicast splits a tile along one";
-    if (size > 16) return "the cluster has " + std::to_string(size) + " blocks, a multicast mask holds 16";
-    if (!ctx_.get_bool("tilec.tma_multicast")) return "tilec.tma_multicast is off";
-    if (dim >= static_cast<int>(kernel_->block_vars.size())) return "";
-    const BufferRegion& src = region_arg(op, 0);
-    const VarNode* b = kernel_->block_vars[dim].get();
-    for (const auto& r : src.region)
-      if (passes::back::uses_var(substitute(r.min, lets_), b))
-        return "the source depends on " + b->name +
-               ", the block index the cluster spans: each block of the cluster loads a different tile";
-    if (!ops::tma_row_band(op, size, int_imm(0, DataType::Int(32))))
-      return "the tile does not split into " + std::to_string(size) +
-             " bands of whole 8-row groups, one per block of the cluster";
-    return "";
+    return kernel_ ? passes::ws::why_not_multicast(*kernel_, op, lets_, ctx_) : "";
   }
 
   // A shared buffer stage_output_tiles made (named after the fragment, "_staged").

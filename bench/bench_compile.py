@@ -6,9 +6,8 @@
   FlashAttention (4, 32, 4096, 128); next to the targets (10 ms GEMM, 25 ms FlashAttention)
 - cold compile of the GEMM example (empty disk cache, fresh process): wall time of tilec.compile
 - disk-cache hit (fresh process, warm disk cache): wall time of tilec.compile
-- host overhead of launching a cached tiny kernel from Python: wall time per call over many
-  back-to-back calls (the GPU work is tiny, so the host is the bottleneck), next to torch's
-  own launch of a tiny op measured the same way."""
+- host time per call of a cached tiny kernel, outputs given and allocated, next to torch.add in
+  the same process (bench/bench_call_path.py: the host alone, calls queued behind a sleep kernel)."""
 import json
 import os
 import re
@@ -87,32 +86,6 @@ def compile_in_fresh_process(cache_dir, target):
     return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def launch_overhead():
-    import torch
-    import tilec
-    from elementwise_add import elementwise_add
-
-    k = tilec.compile(elementwise_add(), target="auto")
-    a = torch.randn(256, device="cuda")
-    b = torch.randn(256, device="cuda")
-    c = torch.empty(256, device="cuda")
-    for _ in range(100):
-        k(a, b, c)
-    torch.cuda.synchronize()
-    n = 20000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        k(a, b, c)
-    t_ours = (time.perf_counter() - t0) / n
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        torch.add(a, b, out=c)
-    t_torch = (time.perf_counter() - t0) / n
-    torch.cuda.synchronize()
-    return t_ours, t_torch
-
-
 def run(target="auto"):
     rows = pass_times(target)
     with tempfile.TemporaryDirectory() as cache:
@@ -123,10 +96,14 @@ def run(target="auto"):
                  "ratio": 1.0 / cold if cold else 0.0})
     rows.append({"bench": "disk-cache hit, GEMM example", "ours": f"{hit * 1e3:.1f} ms", "peer": "target < 20 ms",
                  "ratio": 0.020 / hit if hit else 0.0})
-    t_ours, t_torch = launch_overhead()
-    print(f"  launch overhead: tilec {t_ours * 1e6:.2f} us/call, torch.add {t_torch * 1e6:.2f} us/call")
-    rows.append({"bench": "launch from Python, tiny kernel", "ours": f"{t_ours * 1e6:.2f} us",
-                 "peer": f"{t_torch * 1e6:.2f} us (torch.add)", "ratio": t_torch / t_ours})
+    import bench_call_path
+
+    us = bench_call_path.measure(rounds=5)["us_per_call"]
+    for label, ours, peer in (("outputs given", "tilec kernel(a, b, c)", "torch.add(a, b, out=c)"),
+                              ("output allocated", "tilec kernel(a, b) [out_idx]", "torch.add(a, b)")):
+        print(f"  host time per call, {label}: tilec {us[ours]:.2f} us, {peer} {us[peer]:.2f} us")
+        rows.append({"bench": f"host time per call, tiny kernel, {label}", "ours": f"{us[ours]:.2f} us",
+                     "peer": f"{us[peer]:.2f} us ({peer})", "ratio": us[peer] / us[ours]})
     return rows
 
 

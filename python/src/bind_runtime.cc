@@ -85,7 +85,6 @@ using namespace tilec::bind;
 struct PyKernel {
   std::shared_ptr<Kernel> kernel;
   std::vector<int> output_params;          // parameter positions of the outputs
-  std::vector<PyObject*> output_dtypes;    // torch dtype objects (borrowed from g_torch), lazily
   // For a kernel with TMA tensor maps compiled from a program: builds the same program
   // without TMA, run when an argument breaks TMA's rules (built once, on first need).
   std::function<CompiledArtifact()> build_without_tma;

@@ -59,6 +59,14 @@ bool same_expr(const Expr& a, const Expr& b);
 // Constant folding builders: a + b, a * b, a - b with integer immediates folded and
 // x + 0, x * 1, x * 0 removed. Types follow ir::binary.
 Expr add(const Expr& a, const Expr& b);
+Expr sub(const Expr& a, const Expr& b);
+Expr mul(const Expr& a, const Expr& b);
+// `e` with + - * of integer constants folded bottom-up (x * 1, 1 * 512, 3 + 0, ...).
+Expr fold_constants(const Expr& e);
+// a && b where either side may be null (= true).
+Expr conj(const Expr& a, const Expr& b);
+// The conjuncts of a (nested) And.
+std::vector<Expr> split_conjuncts(const Expr& cond);
 
 // A loop `for v in [mn, mn + ext)` with a constant even start and an even constant extent >= 2
 // taken two elements at a time (float4_e2m1 is stored in whole bytes): `pair` runs over
@@ -70,14 +78,6 @@ struct PairSplit {
   ir::Stmt body;
 };
 std::optional<PairSplit> split_into_pairs(const ir::ForNode* loop);
-Expr sub(const Expr& a, const Expr& b);
-Expr mul(const Expr& a, const Expr& b);
-// `e` with + - * of integer constants folded bottom-up (x * 1, 1 * 512, 3 + 0, ...).
-Expr fold_constants(const Expr& e);
-// a && b where either side may be null (= true).
-Expr conj(const Expr& a, const Expr& b);
-// The conjuncts of a (nested) And.
-std::vector<Expr> split_conjuncts(const Expr& cond);
 
 // True when `e` is provably a multiple of `factor`: by the analyzer, or because it is a sum
 // of terms each carrying a constant factor that is a multiple of `factor`.

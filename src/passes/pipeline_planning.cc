@@ -122,6 +122,7 @@ class Planner : public IRMutator {
     }
 
     std::vector<int> stage = info.stage;
+    bool one_buffer = false;
     if (!stage.empty()) {
       TILEC_USER_CHECK(static_cast<int>(stage.size()) == n, op->loc, "give one entry per statement of the loop body")
           << "T.Pipelined: `stage` " << list_str(info.stage) << " has " << stage.size()
@@ -135,23 +136,15 @@ class Planner : public IRMutator {
       // num_stages=1: one buffer per loaded tile. The copies are planned at stage 0 and the
       // rest at stage 1, so that warp_specialize can hand that buffer between a producer and
       // the consumers; inject_pipeline runs such a loop serially.
-      const bool one_buffer = info.num_stages == 1 && has_producer;
+      one_buffer = info.num_stages == 1 && has_producer;
       if (!one_buffer && (info.num_stages <= 1 || !has_producer)) return pl::serial_loop(op, body, order);
       stage = default_stages(body, std::max(info.num_stages - 1, 1));
-      if (one_buffer) {
-        auto n_for = std::make_shared<ForNode>(*op);
-        n_for->pipeline.num_stages = 1;
-        n_for->pipeline.order = order;
-        n_for->pipeline.stage = stage;
-        n_for->body = pl::join_body(body.wrappers, body.stmts);
-        return Stmt(std::shared_ptr<const ForNode>(std::move(n_for)));
-      }
     }
     const int depth = *std::max_element(stage.begin(), stage.end()) + 1;
     if (depth <= 1) return pl::serial_loop(op, body, order);
 
     auto n_for = std::make_shared<ForNode>(*op);
-    n_for->pipeline.num_stages = depth;
+    n_for->pipeline.num_stages = one_buffer ? 1 : depth;
     n_for->pipeline.order = order;
     n_for->pipeline.stage = stage;
     n_for->body = pl::join_body(body.wrappers, body.stmts);

@@ -103,11 +103,12 @@ class KernelRewrite {
     // already covers this one's head loads, and within the 128-register launch budget the
     // producer's extra state made ptxas spill (the backward example at d128).
     consumer_groups_ = static_cast<int>(threads / 128);
+    fragment_registers_ = fragment_registers(kernel, threads);
     // Two blocks per SM also need their shared memory to fit side by side (else the 128-register
     // launch budget buys nothing: one block runs, with half the registers it could have), and
     // the fragments to fit the 232 registers a consumer thread has then (past them ptxas
     // spills, and a block of its own gets 240).
-    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers(kernel, threads) <= 232 &&
+    two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers_ <= 232 &&
                   2 * (unshared_bytes(kernel, p) + 2048) <= ctx.target().shared_memory_per_sm();
     if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
       heads_ = head_copies(sp, p, kernel->body, read_only);
@@ -125,7 +126,7 @@ class KernelRewrite {
     turn_ = deferred_ ? std::nullopt : pingpong_gemm(p_, threads_, ctx_);
     // Rotated, a step holds S_k, P_{k-1} and O at once: not when the fragments alone take more
     // registers than a consumer thread has (ptxas would spill; the serial step spills less).
-    const bool rot = !deferred_ && fragment_registers(kernel_, threads_) <= consumer_registers() &&
+    const bool rot = !deferred_ && fragment_registers_ <= consumer_registers() &&
                      rotation(p_, groups_, ctx_, &rotated_);
     consumer_loop_ = rot ? rotated_consumer_loop() : consumer_loop();
     if (deferred_) consumer_loop_ = drained(consumer_loop_);
@@ -502,6 +503,7 @@ class KernelRewrite {
   Buffer done_;
   std::vector<CopyGroup> groups_;
   VarMap rename_;
+  int64_t fragment_registers_ = 0;  // the kernel's fragments, per consumer thread
   int cdim_ = -1;
   int64_t csize_ = 1;
   int consumer_groups_ = 0;

@@ -28,6 +28,7 @@
 #include "tilec/support/dump.h"
 #include "tilec/support/diag.h"
 #include "tilec/support/knobs.h"
+#include "tilec/support/strings.h"
 #include "tilec/support/warnings.h"
 #include "tilec/target/cuda/lower.h"
 #include "tilec/target/target.h"
@@ -185,11 +186,6 @@ void report_ptxas(const CompiledArtifact& a) {
                a.from_cache ? ", from the cache" : "", a.ptxas.log.c_str(), shared_memory_line(a).c_str());
 }
 
-std::string trimmed(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 // One TILEC_PASS_CONFIGS value, typed by its key's default (an unknown key keeps the text:
 // PassContext::set then names it with the keys it could have meant).
 passes::ConfigValue env_config_value(const std::string& key, const std::string& text) {
@@ -233,14 +229,14 @@ CompileOptions with_env_pass_configs(const CompileOptions& opts) {
   CompileOptions out = opts;
   std::stringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
-    item = trimmed(item);
+    item = support::trim(item);
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     if (eq == std::string::npos)
       throw_user_error("TILEC_PASS_CONFIGS: '" + item + "' is not key=value", {},
                        "e.g. TILEC_PASS_CONFIGS=tilec.intra_wg_overlap=false");
-    const std::string key = trimmed(item.substr(0, eq));
-    if (!out.pass_configs.count(key)) out.pass_configs[key] = env_config_value(key, trimmed(item.substr(eq + 1)));
+    const std::string key = support::trim(item.substr(0, eq));
+    if (!out.pass_configs.count(key)) out.pass_configs[key] = env_config_value(key, support::trim(item.substr(eq + 1)));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "tilec/support/diag.h"
+#include "tilec/support/strings.h"
 
 namespace tilec::target {
 
@@ -20,12 +21,7 @@ constexpr const char* kAcceptedForms =
     "'cuda -arch=sm_90a', 'cuda:sm_90'; 'cpu' (the tile-level interpreter) is tilec.compile(func, target='cpu') "
     "in Python";
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\n");
-  return s.substr(b, e - b + 1);
-}
+using support::trim;
 
 // "sm_90a" -> Target; nullopt when the spelling is not a supported architecture.
 std::optional<Target> parse_arch(const std::string& s) {

@@ -15,6 +15,8 @@ import tilec.kernel as K  # noqa: E402
 pytestmark = pytest.mark.gpu
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+from launch_plans import FILL_PLAN  # noqa: E402
 
 
 def _cpu_half():
@@ -37,21 +39,6 @@ extern "C" __global__ void __launch_bounds__(256) fill(float* __restrict__ z, fl
   long long i = (long long)blockIdx.x * 256 + threadIdx.x;
   if (i < n) z[i] = v;
 }
-"""
-FILL_PLAN = """tilec-launch-plan 1
-kernel fill
-symbol n int64
-tensor Z float32 shape=[n] output=1 index=int64
-scalar v float32
-scalar n int64
-param scalar 0
-param scalar 1
-param tensor 0
-arg tensor 0
-arg scalar 0
-arg symbol n int64
-grid (// (+ n 255:int64) 256:int64)
-block 256 1 1
 """
 
 

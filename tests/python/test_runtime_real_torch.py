@@ -9,21 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 _tilec = pytest.importorskip("tilec._tilec")
 import tilec.kernel as K  # noqa: E402
+from launch_plans import ADD_PLAN, ADD_SOURCE  # noqa: E402
 
-SRC = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}'
-PLAN = """tilec-launch-plan 1
-kernel add
-symbol n int32
-tensor A float32 shape=[n,4] align=16
-tensor B float32 shape=[n,4] align=16
-tensor C float32 shape=[n,4] output=1
-arg tensor 0
-arg tensor 1
-arg tensor 2
-arg symbol n int32
-grid n
-block 32 1 1
-"""
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +18,7 @@ def kernel():
     ok, why = _tilec.nvrtc_available()
     if not ok:
         pytest.skip(f"NVRTC not available: {why}")
-    return K.compile_cuda(SRC, PLAN, target="sm_80", use_cache=False)
+    return K.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80", use_cache=False)
 
 
 def error_of(k, *args):

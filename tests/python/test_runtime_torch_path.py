@@ -5,6 +5,7 @@ function. On this GPU-less machine a call that passes validation stops at the dr
 ("no CUDA driver"), which proves validation, output allocation and the stream lookup ran.
 Runs in a subprocess so the stand-in hooks do not leak into other tests.
 """
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ _tilec = pytest.importorskip("tilec._tilec")
 
 SCRIPT = textwrap.dedent(r'''
     import tilec.kernel as K
+    from launch_plans import ADD_PLAN, ADD_SOURCE, FILL_PLAN
     from tilec import _tilec
 
     class DType:
@@ -54,21 +56,7 @@ SCRIPT = textwrap.dedent(r'''
 
     _tilec._set_torch_hooks(Tensor, [(float32, "float32"), (float16, "float16"), (int64, "int64")], empty, stream)
 
-    src = 'extern "C" __global__ void add(const float* a, const float* b, float* c, int n) {}'
-    plan = """tilec-launch-plan 1
-    kernel add
-    symbol n int32
-    tensor A float32 shape=[n,4] align=16
-    tensor B float32 shape=[n,4] align=16
-    tensor C float32 shape=[n,4] output=1
-    arg tensor 0
-    arg tensor 1
-    arg tensor 2
-    arg symbol n int32
-    grid n
-    block 32 1 1
-    """
-    k = K.compile_cuda(src, plan, target="sm_80", use_cache=False)
+    k = K.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80", use_cache=False)
 
     def error_of(*args, **kwargs):
         try:
@@ -120,21 +108,8 @@ SCRIPT = textwrap.dedent(r'''
     def empty_oom(shape, dtype=None, device=None):
         raise OutOfMemoryError("CUDA out of memory. Tried to allocate 256.00 GiB.\nmore details")
     _tilec._set_torch_hooks(Tensor, [(float32, "float32")], empty_oom, stream)
-    fill = K.compile_cuda('extern "C" __global__ void fill(float* z, float v, long long n) {}', """tilec-launch-plan 1
-    kernel fill
-    symbol n int64
-    tensor Z float32 shape=[n] output=1 index=int64
-    scalar v float32
-    scalar n int64
-    param scalar 0
-    param scalar 1
-    param tensor 0
-    arg tensor 0
-    arg scalar 0
-    arg symbol n int64
-    grid (// (+ n 255:int64) 256:int64)
-    block 256 1 1
-    """, target="sm_80", use_cache=False)
+    fill = K.compile_cuda('extern "C" __global__ void fill(float* z, float v, long long n) {}', FILL_PLAN,
+                          target="sm_80", use_cache=False)
     try:
         fill(1.0, 2 ** 36)
     except Exception as e:
@@ -160,7 +135,9 @@ def lines():
     ok, _ = _tilec.driver_available()
     if ok:
         pytest.skip("this test expects a machine without a CUDA driver")
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.abspath(__file__)),
+                                                     os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     return dict(line.split(" ", 1) for line in out.stdout.splitlines())
 

@@ -152,6 +152,8 @@ def _register_hint(name: str):
 
 disable_warp_group_reg_alloc = _register_hint("disable_warp_group_reg_alloc")
 no_set_max_nreg = _register_hint("no_set_max_nreg")
+annotate_producer_reg_dealloc = _register_hint("annotate_producer_reg_dealloc")
+annotate_consumer_reg_alloc = _register_hint("annotate_consumer_reg_alloc")
 
 
 def _register_budget(name: str, count: Any, inc: bool) -> None:
@@ -183,8 +185,6 @@ def inc_max_nreg(reg_count: Any):
 def dec_max_nreg(reg_count: Any):
     """`T.dec_max_nreg(n)`: T.set_max_nreg(n, 0)."""
     _register_budget("dec_max_nreg", reg_count, False)
-annotate_producer_reg_dealloc = _register_hint("annotate_producer_reg_dealloc")
-annotate_consumer_reg_alloc = _register_hint("annotate_consumer_reg_alloc")
 
 
 @primitive

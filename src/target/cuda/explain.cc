@@ -293,8 +293,7 @@ class Explainer {
     lines.push_back(l);
   }
 
-  // Why a producer's TMA load is not multicast: warp_specialize_rewrite.cc's conditions, in
-  // its order ("" when it should have been).
+  // Why a producer's TMA load is not multicast ("" when it is): the rewrite's own test.
   std::string why_not_multicast(const TileOpNode& op) const {
     return kernel_ ? passes::ws::why_not_multicast(*kernel_, op, lets_, ctx_) : "";
   }

@@ -103,5 +103,7 @@ def test_pass_configs_from_the_environment():
     assert bad.returncode != 0 and "TILEC_PASS_CONFIGS: 'tilec.honor_set_max_nreg' is not key=value" in bad.stderr
     wrong = _run(PROGRAM.replace("CFG", "None"), "tilec.honor_set_max_nreg=maybe")
     assert "TILEC_PASS_CONFIGS: 'maybe' is not a value of pass config 'tilec.honor_set_max_nreg'" in wrong.stderr
+    keyless = _run(PROGRAM.replace("CFG", "None"), "=true")
+    assert "TILEC_PASS_CONFIGS: an entry has no key" in keyless.stderr
     unknown = _run(PROGRAM.replace("CFG", "None"), "tilec.no_such_option=1")
     assert "unknown pass config key 'tilec.no_such_option'" in unknown.stderr

@@ -19,7 +19,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       rasterize_blocks_pass(),
       order_blocks_by_work_pass(),
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)
-      lower_register_budgets_pass(),  // T.set_max_nreg: setmaxnreg (tilec.honor_set_max_nreg), else nothing
+      lower_register_budgets_pass(),  // T.set_max_nreg: setmaxnreg (unless tilec.honor_set_max_nreg=False)
       pipeline_planning_pass(),
   };
   // sm_90: a GEMM's result tile leaves through shared memory and a TMA store.

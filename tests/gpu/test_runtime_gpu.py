@@ -248,12 +248,15 @@ def test_disk_cache_hit_time(tmp_path):
         torch.zeros(1, device="cuda")
         t0 = time.perf_counter()
         k = K.compile_cuda({AXPY!r}, {AXPY_PLAN!r}, target={arch!r}, cache_dir={str(tmp_path)!r})
-        print(k.from_cache, (time.perf_counter() - t0) * 1e3)
+        print(k.from_cache, (time.perf_counter() - t0) * 1e3, k.cache_key)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    from_cache, fresh_ms = out.stdout.split()
-    assert from_cache == "True"
+    from_cache, fresh_ms, fresh_key = out.stdout.split()
+    # A miss says which: another key (something in the key differs between the processes) or
+    # the same key not loaded (the entry was refused: the fresh process's warning is in stderr).
+    assert from_cache == "True", (f"fresh process missed the disk cache; keys {'equal' if fresh_key == hit.cache_key else 'differ'}: "
+                                  f"{hit.cache_key} vs {fresh_key}; stderr: {out.stderr[-1500:]}")
     record("disk_cache_hit_ms_fresh_process", round(float(fresh_ms), 3))
     assert hit_ms < 20, f"disk-cache hit took {hit_ms:.1f} ms"
 

@@ -37,8 +37,8 @@ def _source(func, target="sm_90a", **cfg):
     return tilec.compile(func, target=target, pass_configs=cfg).get_kernel_source()
 
 
-def test_budgets_are_honored_with_the_pass_config():
-    src = _source(_roles(), **{"tilec.honor_set_max_nreg": True})
+def test_budgets_are_honored_by_default():
+    src = _source(_roles())
     assert "tl::setmaxnreg_inc<240>();" in src and "tl::setmaxnreg_dec<24>();" in src, src
     assert "__launch_bounds__(256, 1)" in src
     # Where the program put them: the raise first in warpgroup 0's branch, the cut in the other's.
@@ -47,8 +47,8 @@ def test_budgets_are_honored_with_the_pass_config():
         body.index("tl::setmaxnreg_dec<24>();")
 
 
-def test_budgets_have_no_effect_by_default_and_off_sm90a():
-    for src in (_source(_roles()), _source(_roles(), "sm_80", **{"tilec.honor_set_max_nreg": True})):
+def test_budgets_have_no_effect_when_turned_off_and_off_sm90a():
+    for src in (_source(_roles(), **{"tilec.honor_set_max_nreg": False}), _source(_roles(), "sm_80")):
         assert "setmaxnreg" not in src
 
 
@@ -75,9 +75,10 @@ def test_a_kernel_with_its_own_budgets_is_not_warp_specialized():
                 T.gemm(As, Bs, acc)
             T.copy(acc, C[by * 128, bx * 128])
 
-    text = tilec.compile(gemm, target="sm_90a", pass_configs={"tilec.honor_set_max_nreg": True}).explain(show=False)
+    text = tilec.compile(gemm, target="sm_90a").explain(show=False)
     assert "the kernel sets its own register budgets (T.set_max_nreg)" in text, text
-    assert "chosen: warp-specialized" in tilec.compile(gemm, target="sm_90a").explain(show=False)
+    off = {"tilec.honor_set_max_nreg": False}
+    assert "chosen: warp-specialized" in tilec.compile(gemm, target="sm_90a", pass_configs=off).explain(show=False)
 
 
 def _run(code: str, env_value: str):
@@ -94,11 +95,11 @@ PROGRAM = """
 
 
 def test_pass_configs_from_the_environment():
-    on = _run(PROGRAM.replace("CFG", "None"), "tilec.honor_set_max_nreg=true")
-    assert on.returncode == 0 and on.stdout.strip() == "1", on.stderr
+    off = _run(PROGRAM.replace("CFG", "None"), "tilec.honor_set_max_nreg=false")
+    assert off.returncode == 0 and off.stdout.strip() == "0", off.stderr
     # The program's own pass configs win over the environment's.
-    own = _run(PROGRAM.replace("CFG", "{'tilec.honor_set_max_nreg': False}"), "tilec.honor_set_max_nreg=1")
-    assert own.returncode == 0 and own.stdout.strip() == "0", own.stderr
+    own = _run(PROGRAM.replace("CFG", "{'tilec.honor_set_max_nreg': True}"), "tilec.honor_set_max_nreg=0")
+    assert own.returncode == 0 and own.stdout.strip() == "1", own.stderr
     bad = _run(PROGRAM.replace("CFG", "None"), "tilec.honor_set_max_nreg")
     assert bad.returncode != 0 and "TILEC_PASS_CONFIGS: 'tilec.honor_set_max_nreg' is not key=value" in bad.stderr
     wrong = _run(PROGRAM.replace("CFG", "None"), "tilec.honor_set_max_nreg=maybe")

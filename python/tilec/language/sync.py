@@ -170,8 +170,8 @@ def _register_budget(name: str, count: Any, inc: bool) -> None:
 def set_max_nreg(reg_count: Any, is_inc: Any):
     """`T.set_max_nreg(n, is_inc)`: the warpgroup running it raises (is_inc=1) or lowers (0) its
     register budget to n (setmaxnreg, sm_90a), as in a hand-split producer / consumer kernel. Every
-    warp of the warpgroup must run it. Honored with the pass config tilec.honor_set_max_nreg (not
-    yet measured on the GPU, so off by default); otherwise, and on other targets, it has no effect."""
+    warp of the warpgroup must run it. Honored on sm_90a unless the pass config
+    tilec.honor_set_max_nreg is False; otherwise, and on other targets, it has no effect."""
     _register_budget("set_max_nreg", reg_count, bool(const_int(is_inc, "is_inc of T.set_max_nreg")))
 
 

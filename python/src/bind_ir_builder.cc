@@ -266,6 +266,8 @@ void bind_builder(nb::module_& m) {
       .def("begin_if", [](Builder& b, nb::handle cond, SourceLoc loc) { b.begin_if(to_expr(cond), loc); },
            "cond"_a, "loc"_a = SourceLoc{})
       .def("begin_else", &Builder::begin_else, "loc"_a = SourceLoc{})
+      .def("begin_while", [](Builder& b, nb::handle cond, SourceLoc loc) { b.begin_while(to_expr(cond), loc); },
+           "cond"_a, "loc"_a = SourceLoc{})
       .def("begin_annotate",
            [](Builder& b, std::string key, nb::handle value, SourceLoc loc) {
              b.begin_annotate(std::move(key), to_attr(value), loc);

@@ -144,6 +144,15 @@ void Builder::begin_if(Expr cond, SourceLoc loc) {
   frames_.push_back(std::move(f));
 }
 
+void Builder::begin_while(Expr cond, SourceLoc loc) {
+  check_open(loc);
+  TILEC_USER_CHECK(cond->dtype.is_bool(), loc, "write a comparison, e.g. `while i[0] < n:`")
+      << "while-condition has type " << cond->dtype.str() << ", expected bool";
+  Frame f = make_frame(FrameKind::kWhile, loc);
+  f.cond = std::move(cond);
+  frames_.push_back(std::move(f));
+}
+
 void Builder::begin_else(SourceLoc loc) {
   TILEC_USER_CHECK(frames_.size() > 1 && top().kind == FrameKind::kThen, loc, "") << "else without an if";
   Frame then = std::move(frames_.back());
@@ -201,6 +210,9 @@ void Builder::end_frame() {
         body = Stmt(std::shared_ptr<const ForNode>(f.loops[i]));
       }
       result = body;
+      break;
+    case FrameKind::kWhile:
+      result = make_while(f.cond, body, f.loc);
       break;
     case FrameKind::kThen:
       result = if_then_else(f.cond, body, nullptr, f.loc);

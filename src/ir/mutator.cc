@@ -169,6 +169,15 @@ Stmt IRMutator::mutate_For(const Stmt& s, const ForNode* op) {
   n->body = std::move(body);
   return as_stmt(std::move(n));
 }
+Stmt IRMutator::mutate_While(const Stmt& s, const WhileNode* op) {
+  Expr c = mutate(op->cond);
+  Stmt b = mutate(op->body);
+  if (c.same_as(op->cond) && b.same_as(op->body)) return s;
+  auto n = clone(op);
+  n->cond = std::move(c);
+  n->body = std::move(b);
+  return as_stmt(std::move(n));
+}
 Stmt IRMutator::mutate_If(const Stmt& s, const IfNode* op) {
   Expr c = mutate(op->cond);
   Stmt t = mutate(op->then_case), e = mutate(op->else_case);

@@ -266,6 +266,11 @@ void ScriptPrinter::print_For(const ForNode* op, int indent) {
   nested(op->body, indent + 1);
 }
 
+void ScriptPrinter::print_While(const WhileNode* op, int indent) {
+  line(indent, "while " + expr(op->cond).text + ":", op->loc);
+  nested(op->body, indent + 1);
+}
+
 void ScriptPrinter::print_If(const IfNode* op, int indent) {
   line(indent, "if " + expr(op->cond).text + ":", op->loc);
   nested(op->then_case, indent + 1);

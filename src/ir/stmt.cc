@@ -224,6 +224,12 @@ Stmt if_then_else(Expr cond, Stmt then_case, Stmt else_case, SourceLoc loc) {
                 std::move(loc));
 }
 
+Stmt make_while(Expr cond, Stmt body, SourceLoc loc) {
+  TILEC_USER_CHECK(cond->dtype.is_bool(), loc, "write a comparison, e.g. `while i[0] < n:`")
+      << "while-condition has type " << cond->dtype.str() << ", expected bool";
+  return finish(std::make_shared<WhileNode>(std::move(cond), std::move(body)), std::move(loc));
+}
+
 Stmt let(Var v, Expr value, Stmt body, SourceLoc loc) {
   return finish(std::make_shared<LetNode>(std::move(v), std::move(value), std::move(body)), std::move(loc));
 }

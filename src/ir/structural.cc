@@ -313,6 +313,10 @@ template <class R> void fields(const ForNode& a, const ForNode& b, R& r) {
   define_var(r, a.loop_var, b.loop_var);
   stmt(r, a.body, b.body);
 }
+template <class R> void fields(const WhileNode& a, const WhileNode& b, R& r) {
+  expr(r, a.cond, b.cond);
+  stmt(r, a.body, b.body);
+}
 template <class R> void fields(const IfNode& a, const IfNode& b, R& r) {
   expr(r, a.cond, b.cond);
   stmt(r, a.then_case, b.then_case);

@@ -334,6 +334,16 @@ class Verifier {
     undefine(op->loop_var);
   }
 
+  void stmt_While(const WhileNode* op) {
+    expr(op->cond);
+    TILEC_VERIFY(op->cond->dtype.is_bool(), loc_, "write a comparison, e.g. `while i[0] < n:`")
+        << "while-condition has type " << op->cond->dtype.str() << ", expected bool";
+    TILEC_VERIFY(parallel_depth_ == 0, loc_, "put the while loop around the T.Parallel loop, or use T.serial inside it")
+        << "a while loop inside a T.Parallel loop: its iterations are spread over threads, so there is no one "
+           "sequence of iterations to repeat until the condition fails";
+    stmt(op->body);
+  }
+
   void stmt_If(const IfNode* op) {
     expr(op->cond);
     TILEC_VERIFY(op->cond->dtype.is_bool(), loc_, "write a comparison, e.g. `if i < n:`")

@@ -76,6 +76,10 @@ void IRVisitor::visit_For(const ForNode* op) {
   visit(op->extent);
   visit(op->body);
 }
+void IRVisitor::visit_While(const WhileNode* op) {
+  visit(op->cond);
+  visit(op->body);
+}
 void IRVisitor::visit_If(const IfNode* op) {
   visit(op->cond);
   visit(op->then_case);

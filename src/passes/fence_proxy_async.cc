@@ -152,6 +152,12 @@ class Fencer : public IRMutator {
     dirty_ |= entry;
     return IRMutator::mutate_For(s, op);
   }
+  Stmt mutate_While(const Stmt& s, const WhileNode* op) override {
+    const bool entry = dirty_;
+    (void)IRMutator::mutate_While(s, op);
+    dirty_ |= entry;
+    return IRMutator::mutate_While(s, op);
+  }
   Stmt mutate_If(const Stmt& s, const IfNode* op) override {
     const bool entry = dirty_;
     Stmt then_case = mutate(op->then_case);

@@ -309,6 +309,10 @@ class SyncPlanner {
         self->expr_effects(op->extent, fx);
         visit(op->body);
       }
+      void visit_While(const WhileNode* op) override {
+        self->expr_effects(op->cond, fx);
+        visit(op->body);
+      }
       void visit_Let(const LetNode* op) override {
         self->expr_effects(op->value, fx);
         visit(op->body);
@@ -447,6 +451,8 @@ class SyncPlanner {
         return visit_if(s, s.as<IfNode>(), pending);
       case NodeKind::kFor:
         return visit_for(s, s.as<ForNode>(), pending);
+      case NodeKind::kWhile:
+        return visit_while(s, s.as<WhileNode>(), pending);
       default:
         TILEC_UNREACHABLE() << "insert_syncs: unexpected " << node_kind_name(s->kind) << " in lowered IR";
     }
@@ -591,6 +597,11 @@ class SyncPlanner {
         n->body = hoist_barriers(cond, op->body, loc);
         return Stmt(std::shared_ptr<const ForNode>(std::move(n)));
       }
+      case NodeKind::kWhile:
+        throw_user_error("a while loop whose body needs __syncthreads, inside a branch that not every thread "
+                             "takes: the barrier would have to be moved out of the branch, and the loop's condition "
+                             "with it",
+                         s->loc, "move the while loop out of the branch (put the branch's condition into the loop's)");
       case NodeKind::kIf: {
         auto* op = s.as<IfNode>();
         if (!divergent_expr(op->cond) && !back::reads_memory(op->cond)) {  // evaluated by every thread now
@@ -633,8 +644,13 @@ class SyncPlanner {
   }
 
   static VarSet vars_bound_in(const ForNode* op) {
-    VarSet out = {op->loop_var.get()};
-    for_each_node(op->body, [&](const Node* n) {
+    VarSet out = vars_bound_in(op->body);
+    out.insert(op->loop_var.get());
+    return out;
+  }
+  static VarSet vars_bound_in(const Stmt& body) {
+    VarSet out;
+    for_each_node(body, [&](const Node* n) {
       if (n->kind == NodeKind::kFor) out.insert(static_cast<const ForNode*>(n)->loop_var.get());
       if (n->kind == NodeKind::kLet) out.insert(static_cast<const LetNode*>(n)->var.get());
     });
@@ -689,6 +705,16 @@ class SyncPlanner {
         exposed(op->then_case, out, &t);
         exposed(op->else_case, out, &e);
         *always_barrier = t && e && op->else_case;
+        return;
+      }
+      case NodeKind::kWhile: {
+        auto* op = s.as<WhileNode>();
+        if (divergent_cond(op->cond)) break;
+        Effects fx;
+        expr_effects(op->cond, &fx);  // evaluated first
+        for (auto& a : fx.accesses) out->push_back(a);
+        bool body_always = false;  // the loop may run no iteration: never a barrier on every path
+        exposed(op->body, out, &body_always);
         return;
       }
       case NodeKind::kFor: {
@@ -781,6 +807,70 @@ class SyncPlanner {
       auto n = std::make_shared<ForNode>(*op);
       n->body = body;
       loop = Stmt(std::shared_ptr<const ForNode>(std::move(n)));
+    }
+    return need ? with_barrier_before(loop) : loop;
+  }
+
+  // `while cond: body` is planned as the loop `body; cond` entered after one evaluation of `cond`:
+  // a barrier the planner puts before that trailing `cond` goes at the end of the body, where
+  // it orders the body's writes before the next evaluation. A condition that differs between
+  // threads is planned as in visit_divergent_for (a barrier inside would be an error).
+  Stmt visit_while(const Stmt& s, const WhileNode* op, Pending& pending) {
+    if (divergent_cond(op->cond)) {
+      const int64_t placed = barriers_placed_;
+      Pending inside;
+      (void)visit_uniform_while(s, op, inside);
+      const bool needs_barrier = barriers_placed_ > placed;
+      barriers_placed_ = placed;
+      TILEC_USER_CHECK(!needs_barrier, s->loc,
+                       "give the loop a condition that is the same for every thread of the block (block indices, "
+                       "uniform values), or move the shared-memory accesses that conflict out of the loop")
+          << "this while loop needs __syncthreads inside, but its condition may differ between the threads of a "
+             "block, so not every thread would reach the barrier as often";
+      Effects fx = deep_effects(s);
+      fx.barrier = false;
+      return apply(fx, pending) ? with_barrier_before(s) : s;
+    }
+    return visit_uniform_while(s, op, pending);
+  }
+
+  Stmt visit_uniform_while(const Stmt& s, const WhileNode* op, Pending& pending) {
+    const Stmt trailing_cond = evaluate(op->cond, s->loc);
+    const Stmt loop_body = seq({op->body, trailing_cond}, s->loc);
+    VarSet inside = vars_bound_in(op->body);
+    Pending back_edge;
+    for (int iter = 0; iter < 64; ++iter) {
+      Pending p = back_edge;
+      VarSet saved = divergent_;
+      (void)visit(loop_body, p);
+      divergent_ = saved;
+      Pending exit = tainted(p, inside);
+      if (contains(back_edge, exit)) break;
+      for (const auto& a : exit) add(back_edge, a);
+      TILEC_ICHECK(iter < 63) << "insert_syncs: while-loop analysis did not converge";
+    }
+    Pending p = back_edge;
+    Stmt planned = visit(loop_body, p);
+    std::vector<Access> first_accesses;
+    bool always = false;
+    Effects cond_fx;
+    expr_effects(op->cond, &cond_fx);  // the first evaluation, before any iteration
+    first_accesses = cond_fx.accesses;
+    exposed(op->body, &first_accesses, &always);
+    const bool need = conflicts(pending, first_accesses);
+    if (need) pending.clear();
+    Pending out = tainted(p, inside);
+    for (const auto& a : pending) add(out, a);  // the loop may run no iteration
+    for (const auto& a : cond_fx.accesses) add(out, a);
+    pending = std::move(out);
+    Stmt loop = s;
+    if (!planned.same_as(loop_body)) {
+      // `planned` is the Seq of the body's statements then [barrier,] trailing_cond (flattened).
+      auto* parts = planned.as<SeqNode>();
+      TILEC_ICHECK(parts && !parts->stmts.empty() && parts->stmts.back().same_as(trailing_cond))
+          << "insert_syncs: the planned while body lost its trailing condition";
+      std::vector<Stmt> body(parts->stmts.begin(), parts->stmts.end() - 1);
+      loop = make_while(op->cond, body.size() == 1 ? body[0] : seq(body, op->body->loc), s->loc);
     }
     return need ? with_barrier_before(loop) : loop;
   }

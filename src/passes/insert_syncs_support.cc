@@ -152,6 +152,12 @@ class DropDivergentWrites : public IRVisitor {
     IRVisitor::visit_If(op);
     control_ -= div;
   }
+  void visit_While(const WhileNode* op) override {
+    const bool div = divergent(op->cond);
+    control_ += div;
+    IRVisitor::visit_While(op);
+    control_ -= div;
+  }
   void visit_Let(const LetNode* op) override {
     if (divergent(op->value)) divergent_.insert(op->var.get());
     IRVisitor::visit_Let(op);

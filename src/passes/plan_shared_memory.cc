@@ -136,10 +136,18 @@ class LiveRanges : public IRVisitor {
   }
   void visit_For(const ForNode* op) override {
     enter(op);
+    visit_loop([&] { IRVisitor::visit_For(op); });
+  }
+  void visit_While(const WhileNode* op) override {
+    enter(op);
+    visit_loop([&] { IRVisitor::visit_While(op); });
+  }
+  // A loop's accesses are live over the whole loop (the next iteration comes back to them).
+  template <class VisitBody> void visit_loop(VisitBody visit_body) {
     size_t id = loops.size();
     loops.push_back({pos_, pos_});
     loop_stack_.push_back(id);
-    IRVisitor::visit_For(op);
+    visit_body();
     loop_stack_.pop_back();
     loops[id].end = pos_;
     // Accesses that were extended over this loop before its end was known.

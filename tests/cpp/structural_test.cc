@@ -177,6 +177,11 @@ void families_Statements() {
     Stmt other = v == 3 ? Stmt() : buffer_store(G, {a, int_imm(v == 4 ? 2 : 1)}, float_imm(1));
     return let(a, int_imm(0), if_then_else(v == 1 ? a > int_imm(0) : a < int_imm(0), then, other));
   }, 4);
+  check_family(NodeKind::kWhile, [&](int v) {
+    Var a = make_var(fresh("a"));
+    Stmt body = buffer_store(G, {a, int_imm(0)}, float_imm(v == 2 ? 2 : 1));
+    return let(a, int_imm(0), make_while(v == 1 ? a > int_imm(0) : a < int_imm(0), body));
+  }, 2);
   check_family(NodeKind::kLet, [&](int v) {
     Var a = make_var(fresh("a"), v == 2 ? DataType::Int(64) : i32);
     Var b = make_var(fresh("b"));

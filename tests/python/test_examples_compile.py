@@ -58,6 +58,10 @@ EXAMPLES = {
     "warp_specialized_gemm": (lambda: importlib.import_module("warp_specialized_gemm").ws_gemm(1024, 1024, 1024),
                               {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD, MBAR_WAIT, "mbarrier.arrive"]}),
     "elementwise_add": (lambda: importlib.import_module("elementwise_add").elementwise_add(), [r"ld\.global"]),
+    # a while loop around a software-pipelined main loop (not warp-specialized inside a loop)
+    "gemm_streamk": (lambda: importlib.import_module("gemm_streamk").streamk_gemm(1024, 1024, 1024, 132),
+                     {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", r"(red|atom)\.global"],
+                      "sm_90a": [WGMMA, "cp.async.cg.shared.global", r"(red|atom)\.global"]}),
     "softmax": (lambda: importlib.import_module("softmax").softmax(4096), ["shfl.sync.bfly", VECTOR_LOAD]),
     "rmsnorm": (lambda: importlib.import_module("rmsnorm").rmsnorm(4096), ["shfl.sync.bfly", VECTOR_LOAD]),
     "layernorm": (lambda: importlib.import_module("layernorm").layernorm(4096), ["shfl.sync.bfly"]),

@@ -210,7 +210,7 @@ def test_non_constant_buffer_extent():
 
 
 @pytest.mark.parametrize("snippet,marker_token,message,hint_part", [
-    ("while", "while", "a `while` loop is not supported in a kernel body", "T.serial(n)"),
+    ("while", "while", "`while ... else` is not supported in a kernel", "remove the else block"),
     ("try", "try", "`try` is not supported in a kernel body", "remove the try"),
     ("lambda", "lambda", "a lambda is not supported in a kernel body", "T.Layout"),
     ("break", "break", "`break` in a T.Parallel loop: its iterations do not run one after another", "`if`"),
@@ -223,6 +223,8 @@ def test_unsupported_python_syntax(snippet, marker_token, message, hint_part):
             with T.Kernel(1, threads=128) as bx:
                 while A[0] > 0:  # unsupported-while
                     A[0] = A[0] - 1
+                else:
+                    A[1] = 0
         return main
 
     def make_try():

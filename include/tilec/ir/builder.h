@@ -57,6 +57,7 @@ class Builder {
                                    ForKind kind, SourceLoc loc = {});
   void begin_if(Expr cond, SourceLoc loc = {});
   void begin_else(SourceLoc loc = {});  // closes the then-arm of the innermost if
+  void begin_while(Expr cond, SourceLoc loc = {});
   void begin_annotate(std::string key, AttrValue value, SourceLoc loc = {});
   void end_frame();
   size_t depth() const { return frames_.size(); }
@@ -100,7 +101,7 @@ class Builder {
   PrimFunc finish(AttrMap attrs = {});
 
  private:
-  enum class FrameKind { kFunction, kKernel, kFor, kLoopNest, kThen, kElse, kAnnotate };
+  enum class FrameKind { kFunction, kKernel, kFor, kLoopNest, kWhile, kThen, kElse, kAnnotate };
   struct Frame {
     FrameKind kind;
     SourceLoc loc;

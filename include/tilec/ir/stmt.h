@@ -58,6 +58,14 @@ struct ForNode : StmtNode {
   Stmt body;
 };
 
+// `while cond: body`: a sequential loop of unknown trip count; `cond` is evaluated before each
+// iteration (by every thread that runs the loop).
+struct WhileNode : StmtNode {
+  WhileNode(Expr c, Stmt b) : StmtNode(NodeKind::kWhile), cond(std::move(c)), body(std::move(b)) {}
+  Expr cond;
+  Stmt body;
+};
+
 struct IfNode : StmtNode {
   IfNode(Expr c, Stmt t, Stmt e)
       : StmtNode(NodeKind::kIf), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
@@ -136,6 +144,7 @@ Stmt seq(std::vector<Stmt> stmts, SourceLoc loc = {});
 Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body, SourceLoc loc = {},
               PipelineInfo pipeline = {}, std::string thread_tag = "", AttrMap annotations = {});
 Stmt if_then_else(Expr cond, Stmt then_case, Stmt else_case = nullptr, SourceLoc loc = {});
+Stmt make_while(Expr cond, Stmt body, SourceLoc loc = {});
 Stmt let(Var v, Expr value, Stmt body, SourceLoc loc = {});
 Stmt buffer_store(Buffer b, std::vector<Expr> indices, Expr value, SourceLoc loc = {});
 Stmt evaluate(Expr value, SourceLoc loc = {});

@@ -88,6 +88,10 @@ class LoopExit:
         load = _tilec.buffer_load(flag, [_tilec.int_imm(0, "int32", loc)], loc)
         return _tilec.binary("EQ", load, _tilec.int_imm(0, "int32", loc), loc)
 
+    def not_broken(self, loc):
+        """`broke == 0`: the condition a `while` with a `break` adds to its own."""
+        return self._clear(self.broke, loc)
+
     def begin_iteration(self, loc) -> int:
         """Opens the per-iteration guard; returns the number of frames opened."""
         frames = 0

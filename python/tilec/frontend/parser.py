@@ -11,6 +11,7 @@ Statement mapping:
   `for ... in T.Parallel/T.Pipelined/T.serial/range(...)`  -> a loop frame
   `for x in [python list]`                                 -> unrolled while parsing
   `if cond` (IR) / `else`                                  -> if frame / else
+  `while cond` (IR; Python values: unrolled)               -> while frame (WhileNode)
   `x = expr` (IR value)                                    -> Let (fresh variable)
   `v = expr` where v = T.alloc_var(...)                     -> store v[0]
   `A[i, j] = v`, `A[i, j] += v`                            -> BufferStore
@@ -35,7 +36,6 @@ from .parser_tables import _Scope
 from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, may_exit
 
 _UNSUPPORTED_STMT_HINTS = {
-    "While": ("a `while` loop", "use a for loop with a known trip count (T.serial(n)) and an `if` inside"),
     "Try": ("`try`", "errors are reported when the kernel is compiled; remove the try/except"),
     "TryStar": ("`try`", "remove the try/except"),
     "Raise": ("`raise`", "check conditions in the jit factory, outside the kernel"),
@@ -188,7 +188,10 @@ class Parser(ExpressionEvaluator):
     def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
         where = self._find_scope(name)
         current = self.scopes[where][name] if where is not None else None
-        if isinstance(current, Buffer) and current.scope == VAR_SCOPE and not isinstance(value, Buffer):
+        if isinstance(current, Buffer) and current.scope == VAR_SCOPE and \
+                (not isinstance(value, Buffer) or self._is_other_named_var(value, current)):
+            # `x = v` (x a T.alloc_var): a store. `x = y` with y another named T.alloc_var stores
+            # y's value too (as TileLang does); `x = T.alloc_var(...)` declares x anew.
             self.builder.store(current, [0], stored_value(current, value, self.loc(node)), self.loc(node))
             return
         if isinstance(value, BufferAccess) and value.is_point():
@@ -206,6 +209,10 @@ class Parser(ExpressionEvaluator):
             self.bind(name, var)
             return
         self.bind(name, value)
+
+    def _is_other_named_var(self, value: Any, current: Buffer) -> bool:
+        return isinstance(value, Buffer) and value.scope == VAR_SCOPE and value is not current and \
+            any(value is v for scope in self.scopes for v in scope.values())
 
     # --------------------------------------------------------------------- statements
 
@@ -311,6 +318,8 @@ class Parser(ExpressionEvaluator):
         the targets written after it do not change it (Python evaluates the right side first)."""
         if isinstance(value, BufferAccess) and value.is_point():
             value = value.to_load()
+        if isinstance(value, Buffer) and value.scope == VAR_SCOPE:  # `a, b = b, a`: b's value now
+            value = to_expr(value)
         if isinstance(value, Expr) and not self._is_kernel_index(value) and not self._is_plain_var(value) \
                 and value.kind not in ("IntImm", "FloatImm"):
             return self.builder.let(f"unpacked_{k}", value, self.loc(node))
@@ -481,6 +490,66 @@ class Parser(ExpressionEvaluator):
             return
         raise self.error(node.iter, f"cannot loop over {describe(it)} in a kernel",
                          "loop over T.serial(n), T.Parallel(...), T.Pipelined(...), range(...) or a Python list")
+
+    # Iterations of a `while` over Python values (unrolled while parsing) before it is an error.
+    PYTHON_WHILE_LIMIT = 4096
+
+    def stmt_While(self, node: ast.While) -> None:
+        """`while cond:` on kernel values: a loop of unknown trip count (the condition is evaluated
+        before every iteration). On Python values: unrolled while parsing, like a `for` over a list."""
+        if node.orelse:
+            raise self.error(node, "`while ... else` is not supported in a kernel", "remove the else block")
+        cond = self._while_cond(node)
+        if not is_ir(cond):
+            self._unroll_python_while(node, cond)
+            return
+        has_break, has_continue = exits_of(node.body)
+        exits = LoopExit(self.builder, self.loc(node), has_break, has_continue) if has_break or has_continue else None
+        if exits is not None and exits.broke is not None:  # leaves once the flag is set
+            cond = _tilec.binary("And", to_expr(cond), exits.not_broken(self.loc(node)), self.loc(node))
+        self.builder.begin_while(to_expr(cond), self.loc(node))
+        self.ir_depth += 1
+        self.scopes.append(_Scope(ir_frame=True))
+        guards = exits.begin_iteration(self.loc(node.body[0])) if exits is not None else 0
+        self.loop_exits.append(exits)
+        try:
+            self.visit_body(node.body, new_scope=False)
+        finally:
+            self.loop_exits.pop()
+        for _ in range(guards):
+            self.builder.end_frame()
+        self.scopes.pop()
+        self.ir_depth -= 1
+        self.builder.end_frame()
+
+    def _while_cond(self, node: ast.While) -> Any:
+        cond = self.eval(node.test)
+        if isinstance(cond, BufferAccess):
+            cond = cond.to_load()
+        return cond
+
+    def _unroll_python_while(self, node: ast.While, cond: Any) -> None:
+        jump = first_exit(node.body)
+        if jump is not None:
+            raise self.error(jump, f"`{'break' if isinstance(jump, ast.Break) else 'continue'}` in a `while` over "
+                                   "Python values (unrolled while parsing)",
+                             "put the exit into the condition, or loop over kernel values")
+        self.loop_exits.append(None)
+        try:
+            for _ in range(self.PYTHON_WHILE_LIMIT):
+                if not cond:
+                    return
+                self.visit_body(node.body, new_scope=False)
+                cond = self._while_cond(node)
+                if is_ir(cond):
+                    raise self.error(node.test, "this while-condition was a Python value on entry and became a "
+                                                "kernel value inside the loop",
+                                     "make it a kernel value from the start (e.g. a T.alloc_var counter)")
+        finally:
+            self.loop_exits.pop()
+        raise self.error(node, f"a `while` over Python values ran {self.PYTHON_WHILE_LIMIT} times while parsing "
+                               "(it is unrolled, like a `for` over a Python list)",
+                         "loop over kernel values (e.g. a T.alloc_var counter), or over T.serial(n)")
 
     def _loop_exits_of(self, node: ast.For, it: Any) -> Optional[LoopExit]:
         """The flags of a loop whose body has its own break / continue (None: it has none)."""

@@ -1,5 +1,5 @@
 // CPU target: statements. Every loop kind runs serially in order (T.Parallel, T.serial,
-// T.Pipelined, unrolled, vectorized); T.Kernel runs its blocks one after another (x
+// T.Pipelined, unrolled, vectorized, while); T.Kernel runs its blocks one after another (x
 // fastest), each with fresh on-chip buffers; thread-bound loops and T.ws are thread-level
 // code and raise "not supported on target=cpu", as does T.make_tensor (device addresses).
 #include "target/cpu/machine.h"
@@ -52,6 +52,11 @@ void Machine::exec(const Stmt& s) {
       for (const Stmt& c : s.as<SeqNode>()->stmts) exec(c);
       return;
     case NodeKind::kFor: exec_for(*this, s.as<ForNode>()); return;
+    case NodeKind::kWhile: {
+      auto* n = s.as<WhileNode>();
+      while (eval_bool(n->cond)) exec(n->body);
+      return;
+    }
     case NodeKind::kIf: {
       auto* n = s.as<IfNode>();
       if (eval_bool(n->cond)) exec(n->then_case);

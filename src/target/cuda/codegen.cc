@@ -112,6 +112,14 @@ void CudaPrinter::stmt(const Stmt& s) {
       return;
     case NodeKind::kFor:
       return print_for(s.as<ForNode>());
+    case NodeKind::kWhile: {
+      auto* w = s.as<WhileNode>();
+      line("while (" + expr(w->cond) + ") {");
+      ++indent_;
+      stmt(w->body);
+      --indent_;
+      return line("}");
+    }
     case NodeKind::kIf:
       return print_if(s.as<IfNode>(), false);
     case NodeKind::kLet: {

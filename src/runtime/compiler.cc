@@ -9,6 +9,8 @@
 // A hit skips the lowering as well, since the entry holds the source and the plan. The
 // build stamp (size and mtime of the binary tilec is linked into) makes a rebuilt tilec
 // miss the entries of the previous build, so developers never run stale code.
+#include <climits>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -41,9 +43,13 @@ std::string build_stamp() {
     std::string s = std::string("tilec ") + TILEC_VERSION;
     Dl_info info;
     if (::dladdr(reinterpret_cast<void*>(&build_stamp), &info) && info.dli_fname) {
+      // The canonical path: the loader keeps the path as the importer spelled it, and a
+      // sys.path entry with '..' in it (tests/gpu/../../python) named another cache key.
+      char canonical[PATH_MAX];
+      const char* path = ::realpath(info.dli_fname, canonical) ? canonical : info.dli_fname;
       struct stat st;
-      if (::stat(info.dli_fname, &st) == 0) {
-        s += " " + std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+      if (::stat(path, &st) == 0) {
+        s += " " + std::string(path) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
       }
     }
     Sha256 h;

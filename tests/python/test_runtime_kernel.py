@@ -129,6 +129,32 @@ def test_disk_cache_hit_after_memory_cache_is_cleared(tmp_path):
 
 
 @needs_nvrtc
+def test_a_fresh_process_hits_the_disk_cache_however_tilec_was_imported(tmp_path):
+    """The key names the build by its canonical path: a process that imported tilec through a
+    sys.path entry with '..' in it (as tests/gpu's harness does) shares entries with one that
+    did not (it missed them on the H200, 2026-12-02)."""
+    import os
+    import subprocess
+    import textwrap
+
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import tilec.kernel as K
+        k = K.compile_cuda({ADD_SOURCE!r}, {ADD_PLAN!r}, target="sm_80", cache_dir={str(tmp_path)!r})
+        print(k.from_cache, k.cache_key)
+    """)
+    keys = []
+    for path in (os.path.join(root, "tests", "python", "..", "..", "python"), os.path.join(root, "python")):
+        env = dict(os.environ, PYTHONPATH="")
+        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        keys.append(out.stdout.split())
+    assert keys[0][0] == "False" and keys[1] == ["True", keys[0][1]], keys
+
+
+@needs_nvrtc
 def test_disable_cache_turns_off_the_memory_cache_too(tmp_path, monkeypatch):
     # TILEC_DISABLE_CACHE=1 means every compile is cold (compile-time measurements rely on it).
     kernel_mod.compile_cuda(ADD_SOURCE, ADD_PLAN, target="sm_80", cache_dir=str(tmp_path))  # now in memory

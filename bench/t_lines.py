@@ -17,7 +17,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 ATTENTION = ["python/tilec/ops/attention_kernels.py", "examples/flash_attention_varlen.py",
-             "examples/flash_decoding.py", "examples/mla_decode.py"]
+             "examples/flash_decoding.py", "examples/mla_decode.py", "examples/flash_attention_fp8.py"]
 T_DECORATORS = {"prim_func", "macro"}
 
 

@@ -58,6 +58,9 @@ EXAMPLES = {
     "warp_specialized_gemm": (lambda: importlib.import_module("warp_specialized_gemm").ws_gemm(1024, 1024, 1024),
                               {"sm_80": None, "sm_90a": [WGMMA, TMA_LOAD, MBAR_WAIT, "mbarrier.arrive"]}),
     "elementwise_add": (lambda: importlib.import_module("elementwise_add").elementwise_add(), [r"ld\.global"]),
+    "flash_attention_fp8": (lambda: importlib.import_module("flash_attention_fp8").flash_attention_fp8(2, 4, 1024, 128),
+                            {"sm_80": None, "sm_90a": [r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.e4m3\.e4m3",
+                                                       TMA_LOAD, MBAR_WAIT, "ex2.approx"]}),
     # a while loop around a software-pipelined main loop (not warp-specialized inside a loop)
     "gemm_streamk": (lambda: importlib.import_module("gemm_streamk").streamk_gemm(1024, 1024, 1024, 132),
                      {"sm_80": ["mma.sync.aligned.m16n8k16", "cp.async.cg.shared.global", r"(red|atom)\.global"],

@@ -286,6 +286,43 @@ def test_tvm_thread_allreduce_is_a_warp_butterfly():
         assert f"red[0] = red[0] + tl::shfl_xor(red[0], {off});" in src, src
 
 
+def _allreduce_over_y(BN, R, N=256, K=512):
+    """upstream's GEMV with threads (BN, R): each column of R threads reduces over threadIdx.y."""
+
+    @T.prim_func
+    def g(A: T.Tensor((K,), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((N,), "float16")):
+        with T.Kernel(T.ceildiv(N, BN), threads=(BN, R)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), "float32")
+            red = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // R):
+                acc[0] += A[bk * R + tk].astype("float32") * B[bn * BN + tn, bk * R + tk].astype("float32")
+            with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], tk, dtype="handle"))
+            C[bn * BN + tn] = red[0]
+
+    return g
+
+
+def test_tvm_thread_allreduce_over_threadidx_y():
+    # 4 x 8 threads: a column's 8 threads are 4 lanes apart in one warp: shuffles by 16, 8, 4
+    src = tilec.compile(_allreduce_over_y(4, 8), target="sm_90a").get_kernel_source()
+    for off in (16, 8, 4):
+        assert f"red[0] = red[0] + tl::shfl_xor(red[0], {off});" in src, src
+    assert "shfl_xor(red[0], 2)" not in src
+    # 8 x 16 threads: a column spans warps: through shared memory, one barrier, folded in order
+    src = tilec.compile(_allreduce_over_y(8, 16), target="sm_90a").get_kernel_source()
+    body = src[src.index("extern"):]
+    assert "allreduce_buf[tx + ty * 8] = acc[0];" in body, body
+    assert body.count("__syncthreads()") == 1 and "shfl" not in body
+    assert "red[0] = allreduce_buf[tx];" in body and "red[0] = red[0] + allreduce_buf[allreduce_j * 8 + tx];" in body
+    # an extent that is not a power of two goes through shared memory as well
+    assert "allreduce_buf" in tilec.compile(_allreduce_over_y(2, 48, K=480), target="sm_80").get_kernel_source()
+
+
 def test_analyzer_counts_gemm_flops_and_global_bytes():
     from tilec.tools import Analyzer
     from tilec.carver.arch import CUDA

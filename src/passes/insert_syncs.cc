@@ -11,6 +11,10 @@
 //         barrier on every path between them, loop back edges included — and no barrier that
 //         separates nothing is added. Existing barriers are kept (they may order global
 //         memory); two barriers with nothing between them become one.
+// Loops: a For's back edge is planned to a fixed point; a While is planned as the loop
+//   `body; cond` entered after one evaluation of `cond` (visit_while), so a barrier the next
+//   evaluation needs lands at the end of the body; a condition that differs between threads
+//   may not hold a barrier (CompileError), as for a For with divergent bounds.
 // Config: tl.disable_thread_storage_sync returns the function unchanged (unsafe).
 // Warp-specialized roles (Annotate kThreadRangeKey, and an If whose branches are roles) are
 //   planned each on their own — the roles synchronize through mbarriers — and the block

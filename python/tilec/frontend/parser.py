@@ -505,8 +505,8 @@ class Parser(ExpressionEvaluator):
             return
         has_break, has_continue = exits_of(node.body)
         exits = LoopExit(self.builder, self.loc(node), has_break, has_continue) if has_break or has_continue else None
-        if exits is not None and exits.broke is not None:  # leaves once the flag is set
-            cond = _tilec.binary("And", to_expr(cond), exits.not_broken(self.loc(node)), self.loc(node))
+        if exits is not None and exits.broke is not None:  # leaves once the flag is set, cond unevaluated
+            cond = _tilec.binary("And", exits.not_broken(self.loc(node)), to_expr(cond), self.loc(node))
         self.builder.begin_while(to_expr(cond), self.loc(node))
         self.ir_depth += 1
         self.scopes.append(_Scope(ir_frame=True))

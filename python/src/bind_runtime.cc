@@ -373,7 +373,9 @@ void bind_runtime(nb::module_& m) {
       PyExc_RuntimeError, nullptr);
   m.attr("KernelLaunchError") = nb::handle(g_launch_error);
 
-  nb::class_<PyKernel>(m, "Kernel",
+  // dynamic_attr: the autotuner leaves the winner's config / latency / ref_latency on it (TileLang's
+  // examples read best_kernel.config).
+  nb::class_<PyKernel>(m, "Kernel", nb::dynamic_attr(),
                        "A compiled kernel. Call it with tensors (and scalars); outputs named by out_idx are "
                        "allocated and returned (one tensor, or a list).")
       .def("__call__", &kernel_call)

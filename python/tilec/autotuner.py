@@ -291,6 +291,9 @@ class AutoTuneImpl:
                                cache_key=_tuning_key(self.jit_impl.func, args, kwargs, configs, self.jit_impl.target),
                                timeout=self.profile.timeout)
         result = (chosen.kernel, chosen.config)
+        # As TileLang's tuned kernels: the example scripts read .config, .latency and .ref_latency.
+        for name in ("config", "latency", "ref_latency"):
+            setattr(chosen.kernel, name, getattr(chosen, name))
         self._cache[key] = result
         return result
 

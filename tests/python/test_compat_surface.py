@@ -40,6 +40,8 @@ def test_autotune_without_a_gpu_takes_the_first_config_that_compiles(monkeypatch
     assert "threads=128" in kernel.launch_plan_summary() or "128" in kernel.launch_plan_summary()
     assert "does not compile" in caplog.text  # threads=2048 is refused and logged
     assert "no CUDA GPU" in caplog.text
+    # as TileLang's tuned kernels (upstream's examples read best_kernel.config)
+    assert kernel.config == {"threads": 128} and hasattr(kernel, "latency") and hasattr(kernel, "ref_latency")
 
 
 def test_autotune_with_every_tuned_parameter_given_is_a_plain_jit_call(monkeypatch):

@@ -34,6 +34,7 @@ from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir,
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
 from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, may_exit
+from .reducers import plan_reducer_loop
 
 _UNSUPPORTED_STMT_HINTS = {
     "Try": ("`try`", "errors are reported when the kernel is compiled; remove the try/except"),
@@ -452,6 +453,9 @@ class Parser(ExpressionEvaluator):
             names = self._target_names(node.target)
             self.ctx.loc = self.loc(node.iter)
             exits = self._loop_exits_of(node, it)
+            reducers = plan_reducer_loop(self, node, it.kind, names)  # frontend/reducers.py
+            if reducers is not None:
+                reducers.before(it.extents)
             try:
                 loop_vars = it.begin_loops(self.ctx, names)
             except CompileError as e:
@@ -464,7 +468,7 @@ class Parser(ExpressionEvaluator):
             guards = exits.begin_iteration(self.loc(node.body[0])) if exits is not None else 0
             self.loop_exits.append(exits)
             try:
-                self.visit_body(node.body, new_scope=False)
+                self.visit_body(reducers.body if reducers is not None else node.body, new_scope=False)
             finally:
                 self.loop_exits.pop()
             for _ in range(guards):
@@ -472,6 +476,9 @@ class Parser(ExpressionEvaluator):
             self.scopes.pop()
             self.ir_depth -= 1
             it.end_loops(self.ctx)
+            if reducers is not None:
+                self.ctx.loc = self.loc(node)
+                reducers.after()
             return
         if isinstance(it, (list, tuple, range)):
             jump = first_exit(node.body)

@@ -1,0 +1,135 @@
+"""T.Parallel loops that update a T.alloc_reducer buffer (language/reducer.py has the semantics).
+
+    for i, j in T.Parallel(M, N):         part = T.alloc_fragment((M, N), dtype)
+        o[i] += f(i, j)            ->     T.fill(part, identity)
+                                          for i, j in T.Parallel(M, N):
+                                              part[i, j] += f(i, j)
+                                          T.reduce_sum(part, o, dim=1, clear=False)
+
+Every access of the reducer in the loop must index it with the loop variables, in loop order,
+one of them left out (the dimension that is reduced); with none left out the loop updates each
+element from one iteration and is kept as written. Other forms are a CompileError.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any, Optional
+
+from ..errors import CompileError
+
+
+class ReducerLoop:
+    """The rewrite of one T.Parallel loop: `body` to parse instead of the loop's, `before()` and
+    `after()` around the loop."""
+
+    def __init__(self, parser, body: list, parts: list):
+        self.parser = parser
+        self.body = body
+        self.parts = parts  # (reducer buffer, op, part name, reduced dim, reducer's name)
+
+    def before(self, extents: list) -> None:
+        from ..language.ops import alloc_fragment, fill, infinity
+
+        for buf, op, name, _, var_name in self.parts:
+            self.parser.ctx.pending_name = f"{var_name}_part"  # the buffer's name in the IR
+            try:
+                part = alloc_fragment(list(extents), buf.dtype)
+            finally:
+                self.parser.ctx.pending_name = None
+            if op == "sum":
+                identity = 0
+            elif not str(buf.dtype).startswith(("float", "bfloat")):
+                raise CompileError(f"T.alloc_reducer(op={op!r}) on {buf.dtype}: tilec supports max / min reducers "
+                                   "of floating-point types", hint="use op='sum', or a float reducer")
+            else:
+                identity = -infinity(buf.dtype) if op == "max" else infinity(buf.dtype)
+            fill(part, identity)
+            self.parser.bind(name, part)
+
+    def after(self) -> None:
+        from ..language.ops import reduce_max, reduce_min, reduce_sum
+
+        fold = {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}
+        for buf, op, name, dim, _ in self.parts:
+            fold[op](self.parser.lookup(name, None), buf, dim=dim, clear=False)
+
+
+def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional[ReducerLoop]:
+    """The rewrite of a T.Parallel loop whose body updates reducers, or None."""
+    reducer_ops = getattr(parser.ctx, "reducer_ops", None)
+    if not reducer_ops or kind != "Parallel":
+        return None
+    written = _written_reducers(parser, node.body, reducer_ops)
+    if not written:
+        return None
+    parts, renames = [], {}
+    for k, (var_name, (buf, op)) in enumerate(written.items()):
+        index = _reducer_index(parser, node.body, var_name, names)
+        if len(index) == len(names):
+            continue  # one iteration per element: nothing to combine
+        dim = next(d for d, n in enumerate(names) if n not in index)
+        part_name = f"_reducer_part_{len(parser.scopes)}_{k}"
+        parts.append((buf, op, part_name, dim, var_name))
+        renames[var_name] = part_name
+    if not parts:
+        return None
+    body = [_Rename(renames, names).visit(copy.deepcopy(stmt)) for stmt in node.body]
+    return ReducerLoop(parser, [ast.fix_missing_locations(s) for s in body], parts)
+
+
+def _written_reducers(parser, body: list, reducer_ops: dict) -> dict:
+    """name -> (buffer, op) of the reducers the loop body stores into."""
+    found = {}
+    for stmt in body:
+        for n in ast.walk(stmt):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    value = _lookup(parser, t.value.id)
+                    if value is not None and id(value) in reducer_ops:
+                        found[t.value.id] = reducer_ops[id(value)]
+    return found
+
+
+def _lookup(parser, name: str) -> Any:
+    try:
+        return parser.lookup(name, None)
+    except CompileError:
+        return None
+
+
+def _reducer_index(parser, body: list, var_name: str, names: list) -> list:
+    """The loop variables that index the reducer, the same at every access (else a CompileError)."""
+    seen = None
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if not (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var_name):
+                continue
+            elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
+            index = [e.id if isinstance(e, ast.Name) else None for e in elts]
+            ok = None not in index and index == [v for v in names if v in index] and len(index) >= len(names) - 1
+            if not ok or (seen is not None and index != seen):
+                raise parser.error(n, f"reducer '{var_name}' indexed with {ast.unparse(n.slice)} in a T.Parallel loop "
+                                      f"over ({', '.join(names)})",
+                                   "index a reducer with the loop variables in loop order, all of them or all but "
+                                   "the one it reduces over (e.g. o[i] in `for i, j in T.Parallel(M, N)`)")
+            seen = index
+    return seen or []
+
+
+class _Rename(ast.NodeTransformer):
+    """Reducer accesses -> the loop's partial buffer, indexed with every loop variable."""
+
+    def __init__(self, renames: dict, names: list):
+        self.renames = renames
+        self.names = names
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.renames:
+            index = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in self.names], ctx=ast.Load())
+            return ast.copy_location(ast.Subscript(value=ast.Name(id=self.renames[node.value.id], ctx=ast.Load()),
+                                                   slice=index, ctx=node.ctx), node)
+        return node

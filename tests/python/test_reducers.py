@@ -74,3 +74,25 @@ def test_reducer_errors():
                 for i, j in T.Parallel(8, 8):
                     red[j + 1] += a[i, j]
                 T.copy(red, o[0])
+
+
+def test_a_store_that_is_not_the_reducers_update_is_an_error():
+    with pytest.raises(CompileError, match="a store into the sum reducer 'red' that is not its update"):
+        @T.prim_func
+        def wrong_op(a: T.Tensor((8, 8), "float32"), o: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                red = T.alloc_reducer(8, "float32")
+                T.clear(red)
+                for i, j in T.Parallel(8, 8):
+                    red[i] = T.max(red[i], a[i, j])
+                T.copy(red, o[0])
+
+    with pytest.raises(CompileError, match="write red\\[...\\] = T.max\\(red\\[...\\], value\\)"):
+        @T.prim_func
+        def plain_store(a: T.Tensor((8, 8), "float32"), o: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                red = T.alloc_reducer(8, "float32", op="max")
+                T.fill(red, -T.infinity("float32"))
+                for i, j in T.Parallel(8, 8):
+                    red[i] = a[i, j]
+                T.copy(red, o[0])

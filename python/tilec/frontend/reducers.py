@@ -80,17 +80,55 @@ def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional
 
 
 def _written_reducers(parser, body: list, reducer_ops: dict) -> dict:
-    """name -> (buffer, op) of the reducers the loop body stores into."""
+    """name -> (buffer, op) of the reducers the loop body stores into; each store must be the
+    reducer's own update (a CompileError otherwise: folding it with another op would be wrong)."""
     found = {}
     for stmt in body:
-        for n in ast.walk(stmt):
+        for n in _live_nodes(parser, stmt):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
             for t in targets:
                 if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                     value = _lookup(parser, t.value.id)
                     if value is not None and id(value) in reducer_ops:
                         found[t.value.id] = reducer_ops[id(value)]
+                        _check_update(parser, n, t, found[t.value.id][1])
     return found
+
+
+def _check_update(parser, stmt: ast.AST, target: ast.Subscript, op: str) -> None:
+    """`r[i] += v` for a sum reducer, `r[i] = T.max(r[i], v)` (either order) for max, T.min for min."""
+    if op == "sum":
+        ok = isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add)
+        form = f"{target.value.id}[...] += value"
+    else:
+        call = stmt.value if isinstance(stmt, ast.Assign) else None
+        ok = (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == op
+              and len(call.args) == 2 and any(ast.unparse(a) == ast.unparse(target) for a in call.args))
+        form = f"{target.value.id}[...] = T.{op}({target.value.id}[...], value)"
+    if not ok:
+        raise parser.error(stmt, f"a store into the {op} reducer '{target.value.id}' that is not its update",
+                           f"write {form} (T.alloc_reducer(..., op={op!r}))")
+
+
+def _live_nodes(parser, node: ast.AST):
+    """The nodes under `node` that parsing can reach: of an `if` on a Python value (e.g. a jit
+    factory's `if op == "sum":`) only the taken branch; everything else, both branches."""
+    if isinstance(node, ast.If):
+        try:
+            from .values import is_ir
+
+            test = parser.eval(node.test)
+            taken = None if is_ir(test) else (node.body if test else node.orelse)
+        except Exception:  # noqa: BLE001 - e.g. a loop variable not bound yet: an IR condition
+            taken = None
+        if taken is not None:
+            yield node
+            for stmt in taken:
+                yield from _live_nodes(parser, stmt)
+            return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _live_nodes(parser, child)
 
 
 def _lookup(parser, name: str) -> Any:
@@ -104,7 +142,7 @@ def _reducer_index(parser, body: list, var_name: str, names: list) -> list:
     """The loop variables that index the reducer, the same at every access (else a CompileError)."""
     seen = None
     for stmt in body:
-        for n in ast.walk(stmt):
+        for n in _live_nodes(parser, stmt):
             if not (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var_name):
                 continue
             elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]

@@ -30,6 +30,7 @@ from .extern import call_extern, import_source
 from .rng import rng_init, rng_rand
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .reducer import alloc_reducer, finalize_reducer
+from .logical import all_of, any_of
 from .bitcast import reinterpret
 from .persistent import Persistent
 from .pointers import make_tensor, make_tensor_from_addr, ptr

@@ -198,6 +198,25 @@ def wait_wgmma(pending: Any = 0):
     ctx.builder.evaluate(_tilec.call("void", "tl.wgmma_wait", [to_expr(n)], ctx.loc), ctx.loc)
 
 
+def _pdl(what: str, intrinsic: str) -> None:
+    ctx = context.require(what)
+    ctx.builder.evaluate(_tilec.call("void", intrinsic, [], ctx.loc), ctx.loc)
+
+
+@primitive
+def pdl_trigger():
+    """`T.pdl_trigger()`: lets a kernel launched after this one with programmatic dependent launch
+    start (griddepcontrol.launch_dependents, sm_90). A hint: without such a launch it does nothing."""
+    _pdl("T.pdl_trigger", "tl.pdl_trigger")
+
+
+@primitive
+def pdl_sync():
+    """`T.pdl_sync()`: waits for the kernels this one depends on under programmatic dependent launch
+    (griddepcontrol.wait, sm_90); returns at once otherwise."""
+    _pdl("T.pdl_sync", "tl.pdl_sync")
+
+
 @primitive
 def fence_proxy_async():
     """`T.fence_proxy_async()`: orders this thread's generic-proxy shared-memory accesses before

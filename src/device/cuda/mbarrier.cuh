@@ -99,6 +99,20 @@ TL_DEVICE void mbarrier_wait(uint64* bar, uint32 parity) {
 // hands shared memory to TMA stores or wgmma.
 TL_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Programmatic dependent launch (T.pdl_trigger / T.pdl_sync): griddepcontrol on sm_90+, where
+// both return at once unless the launch asked for programmatic stream serialization; nothing
+// before sm_90.
+TL_DEVICE void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+TL_DEVICE void pdl_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // A barrier over `count` threads (a multiple of 32) of the block, id 1..15 (0 is
 // __syncthreads): the block barrier of one warp-specialized role.
 TL_DEVICE void named_barrier_sync(int id, int count) {

@@ -42,7 +42,9 @@ const std::map<std::string, Unary>& unary_math() {
 
 // Thread-level calls that are no-ops when a block runs as one.
 // (T.set_max_nreg's register budget too: it never changes results.)
-bool is_block_noop(const std::string& op) { return op == "tl.syncthreads" || op == "tl.user_setmaxnreg"; }
+bool is_block_noop(const std::string& op) {
+  return op == "tl.syncthreads" || op == "tl.user_setmaxnreg" || op == "tl.pdl_trigger" || op == "tl.pdl_sync";
+}
 
 Value reinterpret(Machine& m, const CallNode* c) {
   DataType from = c->args[0]->dtype, to = c->dtype;

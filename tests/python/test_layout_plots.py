@@ -107,6 +107,20 @@ def test_layout_maps_of_a_fragment():
     assert m["thread"][8 * 16] == 0 and m["local"][8 * 16] == 2  # row 8: same lanes, next registers
 
 
+def test_fragment_forward_fn_gives_thread_and_index_together():
+    # TileLang's combined form: thread, index = forward_fn(i, j); the same maps as the two functions
+    both = T.Fragment((16, 16), forward_fn=lambda i, j: ((i % 8) * 4 + (j % 8) // 2,
+                                                         [(j // 8) * 4 + (i // 8) * 2 + j % 2]))
+    a, b = tilec._tilec.layout_maps(_mma_a_fragment()), tilec._tilec.layout_maps(both)
+    assert a["thread"] == b["thread"] and a["local"] == b["local"]
+    rep = T.Fragment((4,), forward_fn=lambda i, r: (i + 4 * r, i * 0), replicate=2)
+    assert tilec._tilec.layout_maps(rep)["threads"] == 8
+    with pytest.raises(CompileError, match=r"returns \(thread, index\)"):
+        T.Fragment((4,), forward_fn=lambda i: i)
+    with pytest.raises(CompileError, match="not both"):
+        T.Fragment((4,), forward_fn=lambda i: (i, i), forward_thread=lambda i: i)
+
+
 @pytest.mark.parametrize("mode, conflict", [("128B", "no bank conflict"), ("none", "8-way bank conflict")])
 def test_plot_layout_of_a_shared_layout_shows_swizzle_and_banks(tmp_path, mode, conflict):
     pytest.importorskip("matplotlib")

@@ -64,12 +64,19 @@ def Fragment(shape: Any, forward_thread: Optional[Callable] = None, forward_inde
     shape = _shape(shape)
     forward_thread = forward_thread or forward_thread_fn
     forward_index = forward_index or forward_index_fn
-    if forward_fn is not None:
-        raise CompileError("T.Fragment(forward_fn=...) is not supported yet",
-                           hint="give forward_thread=lambda ...: thread and forward_index=lambda ...: [index]")
+    rep = const_int(replicate, "replicate")
+    if forward_fn is not None:  # TileLang: thread, index = forward_fn(*index_vars[, rep])
+        if forward_thread is not None or forward_index is not None:
+            raise CompileError("T.Fragment takes forward_fn or forward_thread / forward_index, not both")
+        fvars = _vars_for(forward_fn, len(shape), "T.Fragment forward_fn", allow_rep=rep > 1)
+        result = forward_fn(*fvars)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise CompileError("T.Fragment forward_fn returns (thread, index), e.g. lambda i, j: (i // 2, [j])")
+        return _tilec.make_fragment([to_expr(s) for s in shape], fvars[: len(shape)], _index_list(result[1]),
+                                    to_expr(result[0]), rep if rep != 1 else None,
+                                    fvars[len(shape)] if len(fvars) > len(shape) else None)
     if forward_thread is None:
         raise CompileError("T.Fragment needs forward_thread=lambda i, j: thread")
-    rep = const_int(replicate, "replicate")
     tvars = _vars_for(forward_thread, len(shape), "T.Fragment forward_thread", allow_rep=rep > 1)
     rep_var = tvars[len(shape)] if len(tvars) > len(shape) else None
     thread = to_expr(forward_thread(*tvars))

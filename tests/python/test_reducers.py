@@ -96,3 +96,23 @@ def test_a_store_that_is_not_the_reducers_update_is_an_error():
                 for i, j in T.Parallel(8, 8):
                     red[i] = a[i, j]
                 T.copy(red, o[0])
+
+
+def test_a_one_element_reducer_over_a_one_dimensional_loop():
+    @T.prim_func
+    def total(x: T.Tensor((300,), "float32"), o: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=128) as b:
+            red = T.alloc_reducer((1,), "float32")
+            T.clear(red)
+            for k in T.serial(3):
+                for j in T.Parallel(100):
+                    red[0] += x[k * 100 + j]
+            T.finalize_reducer(red)
+            T.copy(red, o)
+
+    x = rng.standard_normal(300).astype(np.float32)
+    o = np.zeros(1, np.float32)
+    tilec.compile(total, target="cpu")(x, o)
+    np.testing.assert_allclose(o[0], x.sum(), rtol=1e-5, atol=1e-5)
+    assert "T.reduce_sum(red_part, red, dim=0, clear=False)" in total.script()
+    tilec.compile(total, target="sm_90a")

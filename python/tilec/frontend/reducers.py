@@ -7,8 +7,9 @@
                                           T.reduce_sum(part, o, dim=1, clear=False)
 
 Every access of the reducer in the loop must index it with the loop variables, in loop order,
-one of them left out (the dimension that is reduced); with none left out the loop updates each
-element from one iteration and is kept as written. Other forms are a CompileError.
+one of them left out (the dimension that is reduced), or be `r[0]` of a one-element reducer in a
+one-dimensional loop; with none left out the loop updates each element from one iteration and is
+kept as written. Other forms are a CompileError.
 """
 
 from __future__ import annotations
@@ -146,7 +147,10 @@ def _reducer_index(parser, body: list, var_name: str, names: list) -> list:
             if not (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var_name):
                 continue
             elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
-            index = [e.id if isinstance(e, ast.Name) else None for e in elts]
+            if len(names) == 1 and len(elts) == 1 and isinstance(elts[0], ast.Constant) and elts[0].value == 0:
+                index = []  # a one-element reducer summed over a one-dimensional loop: r[0] += x[j]
+            else:
+                index = [e.id if isinstance(e, ast.Name) else None for e in elts]
             ok = None not in index and index == [v for v in names if v in index] and len(index) >= len(names) - 1
             if not ok or (seen is not None and index != seen):
                 raise parser.error(n, f"reducer '{var_name}' indexed with {ast.unparse(n.slice)} in a T.Parallel loop "

@@ -228,6 +228,9 @@ def generate(seed: int, families=None) -> dict:
     spec["seed"] = seed
     configs = random.Random(seed * 7919 + 1)  # its own stream: the programs above stay as they were
     spec["configs"] = sorted(configs.sample(PASS_CONFIGS, configs.randint(1, 2))) if configs.random() < 0.3 else []
+    # Half the serial k loops as `while k < n:` over a T.alloc_var counter (its own stream too).
+    if spec.get("loop") == "serial" and not spec.get("single") and random.Random(seed * 104729 + 17).random() < 0.5:
+        spec["while"] = True
     return spec
 
 
@@ -244,6 +247,8 @@ def features(spec: dict) -> list:
         tags.append("non_pow2_tile")
     if spec.get("dyn"):
         tags.append("dynamic_shape")
+    if spec.get("while"):
+        tags.append("while_loop")
     tags += ["config:" + c.replace("tl.disable_", "no_") for c in spec.get("configs", [])]
     if f == "ew":
         tags += ["parallel_chain", "stage_in:" + spec["stage_in"], "stage_out:" + spec["stage_out"]]

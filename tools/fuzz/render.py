@@ -212,10 +212,7 @@ def _body_reduce(s: dict, L: _Lines, Mx: str):
         if s["combine"] == "parallel":
             L(f'part = T.alloc_fragment(({keep},), "{cdt}")')
         L(f"T.fill(acc, {init})")
-        n = f"T.ceildiv({red_extent}, {red})"
-        head = f"T.Pipelined({n}, num_stages={s['stages']})" if s["loop"] == "pipelined" else f"T.serial({n})"
-        L(f"for k in {head}:")
-        L.indent()
+        _open_k_loop(L, s, f"T.ceildiv({red_extent}, {red})")
         load("k")
         if s["combine"] == "clear_false":
             L(f"T.reduce_{op}(x, acc, dim={dim}, clear=False)")
@@ -225,7 +222,7 @@ def _body_reduce(s: dict, L: _Lines, Mx: str):
             L.indent()
             L(f"acc[i] = acc[i] + part[i]" if op == "sum" else f"acc[i] = T.{op}(acc[i], part[i])")
             L.dedent()
-        L.dedent()
+        _close_k_loop(L, s)
     _parallel_ops(L, f"{keep}", "i", "acc", s["post"], cdt)
     L(f"T.copy(acc, Y[bx * {keep}])")
     if s["broadcast"]:
@@ -234,6 +231,25 @@ def _body_reduce(s: dict, L: _Lines, Mx: str):
         L(f"x[i, j] = x[i, j] - acc[{'j' if dim == 0 else 'i'}]")
         L.dedent()
         L(f"T.copy(x, Z[{'0, bx * ' + str(bn) if dim == 0 else 'bx * ' + str(bm) + ', 0'}])")
+    L.dedent()
+
+
+def _open_k_loop(L: _Lines, s: dict, n: str):
+    """The loop over k: T.Pipelined / T.serial, or (spec "while") a while over a T.alloc_var counter,
+    the same iterations."""
+    if s.get("while"):
+        L('k = T.alloc_var("int32")')
+        L("k = 0")
+        L(f"while k < {n}:")
+    else:
+        head = f"T.Pipelined({n}, num_stages={s['stages']})" if s["loop"] == "pipelined" else f"T.serial({n})"
+        L(f"for k in {head}:")
+    L.indent()
+
+
+def _close_k_loop(L: _Lines, s: dict):
+    if s.get("while"):
+        L("k = k + 1")
     L.dedent()
 
 
@@ -249,10 +265,7 @@ def _body_gemm(s: dict, L: _Lines, Mx: str):
     L(f'C_f = T.alloc_fragment(({bm}, {bn}), "float32")')
     if s["clear"] == "clear":
         L("T.clear(C_f)")
-    n = f"T.ceildiv({s['K']}, {bk})"
-    head = f"T.Pipelined({n}, num_stages={s['stages']})" if s["loop"] == "pipelined" else f"T.serial({n})"
-    L(f"for k in {head}:")
-    L.indent()
+    _open_k_loop(L, s, f"T.ceildiv({s['K']}, {bk})")
     L(f"T.copy(A[k * {bk}, by * {bm}], A_s)" if tA else f"T.copy(A[by * {bm}, k * {bk}], A_s)")
     L(f"T.copy(B[bx * {bn}, k * {bk}], B_s)" if tB else f"T.copy(B[k * {bk}, bx * {bn}], B_s)")
     a = "A_s"
@@ -261,7 +274,7 @@ def _body_gemm(s: dict, L: _Lines, Mx: str):
         a = "A_f"
     extra = ", clear_accum=(k == 0)" if s["clear"] == "clear_accum" else ""
     L(f"T.gemm({a}, B_s, C_f, transpose_A={tA}, transpose_B={tB}{extra})")
-    L.dedent()
+    _close_k_loop(L, s)
     _parallel_ops(L, f"{bm}, {bn}", "i, j", "C_f", s["epilogue"], "float32")
     if s.get("row_reduce"):
         L(f'r = T.alloc_fragment(({bm},), "float32")')

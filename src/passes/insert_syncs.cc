@@ -764,37 +764,55 @@ class SyncPlanner {
   Stmt visit_divergent_for(const Stmt& s, const ForNode* op, Pending& pending) {
     VarSet saved = divergent_;
     divergent_.insert(op->loop_var.get());
-    const int64_t placed = barriers_placed_;
-    Pending inside;  // empty: a conflict with what precedes the loop gets a barrier before it (below)
-    (void)visit_uniform_for(s, op, inside);
-    const bool needs_barrier = barriers_placed_ > placed;
-    barriers_placed_ = placed;
+    const bool needs_barrier = plans_a_barrier([&](Pending& inside) { (void)visit_uniform_for(s, op, inside); });
     divergent_ = saved;
     check_no_barrier_needed_in_divergent_loop(op, needs_barrier);
+    return as_one_unit(s, pending);
+  }
+
+  // Whether planning a loop (with nothing pending before it: a conflict with what precedes the
+  // loop gets a barrier before it, see as_one_unit) places a barrier; the plan is dropped.
+  template <class Plan> bool plans_a_barrier(Plan plan) {
+    const int64_t placed = barriers_placed_;
+    Pending inside;
+    plan(inside);
+    const bool placed_one = barriers_placed_ > placed;
+    barriers_placed_ = placed;
+    return placed_one;
+  }
+
+  // A loop not every thread runs as often, kept as it is: its accesses as one statement's.
+  Stmt as_one_unit(const Stmt& s, Pending& pending) {
     Effects fx = deep_effects(s);
     fx.barrier = false;  // a barrier inside is not reached by every thread: it orders nothing after the loop
     return apply(fx, pending) ? with_barrier_before(s) : s;
   }
 
-  Stmt visit_uniform_for(const Stmt& s, const ForNode* op, Pending& pending) {
-    az_.bind_range(op->loop_var, op->min, op->extent);
-    if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
-    VarSet inside = vars_bound_in(op);
-    // Back-edge pending: grow until the body's exit adds nothing new (nothing for a loop
-    // whose iterations touch different elements).
+  // The accesses pending at the top of a loop body from its earlier iterations: grown until the
+  // body's exit adds nothing new. `inside`: the variables the body binds (they differ between
+  // iterations).
+  Pending back_edge_of(const Stmt& body, const VarSet& inside) {
     Pending back_edge;
-    const bool disjoint = find_attr(op->annotations, kDisjointIterationsKey) != nullptr;
-    for (int iter = 0; iter < 64 && !disjoint; ++iter) {
+    for (int iter = 0; iter < 64; ++iter) {
       Pending p = back_edge;
       VarSet saved = divergent_;
-      (void)visit(op->body, p);
+      (void)visit(body, p);
       divergent_ = saved;
       Pending exit = tainted(p, inside);
       if (contains(back_edge, exit)) break;
       for (const auto& a : exit) add(back_edge, a);
       TILEC_ICHECK(iter < 63) << "insert_syncs: loop analysis did not converge";
     }
-    Pending p = back_edge;
+    return back_edge;
+  }
+
+  Stmt visit_uniform_for(const Stmt& s, const ForNode* op, Pending& pending) {
+    az_.bind_range(op->loop_var, op->min, op->extent);
+    if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
+    VarSet inside = vars_bound_in(op);
+    // Nothing comes back along the back edge of a loop whose iterations touch different elements.
+    const bool disjoint = find_attr(op->annotations, kDisjointIterationsKey) != nullptr;
+    Pending p = disjoint ? Pending{} : back_edge_of(op->body, inside);
     Stmt body = visit(op->body, p);
     std::vector<Access> first_accesses;
     bool always = false;
@@ -821,19 +839,14 @@ class SyncPlanner {
   // threads is planned as in visit_divergent_for (a barrier inside would be an error).
   Stmt visit_while(const Stmt& s, const WhileNode* op, Pending& pending) {
     if (divergent_cond(op->cond)) {
-      const int64_t placed = barriers_placed_;
-      Pending inside;
-      (void)visit_uniform_while(s, op, inside);
-      const bool needs_barrier = barriers_placed_ > placed;
-      barriers_placed_ = placed;
+      const bool needs_barrier =
+          plans_a_barrier([&](Pending& inside) { (void)visit_uniform_while(s, op, inside); });
       TILEC_USER_CHECK(!needs_barrier, s->loc,
                        "give the loop a condition that is the same for every thread of the block (block indices, "
                        "uniform values), or move the shared-memory accesses that conflict out of the loop")
           << "this while loop needs __syncthreads inside, but its condition may differ between the threads of a "
              "block, so not every thread would reach the barrier as often";
-      Effects fx = deep_effects(s);
-      fx.barrier = false;
-      return apply(fx, pending) ? with_barrier_before(s) : s;
+      return as_one_unit(s, pending);
     }
     return visit_uniform_while(s, op, pending);
   }
@@ -842,24 +855,12 @@ class SyncPlanner {
     const Stmt trailing_cond = evaluate(op->cond, s->loc);
     const Stmt loop_body = seq({op->body, trailing_cond}, s->loc);
     VarSet inside = vars_bound_in(op->body);
-    Pending back_edge;
-    for (int iter = 0; iter < 64; ++iter) {
-      Pending p = back_edge;
-      VarSet saved = divergent_;
-      (void)visit(loop_body, p);
-      divergent_ = saved;
-      Pending exit = tainted(p, inside);
-      if (contains(back_edge, exit)) break;
-      for (const auto& a : exit) add(back_edge, a);
-      TILEC_ICHECK(iter < 63) << "insert_syncs: while-loop analysis did not converge";
-    }
-    Pending p = back_edge;
+    Pending p = back_edge_of(loop_body, inside);
     Stmt planned = visit(loop_body, p);
-    std::vector<Access> first_accesses;
-    bool always = false;
     Effects cond_fx;
     expr_effects(op->cond, &cond_fx);  // the first evaluation, before any iteration
-    first_accesses = cond_fx.accesses;
+    std::vector<Access> first_accesses = cond_fx.accesses;
+    bool always = false;
     exposed(op->body, &first_accesses, &always);
     const bool need = conflicts(pending, first_accesses);
     if (need) pending.clear();

@@ -62,6 +62,11 @@ def _walk_exits(stmts: list, found: dict) -> None:
         walk(s)
 
 
+def jump_word(jump: ast.stmt) -> str:
+    """'break' or 'continue', for messages."""
+    return "break" if isinstance(jump, ast.Break) else "continue"
+
+
 def may_exit(stmt: ast.stmt) -> bool:
     b, c = exits_of([stmt])
     return b or c

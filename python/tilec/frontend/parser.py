@@ -33,7 +33,7 @@ from .values import Buffer, BufferAccess, Expr, VAR_SCOPE, Var, describe, is_ir,
 
 from .expressions import ExpressionEvaluator
 from .parser_tables import _Scope
-from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, may_exit
+from .loop_exits import EXIT_KINDS, LoopExit, exits_of, first_exit, jump_word, may_exit
 from .reducers import plan_reducer_loop
 
 _UNSUPPORTED_STMT_HINTS = {
@@ -401,10 +401,13 @@ class Parser(ExpressionEvaluator):
         value = _tilec.cast(dtype, to_expr(value), self.loc(node))
         self.assign_name(node.target.id, value, node.target)
 
+    def _condition(self, test: ast.expr) -> Any:
+        """The value of an `if` / `while` test: a Python value, or IR (an element read loaded)."""
+        cond = self.eval(test)
+        return cond.to_load() if isinstance(cond, BufferAccess) else cond
+
     def stmt_If(self, node: ast.If) -> None:
-        cond = self.eval(node.test)
-        if isinstance(cond, BufferAccess):
-            cond = cond.to_load()
+        cond = self._condition(node.test)
         if not is_ir(cond):
             # Python value: keep only the taken branch (its names stay visible, as in Python).
             taken = node.body if cond else node.orelse
@@ -461,20 +464,8 @@ class Parser(ExpressionEvaluator):
             except CompileError as e:
                 self._stamp(e, node.iter)
                 raise
-            self.ir_depth += 1
-            self.scopes.append(_Scope(ir_frame=True))
-            for n, v in zip(names, loop_vars):
-                self.bind(n, v)
-            guards = exits.begin_iteration(self.loc(node.body[0])) if exits is not None else 0
-            self.loop_exits.append(exits)
-            try:
-                self.visit_body(reducers.body if reducers is not None else node.body, new_scope=False)
-            finally:
-                self.loop_exits.pop()
-            for _ in range(guards):
-                self.builder.end_frame()
-            self.scopes.pop()
-            self.ir_depth -= 1
+            self._visit_loop_body(reducers.body if reducers is not None else node.body, exits,
+                                  zip(names, loop_vars))
             it.end_loops(self.ctx)
             if reducers is not None:
                 self.ctx.loc = self.loc(node)
@@ -483,7 +474,7 @@ class Parser(ExpressionEvaluator):
         if isinstance(it, (list, tuple, range)):
             jump = first_exit(node.body)
             if jump is not None:
-                raise self.error(jump, f"`{'break' if isinstance(jump, ast.Break) else 'continue'}` in a loop over "
+                raise self.error(jump, f"`{jump_word(jump)}` in a loop over "
                                        "a Python sequence "
                                        "(unrolled while parsing)",
                                  "loop with T.serial(n) / range(n) over a count instead")
@@ -506,7 +497,7 @@ class Parser(ExpressionEvaluator):
         before every iteration). On Python values: unrolled while parsing, like a `for` over a list."""
         if node.orelse:
             raise self.error(node, "`while ... else` is not supported in a kernel", "remove the else block")
-        cond = self._while_cond(node)
+        cond = self._condition(node.test)
         if not is_ir(cond):
             self._unroll_python_while(node, cond)
             return
@@ -515,30 +506,31 @@ class Parser(ExpressionEvaluator):
         if exits is not None and exits.broke is not None:  # leaves once the flag is set, cond unevaluated
             cond = _tilec.binary("And", exits.not_broken(self.loc(node)), to_expr(cond), self.loc(node))
         self.builder.begin_while(to_expr(cond), self.loc(node))
+        self._visit_loop_body(node.body, exits)
+        self.builder.end_frame()
+
+    def _visit_loop_body(self, body: list, exits: Optional[LoopExit], bindings=()) -> None:
+        """The body of an IR loop (its frame already open): a scope of its own with `bindings`
+        (name, loop variable), and the per-iteration guard of its break / continue flags."""
         self.ir_depth += 1
         self.scopes.append(_Scope(ir_frame=True))
-        guards = exits.begin_iteration(self.loc(node.body[0])) if exits is not None else 0
+        for name, var in bindings:
+            self.bind(name, var)
+        guards = exits.begin_iteration(self.loc(body[0])) if exits is not None else 0
         self.loop_exits.append(exits)
         try:
-            self.visit_body(node.body, new_scope=False)
+            self.visit_body(body, new_scope=False)
         finally:
             self.loop_exits.pop()
         for _ in range(guards):
             self.builder.end_frame()
         self.scopes.pop()
         self.ir_depth -= 1
-        self.builder.end_frame()
-
-    def _while_cond(self, node: ast.While) -> Any:
-        cond = self.eval(node.test)
-        if isinstance(cond, BufferAccess):
-            cond = cond.to_load()
-        return cond
 
     def _unroll_python_while(self, node: ast.While, cond: Any) -> None:
         jump = first_exit(node.body)
         if jump is not None:
-            raise self.error(jump, f"`{'break' if isinstance(jump, ast.Break) else 'continue'}` in a `while` over "
+            raise self.error(jump, f"`{jump_word(jump)}` in a `while` over "
                                    "Python values (unrolled while parsing)",
                              "put the exit into the condition, or loop over kernel values")
         self.loop_exits.append(None)
@@ -547,7 +539,7 @@ class Parser(ExpressionEvaluator):
                 if not cond:
                     return
                 self.visit_body(node.body, new_scope=False)
-                cond = self._while_cond(node)
+                cond = self._condition(node.test)
                 if is_ir(cond):
                     raise self.error(node.test, "this while-condition was a Python value on entry and became a "
                                                 "kernel value inside the loop",
@@ -564,7 +556,7 @@ class Parser(ExpressionEvaluator):
         if not (has_break or has_continue):
             return None
         jump = first_exit(node.body)
-        word = "break" if isinstance(jump, ast.Break) else "continue"
+        word = jump_word(jump)
         if it.kind not in EXIT_KINDS:
             raise self.error(jump, f"`{word}` in a {it.what} loop: its iterations do not run one after another",
                              "leave early only from T.serial / range / T.unroll loops; in a T.Parallel or "

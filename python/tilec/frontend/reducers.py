@@ -19,6 +19,7 @@ import copy
 from typing import Any, Optional
 
 from ..errors import CompileError
+from .values import is_ir
 
 
 class ReducerLoop:
@@ -62,12 +63,13 @@ def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional
     reducer_ops = getattr(parser.ctx, "reducer_ops", None)
     if not reducer_ops or kind != "Parallel":
         return None
-    written = _written_reducers(parser, node.body, reducer_ops)
+    live = [n for stmt in node.body for n in _live_nodes(parser, stmt)]  # each if-test evaluated once
+    written = _written_reducers(parser, live, reducer_ops)
     if not written:
         return None
     parts, renames = [], {}
     for k, (var_name, (buf, op)) in enumerate(written.items()):
-        index = _reducer_index(parser, node.body, var_name, names)
+        index = _reducer_index(parser, live, var_name, names)
         if len(index) == len(names):
             continue  # one iteration per element: nothing to combine
         dim = next(d for d, n in enumerate(names) if n not in index)
@@ -80,19 +82,19 @@ def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional
     return ReducerLoop(parser, [ast.fix_missing_locations(s) for s in body], parts)
 
 
-def _written_reducers(parser, body: list, reducer_ops: dict) -> dict:
-    """name -> (buffer, op) of the reducers the loop body stores into; each store must be the
-    reducer's own update (a CompileError otherwise: folding it with another op would be wrong)."""
+def _written_reducers(parser, live: list, reducer_ops: dict) -> dict:
+    """name -> (buffer, op) of the reducers the loop body (its `live` nodes) stores into; each store
+    must be the reducer's own update (a CompileError otherwise: folding it with another op would be
+    wrong)."""
     found = {}
-    for stmt in body:
-        for n in _live_nodes(parser, stmt):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
-            for t in targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    value = _lookup(parser, t.value.id)
-                    if value is not None and id(value) in reducer_ops:
-                        found[t.value.id] = reducer_ops[id(value)]
-                        _check_update(parser, n, t, found[t.value.id][1])
+    for n in live:
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                value = _lookup(parser, t.value.id)
+                if value is not None and id(value) in reducer_ops:
+                    found[t.value.id] = reducer_ops[id(value)]
+                    _check_update(parser, n, t, found[t.value.id][1])
     return found
 
 
@@ -116,8 +118,6 @@ def _live_nodes(parser, node: ast.AST):
     factory's `if op == "sum":`) only the taken branch; everything else, both branches."""
     if isinstance(node, ast.If):
         try:
-            from .values import is_ir
-
             test = parser.eval(node.test)
             taken = None if is_ir(test) else (node.body if test else node.orelse)
         except Exception:  # noqa: BLE001 - e.g. a loop variable not bound yet: an IR condition
@@ -139,25 +139,24 @@ def _lookup(parser, name: str) -> Any:
         return None
 
 
-def _reducer_index(parser, body: list, var_name: str, names: list) -> list:
+def _reducer_index(parser, live: list, var_name: str, names: list) -> list:
     """The loop variables that index the reducer, the same at every access (else a CompileError)."""
     seen = None
-    for stmt in body:
-        for n in _live_nodes(parser, stmt):
-            if not (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var_name):
-                continue
-            elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
-            if len(names) == 1 and len(elts) == 1 and isinstance(elts[0], ast.Constant) and elts[0].value == 0:
-                index = []  # a one-element reducer summed over a one-dimensional loop: r[0] += x[j]
-            else:
-                index = [e.id if isinstance(e, ast.Name) else None for e in elts]
-            ok = None not in index and index == [v for v in names if v in index] and len(index) >= len(names) - 1
-            if not ok or (seen is not None and index != seen):
-                raise parser.error(n, f"reducer '{var_name}' indexed with {ast.unparse(n.slice)} in a T.Parallel loop "
-                                      f"over ({', '.join(names)})",
-                                   "index a reducer with the loop variables in loop order, all of them or all but "
-                                   "the one it reduces over (e.g. o[i] in `for i, j in T.Parallel(M, N)`)")
-            seen = index
+    for n in live:
+        if not (isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == var_name):
+            continue
+        elts = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
+        if len(names) == 1 and len(elts) == 1 and isinstance(elts[0], ast.Constant) and elts[0].value == 0:
+            index = []  # a one-element reducer summed over a one-dimensional loop: r[0] += x[j]
+        else:
+            index = [e.id if isinstance(e, ast.Name) else None for e in elts]
+        ok = None not in index and index == [v for v in names if v in index] and len(index) >= len(names) - 1
+        if not ok or (seen is not None and index != seen):
+            raise parser.error(n, f"reducer '{var_name}' indexed with {ast.unparse(n.slice)} in a T.Parallel loop "
+                                  f"over ({', '.join(names)})",
+                               "index a reducer with the loop variables in loop order, all of them or all but "
+                               "the one it reduces over (e.g. o[i] in `for i, j in T.Parallel(M, N)`)")
+        seen = index
     return seen or []
 
 

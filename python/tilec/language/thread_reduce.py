@@ -94,7 +94,7 @@ def tvm_thread_allreduce(*args, dtype: Any = None):
     if power_of_two and width * stride <= 32:
         _warp_butterfly(ctx, out, index, value, combine, width, stride)
     else:
-        _through_shared_memory(ctx, out, index, value, combine, tvars[:len(extents)], extents, d)
+        _through_shared_memory(ctx, out, index, value, combine, tvars[:len(extents)], extents, d, stride)
     return None
 
 
@@ -109,15 +109,10 @@ def _warp_butterfly(ctx, out, index, value, combine, width, stride):
         offset //= 2
 
 
-def _through_shared_memory(ctx, out, index, value, combine, tvars, extents, d):
+def _through_shared_memory(ctx, out, index, value, combine, tvars, extents, d, stride):
     """Every thread stores its value at its linear index; each then folds its group's values in
     the order of the reduced index."""
     loc = ctx.loc
-    total = 1
-    for e in extents:
-        total *= e
-    v = to_expr(value)
-    buf = ctx.builder.alloc("allreduce_buf", [total], v.dtype, "shared.dyn", loc)
     int_imm = lambda n: _tilec.int_imm(n, "int32", loc)  # noqa: E731
     linear, base, scale = None, None, 1
     for k, (tv, e) in enumerate(zip(tvars, extents)):
@@ -127,9 +122,8 @@ def _through_shared_memory(ctx, out, index, value, combine, tvars, extents, d):
             base = term if base is None else _tilec.binary("Add", base, term, loc)
         scale *= e
     base = base if base is not None else int_imm(0)
-    stride = 1
-    for e in extents[:d]:
-        stride *= e
+    v = to_expr(value)
+    buf = ctx.builder.alloc("allreduce_buf", [scale], v.dtype, "shared.dyn", loc)  # scale: the block's threads
     ctx.builder.store(buf, [linear], v, loc)
     first = _tilec.buffer_load(buf, [base], loc)
     ctx.builder.store(out.buffer, index, stored_value(out.buffer, first, loc), loc)

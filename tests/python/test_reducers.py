@@ -116,3 +116,28 @@ def test_a_one_element_reducer_over_a_one_dimensional_loop():
     np.testing.assert_allclose(o[0], x.sum(), rtol=1e-5, atol=1e-5)
     assert "T.reduce_sum(red_part, red, dim=0, clear=False)" in total.script()
     tilec.compile(total, target="sm_90a")
+
+
+def test_more_reducer_errors():
+    with pytest.raises(CompileError, match="T.alloc_reducer: replication 'some'"):
+        @T.prim_func
+        def bad_replication(o: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                red = T.alloc_reducer(8, "float32", replication="some")
+
+    with pytest.raises(CompileError, match="T.finalize_reducer takes a buffer made by T.alloc_reducer"):
+        @T.prim_func
+        def not_a_reducer(o: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                frag = T.alloc_fragment((8,), "float32")
+                T.finalize_reducer(frag)
+
+    with pytest.raises(CompileError, match=r"T.alloc_reducer\(op='max'\) on int32: tilec supports max / min "
+                                           "reducers of floating-point types"):
+        @T.prim_func
+        def int_max(a: T.Tensor((8, 8), "int32"), o: T.Tensor((8,), "int32")):
+            with T.Kernel(1, threads=32) as bx:
+                red = T.alloc_reducer(8, "int32", op="max")
+                for i, j in T.Parallel(8, 8):
+                    red[i] = T.max(red[i], a[i, j])
+                T.copy(red, o[0])

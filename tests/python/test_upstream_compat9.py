@@ -323,6 +323,30 @@ def test_tvm_thread_allreduce_over_threadidx_y():
     assert "allreduce_buf" in tilec.compile(_allreduce_over_y(2, 48, K=480), target="sm_80").get_kernel_source()
 
 
+def test_tvm_thread_allreduce_errors():
+    def make(index_of):
+        @T.prim_func
+        def g(A: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=(8, 8)) as bx:
+                tn = T.get_thread_binding(0)
+                tk = T.get_thread_binding(1)
+                acc = T.alloc_local((1,), "float32")
+                red = T.alloc_local((1,), "float32")
+                acc[0] = A[tk * 8 + tn]
+                with T.attr(T.comm_reducer(lambda x, y: x + y, [T.cast(0, "float32")]), "reduce_scope",
+                            T.reinterpret(T.uint64(0), dtype="handle")):
+                    T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0], True, red[0], *index_of(tn, tk, bx),
+                                                      dtype="handle"))
+                C[tk * 8 + tn] = red[0]
+
+        return g
+
+    with pytest.raises(CompileError, match="tilec reduces over one thread index"):
+        make(lambda tn, tk, bx: (tn, tk))
+    with pytest.raises(CompileError, match="the reduced index must be a thread index of the block"):
+        make(lambda tn, tk, bx: (bx,))
+
+
 def test_analyzer_counts_gemm_flops_and_global_bytes():
     from tilec.tools import Analyzer
     from tilec.carver.arch import CUDA

@@ -262,3 +262,37 @@ def test_a_barrier_needed_under_a_divergent_condition_is_an_error():
 
     with pytest.raises(CompileError, match="its condition may differ between the threads"):
         tilec.compile(bad, target="sm_90a")
+
+
+def test_more_while_errors_are_clear():
+    with pytest.raises(CompileError, match="`break` in a `while` over Python values"):
+        @T.prim_func
+        def py_break(A: T.Tensor((8,), T.int32)):
+            with T.Kernel(1, threads=1) as bx:
+                k = 0
+                while k < 4:
+                    A[k] = k
+                    k += 1
+                    break
+
+    with pytest.raises(CompileError, match="was a Python value on entry and became a kernel value"):
+        @T.prim_func
+        def turns_ir(A: T.Tensor((8,), T.int32)):
+            with T.Kernel(1, threads=1) as bx:
+                k = 0
+                while k < 4:
+                    k = A[0]
+
+    @T.prim_func
+    def in_branch(A: T.Tensor((64,), T.float32), Out: T.Tensor((64,), T.float32), N: T.Tensor((1,), T.int32)):
+        with T.Kernel(1, threads=64) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((64,), T.float32)
+            if tx < 32:
+                while N[0] > 0:  # uniform (N is only read); compiled, never run
+                    s[tx] = A[tx]
+                    Out[tx] = s[31 - tx]
+
+    with pytest.raises(CompileError, match="a while loop whose body needs __syncthreads, inside a branch that not "
+                                           "every thread takes"):
+        tilec.compile(in_branch, target="sm_90a")

@@ -1,7 +1,7 @@
 """Issue 10's other attention targets: the FlashAttention backward against cuDNN's SDPA backward,
 and MLA decoding against the roofline (with FlashMLA's published H800 ratio as the bar).
 
-    python bench/bench_attention_more.py [--part bwd|mla|decode|all] [--quick] [--json out.json]
+    python bench/bench_attention_more.py [--part bwd|mla|decode|fp8|all] [--quick] [--json out.json]
     python bench/bench_attention_more.py --compile-only      (no GPU: builds every program for sm_90a)
 
 Backward (bf16, the FlashAttention-3 paper's grid restricted to issue 10's rows: head dim 64 and
@@ -24,6 +24,11 @@ Paged Flash-Decoding (examples/flash_decoding.py: GQA 32 query heads / 8 KV head
 64-token pages in a shuffled block table; split kernel + combine, num_split the best of --splits):
 GB/s = (K and V cache b s h_kv d + Q + O) x 2 bytes / t against the 4.8 TB/s HBM roof (decoding
 is memory-bound: 2 h/h_kv = 8 FLOP/B).
+
+fp8 forward (examples/flash_attention_fp8.py: e4m3 Q, K, V^T with per-tensor scales, bf16 out;
+head dim 128, 16 heads, batch x seqlen = 16k, causal and not): TFLOP/s = 4 b h s^2 d (halved when
+causal) against the bf16 forward of cuDNN's SDPA on the same shape in alternating rounds (there is no
+fp8 SDPA in torch; the ratio says what fp8 buys over the best bf16 kernel here).
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ FLASHMLA_H800 = {"memory": 3000e9 / 3.35e12, "compute": 580e12 / 989e12}  # frac
 
 BWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128) for c in (False, True) for s in (2048, 4096, 8192)]
 MLA_SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 8192), (128, 32768)]
+FP8_SHAPES = [(16384 // s, 16, s, 128, c) for c in (False, True) for s in (2048, 4096, 8192)]
 DECODE_SHAPES = [(64, 4096), (64, 16384), (8, 32768)]  # (batch, KV length); 32 / 8 heads, d 128
 
 
@@ -238,6 +244,46 @@ def run_decode(quick, splits, heads=32, heads_kv=8, dim=128, page_size=64):
     return rows
 
 
+def run_fp8(quick):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tilec
+    from _timing import bench_rounds
+    from flash_attention_fp8 import flash_attention_fp8, quantize, reference
+
+    rows = []
+    for (b, h, s, d, causal) in (FP8_SHAPES[1:2] if quick else FP8_SHAPES):
+        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
+        kernel = tilec.compile(flash_attention_fp8(b, h, s, d, causal), target="auto",
+                               pass_configs=PASS_CONFIGS or None)
+        q8, qs = quantize(torch.randn(b, s, h, d, device="cuda"), torch)
+        k8, ks = quantize(torch.randn(b, s, h, d, device="cuda"), torch)
+        vt8, vs = quantize(torch.randn(b, h, d, s, device="cuda"), torch)
+        scales = torch.stack([qs, ks, vs]).float()
+        out = torch.empty((b, s, h, d), dtype=torch.bfloat16, device="cuda")
+        kernel(q8, k8, vt8, scales, out)
+        torch.cuda.synchronize()
+        # the float64 reference of two heads of one batch element keeps the check cheap
+        ref = reference(q8[:1, :, :2], k8[:1, :, :2], vt8[:1, :2], scales, causal)
+        err = ((out[:1, :, :2].double() - ref).abs().max() / ref.abs().max()).item()
+        qb, kb, vb = (torch.randn(b, h, s, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(qb, kb, vb, is_causal=causal)
+
+        med = bench_rounds({"ours": lambda: kernel(q8, k8, vt8, scales, out), "cudnn": cudnn})
+        fl = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        row = {"shape": name, "tflops": fl / med["ours"] / 1e9, "cudnn_bf16_tflops": fl / med["cudnn"] / 1e9,
+               "ratio": med["cudnn"] / med["ours"], "max_rel_err": err}
+        rows.append(row)
+        print(f"  fp8 fwd {name}: tilec {row['tflops']:.0f} TFLOP/s, cuDNN bf16 {row['cudnn_bf16_tflops']:.0f}, "
+              f"ratio {row['ratio']:.3f}, max rel err {err:.1e}", flush=True)
+    return rows
+
+
 def compile_only():
     import tilec
 
@@ -263,7 +309,7 @@ def compile_only():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["bwd", "mla", "decode", "all"], default="all")
+    ap.add_argument("--part", choices=["bwd", "mla", "decode", "fp8", "all"], default="all")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
@@ -288,6 +334,8 @@ def main():
         out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
     if args.part in ("decode", "all"):
         out["decode"] = run_decode(args.quick, [int(x) for x in args.splits.split(",")])
+    if args.part in ("fp8", "all"):
+        out["fp8"] = run_fp8(args.quick)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -9,7 +9,9 @@ Rows:
   stream lookup), so full - dry run is the driver's launch;
 - torch.empty(...) as tilec calls it: the allocation inside the allocating call;
 - the six tensor reads tilec makes per tensor (dtype, data_ptr, shape, stride, is_cuda,
-  get_device), timed from Python: an upper bound of that part of the dry run.
+  get_device), timed from Python: an upper bound of that part of the dry run;
+- where libtilec_torch_shim is in use (outputs allocated and the stream read through libtorch),
+  the tilec rows again with it switched off (torch's Python API), in the same rounds.
 
 Calls are timed in batches queued behind a torch.cuda._sleep, so that the host path alone is
 measured (see per_call_us). Each row is the median over rounds that alternate between the rows (clocks and the allocator
@@ -65,6 +67,28 @@ def measure(rounds: int = 7, calls: int = 4000) -> dict:
         for t in (a, b, c):
             t.dtype, t.data_ptr(), t.shape, t.stride(), t.is_cuda, t.get_device()
 
+    from tilec import _tilec
+    from tilec import kernel as tilec_kernel
+
+    def shim_off(fn):
+        def run():
+            _tilec._set_torch_shim_active(False)
+            try:
+                fn()
+            finally:
+                _tilec._set_torch_shim_active(True)
+        return run
+
+    def without_shim(fn):  # a batch of calls with the torch shim switched off
+        def timed(calls):
+            _tilec._set_torch_shim_active(False)
+            try:
+                return per_call_us(fn, calls)
+            finally:
+                _tilec._set_torch_shim_active(True)
+        return timed
+
+    shim = tilec_kernel.TORCH_SHIM_STATUS == ""
     rows = {
         "torch.add(a, b, out=c)": lambda: torch.add(a, b, out=c),
         "torch.add(a, b)": lambda: torch.add(a, b),
@@ -76,16 +100,23 @@ def measure(rounds: int = 7, calls: int = 4000) -> dict:
         "a.new_empty((1,))": lambda: a.new_empty((1,)),
         "3 x six tensor reads from Python": reads,
     }
+    if shim:  # the same calls through torch's Python API, alternating with the rows above
+        rows["tilec kernel(a, b, c), shim off"] = without_shim(lambda: given(a, b, c))
+        rows["tilec kernel(a, b) [out_idx], shim off"] = without_shim(lambda: alloc(a, b))
+        rows["tilec dry run (a, b) [out_idx], shim off"] = without_shim(lambda: alloc._dry_run(a, b))
+        torch.testing.assert_close(alloc(a, b), a + b)
+        shim_off(lambda: torch.testing.assert_close(alloc(a, b), a + b))()
     samples = {name: [] for name in rows}
     for _ in range(rounds):
         for name, fn in rows.items():
-            samples[name].append(per_call_us(fn, calls))
+            samples[name].append(fn(calls) if name.endswith("shim off") else per_call_us(fn, calls))
     us = {name: statistics.median(v) for name, v in samples.items()}
     us["launch (full - dry run), outputs given"] = us["tilec kernel(a, b, c)"] - us["tilec dry run (a, b, c)"]
     us["launch (full - dry run), allocating"] = us["tilec kernel(a, b) [out_idx]"] - us["tilec dry run (a, b) [out_idx]"]
     return {"us_per_call": us,
             "ratio_outputs_given": us["tilec kernel(a, b, c)"] / us["torch.add(a, b, out=c)"],
             "ratio_allocating": us["tilec kernel(a, b) [out_idx]"] / us["torch.add(a, b)"],
+            "torch_shim": "in use" if shim else f"not in use: {tilec_kernel.TORCH_SHIM_STATUS}",
             "rounds": rounds, "calls_per_round": calls, "device": torch.cuda.get_device_name(),
             "torch": torch.__version__}
 
@@ -99,6 +130,7 @@ def main():
     r = measure(a.rounds, a.calls)
     for name, v in r["us_per_call"].items():
         print(f"  {name:42s} {v:6.2f} us")
+    print(f"  torch shim: {r['torch_shim']}")
     print(f"  tilec / torch.add: outputs given {r['ratio_outputs_given']:.3f}, allocating {r['ratio_allocating']:.3f} "
           "(lower is better; the target is <= 1)")
     if a.json:

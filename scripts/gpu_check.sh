@@ -29,7 +29,8 @@ export TILEC_CACHE_DIR=${TILEC_CACHE_DIR:-$PWD/.tilec-cache}
 if want build; then
   build() {
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILEC_BUILD_PYTHON=ON \
-      -DPython_EXECUTABLE="$PY" && ninja -C build-gpu && cp build-gpu/_tilec*.so python/tilec/
+      -DPython_EXECUTABLE="$PY" && ninja -C build-gpu && cp build-gpu/_tilec*.so python/tilec/ &&
+      { [ ! -f build-gpu/libtilec_torch_shim.so ] || cp build-gpu/libtilec_torch_shim.so python/tilec/; }
   }
   run_step "build (cmake+ninja)" build.log build
 fi

@@ -174,6 +174,12 @@ if [ "$WITH_PYTHON" = 1 ]; then
   mkdir -p "$ROOT/python/tilec"
   find "$ROOT/python/tilec" -maxdepth 1 -name '_tilec*.so' ! -name "$(basename "$ext")" -delete
   ln -sf "$ext" "$ROOT/python/tilec/$(basename "$ext")"
+  # the optional torch shim (built only where torch imports; CMakeLists.txt, TILEC_TORCH_SHIM)
+  if [ -f "$BUILD_DIR/libtilec_torch_shim.so" ]; then
+    ln -sf "$BUILD_DIR/libtilec_torch_shim.so" "$ROOT/python/tilec/libtilec_torch_shim.so"
+  else
+    rm -f "$ROOT/python/tilec/libtilec_torch_shim.so"
+  fi
 fi
 step_done "4/4 Python package linked in place"
 if [ "$MAIN_ONLY" = 1 ]; then

@@ -25,6 +25,7 @@
 
 #include "bind_ir_common.h"
 #include "call_args.h"
+#include "torch_shim_loader.h"
 #include "tilec/ir/stmt.h"
 #include "tilec/passes/pass.h"
 #include "tilec/runtime/aot.h"
@@ -128,22 +129,28 @@ const Kernel& kernel_without_tma(PyKernel& self, const TmaArgumentError& why) {
   return *self.without_tma;
 }
 
-// A new torch tensor for output `pos` (null with the allocator's exception set). When an input
-// argument is an exact torch.Tensor of the output's dtype, `input.new_empty(shape)` (same dtype
-// and device: bind checked that every tensor is on call.device), which parses one argument;
-// else torch.empty(shape, dtype=, device=).
-PyObject* allocate_output(const Kernel& k, int pos, const ArgValue* values, PyObject* args, PyObject* shape,
-                          int device) {
+// A new torch tensor for output `pos` of torch extents `shape` (null with the allocator's
+// exception set). Through the torch shim when it is active (at::empty: no Python in between);
+// else, and when the shim returns null, when an input argument is an exact torch.Tensor of the
+// output's dtype, `input.new_empty(shape)` (same dtype and device: bind checked that every
+// tensor is on call.device), which parses one argument; else torch.empty(shape, dtype=, device=).
+PyObject* allocate_output(const Kernel& k, int pos, const ArgValue* values, PyObject* args, const int64_t* shape,
+                          int rank, int device) {
   const ir::DataType want = k.plan().tensors[k.param_index(pos)].dtype;
+  if (g_shim.active) {
+    if (PyObject* t = g_shim.empty(shape, rank, torch_dtype_for(want), device < 0 ? 0 : device)) return t;
+  }
+  PyRef shape_tuple(PyTuple_New(rank));
+  for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(shape[i]));
   for (int p = 0, ai = 0; p < k.num_params(); ++p) {
     if (k.param_is_tensor(p) && k.plan().tensors[k.param_index(p)].is_output) continue;  // not among the args
     PyObject* arg = PyTuple_GET_ITEM(args, ai++);
     if (values[p].kind == ArgValue::kTensor && values[p].tensor.dtype == want && Py_TYPE(arg) == g_torch.tensor_type) {
-      return PyObject_CallMethodOneArg(arg, s_new_empty, shape);
+      return PyObject_CallMethodOneArg(arg, s_new_empty, shape_tuple.p);
     }
   }
   PyRef index(PyLong_FromLong(device < 0 ? 0 : device));
-  PyObject* argv[] = {shape, torch_dtype_for(want), index.p};
+  PyObject* argv[] = {shape_tuple.p, torch_dtype_for(want), index.p};
   return PyObject_Vectorcall(g_torch.empty, argv, 1, s_empty_kwnames);
 }
 
@@ -201,14 +208,13 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
       int64_t shape[kMaxRank];
       int rank = k.output_shape(pos, call, shape);
       const bool fp4 = k.plan().tensors[k.param_index(pos)].dtype == ir::DataType::Float4E2M1();
-      PyRef shape_tuple(PyTuple_New(rank));
+      int64_t torch_shape[kMaxRank];
       for (int i = 0; i < rank; ++i) {
         // float4_e2m1fn_x2: two elements a byte, so torch's last dimension is half (even:
         // check_fp4_buffers); `shape` keeps the elements for the error message below.
-        const int64_t torch_extent = fp4 && i == rank - 1 ? shape[i] / 2 : shape[i];
-        PyTuple_SET_ITEM(shape_tuple.p, i, PyLong_FromLongLong(torch_extent));
+        torch_shape[i] = fp4 && i == rank - 1 ? shape[i] / 2 : shape[i];
       }
-      nb::object tensor = nb::steal(allocate_output(k, pos, values, args.ptr(), shape_tuple.p, call.device));
+      nb::object tensor = nb::steal(allocate_output(k, pos, values, args.ptr(), torch_shape, rank, call.device));
       if (!tensor.is_valid()) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) throw nb::python_error();  // KeyboardInterrupt and the like
         raise_output_allocation_error(k, pos, shape, rank, call.device < 0 ? 0 : call.device);
@@ -244,6 +250,9 @@ nb::object kernel_call_impl(PyKernel& self, nb::args args, nb::kwargs kwargs, bo
   CuStream stream = nullptr;
   if (stream_obj && stream_obj != Py_None) {
     stream = stream_from(stream_obj);
+  } else if (g_shim.active && !call.empty_grid &&
+             g_shim.current_stream(call.device < 0 ? 0 : call.device, reinterpret_cast<void**>(&stream))) {
+    // the torch shim's answer
   } else if (g_torch.current_stream && !call.empty_grid) {
     PyRef device(PyLong_FromLong(call.device < 0 ? 0 : call.device));
     PyRef s(PyObject_CallOneArg(g_torch.current_stream, device.p));
@@ -550,4 +559,15 @@ void bind_runtime(nb::module_& m) {
         g_torch = std::move(h);
       },
       "Registers torch.Tensor, its dtypes, torch.empty and a current-stream function (tilec/kernel.py does this).");
+  m.def("_load_torch_shim", &load_torch_shim, nb::arg("path"), nb::arg("torch_version"),
+        "Loads libtilec_torch_shim (output allocation and the current stream without torch's Python API); "
+        "returns '' when loaded, else why not (tilec/kernel.py calls it).");
+  m.def(
+      "_set_torch_shim_active",
+      [](bool on) {
+        const bool was = g_shim.active;
+        g_shim.active = on && g_shim.loaded;
+        return was;
+      },
+      "Turns the loaded torch shim on or off (benchmarks compare the two paths); returns the previous state.");
 }

@@ -56,6 +56,9 @@ KNOBS: tuple[Knob, ...] = (
          "Pass configs added to every compile, as key=value pairs separated by commas (e.g. "
          "tilec.intra_wg_overlap=false): for trying a compiler option on programs left unmodified. A program's "
          "own pass_configs win; the values join the cache key like any pass config."),
+    Knob("TILEC_TORCH_SHIM", "bool", "1", "",
+         "Use libtilec_torch_shim (built where torch imports) to allocate kernel outputs and read the current "
+         "stream through libtorch; 0 = always through torch's Python API."),
 )
 
 _BY_NAME = {k.name: k for k in KNOBS}
@@ -107,6 +110,11 @@ def dump_ir_matches(kernel: str, pass_name: str) -> bool:
 
 def dump_dir() -> str:
     return _expand(raw("TILEC_DUMP_DIR") or "")
+
+
+def torch_shim_enabled() -> bool:
+    value = raw("TILEC_TORCH_SHIM")
+    return value is None or _bool("TILEC_TORCH_SHIM")
 
 
 def time_passes() -> bool:

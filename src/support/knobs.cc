@@ -51,6 +51,9 @@ const std::vector<KnobSpec> kKnobs = {
      "Pass configs added to every compile, as key=value pairs separated by commas (e.g. "
      "tilec.intra_wg_overlap=false): for trying a compiler option on programs left unmodified. A program's "
      "own pass_configs win; the values join the cache key like any pass config."},
+    {"TILEC_TORCH_SHIM", KnobType::kBool, "1", "",
+     "Use libtilec_torch_shim (built where torch imports) to allocate kernel outputs and read the current "
+     "stream through libtorch; 0 = always through torch's Python API."},
 };
 
 std::mutex& overrides_mutex() {

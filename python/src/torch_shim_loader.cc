@@ -1,0 +1,44 @@
+// python/src/torch_shim_loader.h: loading the optional torch shim.
+#include "torch_shim_loader.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace tilec::bind {
+
+TorchShim g_shim;
+
+std::string load_torch_shim(const std::string& path, const std::string& torch_version) {
+  if (g_shim.loaded) return "";
+  // RTLD_LOCAL: nothing of the shim's leaks into the process's symbol namespace; its libtorch
+  // dependencies resolve to the copies torch already loaded (same sonames, same directory).
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return std::string("cannot load ") + path + ": " + (why ? why : "unknown dlopen error");
+  }
+  auto abi = reinterpret_cast<int (*)()>(dlsym(handle, "tilec_torch_shim_abi"));
+  auto version = reinterpret_cast<const char* (*)()>(dlsym(handle, "tilec_torch_shim_torch_version"));
+  auto empty = reinterpret_cast<decltype(TorchShim::empty)>(dlsym(handle, "tilec_torch_shim_empty"));
+  auto stream = reinterpret_cast<decltype(TorchShim::current_stream)>(dlsym(handle, "tilec_torch_shim_current_stream"));
+  std::string why;
+  if (!abi || !version || !empty || !stream) {
+    why = path + " lacks the shim's functions";
+  } else if (abi() != 1) {
+    why = path + " speaks shim ABI " + std::to_string(abi()) + ", this tilec 1";
+  } else if (torch_version != version()) {
+    why = path + " was built against torch " + version() + ", this process runs torch " + torch_version +
+          " (rebuild tilec to use it)";
+  }
+  if (!why.empty()) {
+    dlclose(handle);
+    return why;
+  }
+  g_shim.empty = empty;
+  g_shim.current_stream = stream;
+  g_shim.loaded = g_shim.active = true;
+  return "";
+}
+
+}  // namespace tilec::bind

@@ -1,0 +1,27 @@
+// python/src/torch_shim_loader.h: the optional libtilec_torch_shim (python/torch_shim/), loaded
+// once torch is imported; a kernel call allocates outputs and finds the current stream through
+// it when it is active, through torch's Python API otherwise (and whenever it returns null).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tilec::bind {
+
+struct TorchShim {
+  // A new CUDA tensor (new reference), or null with no Python error set.
+  PyObject* (*empty)(const int64_t* shape, int rank, PyObject* torch_dtype, int device) = nullptr;
+  // 1 with *stream = the current cudaStream_t of `device` (null: the default stream), or 0.
+  int (*current_stream)(int device, void** stream) = nullptr;
+  bool loaded = false;
+  bool active = false;  // loaded and not switched off (_set_torch_shim_active: benchmarks)
+};
+extern TorchShim g_shim;
+
+// dlopens `path` and takes its functions when it speaks ABI 1 and was built against
+// `torch_version` (torch.__version__ of the running process). "" when loaded, else why not.
+std::string load_torch_shim(const std::string& path, const std::string& torch_version);
+
+}  // namespace tilec::bind

@@ -1,5 +1,6 @@
 // python/src/call_args.h: torch hooks and the reading of one call argument.
 #include "call_args.h"
+#include "torch_shim_loader.h"
 
 namespace tilec::bind {
 
@@ -180,13 +181,41 @@ void torch_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* stri
   }
 }
 
+// The same view through the torch shim (no Python calls); false when the shim cannot read `t`
+// (then torch_tensor_view reads it, and raises where it should).
+bool shim_tensor_view(PyObject* t, TensorView& v, int64_t* shape, int64_t* strides) {
+  TilecShimTensor st;
+  if (!g_shim.read(t, &st)) return false;
+  bool found = false;
+  for (const auto& [obj, dt] : g_torch.dtypes) {
+    if (obj == st.dtype) {
+      v.dtype = dt;
+      found = true;
+      break;
+    }
+  }
+  if (!found) return false;
+  v.data = st.data;
+  v.ndim = st.ndim;
+  for (int i = 0; i < st.ndim; ++i) {
+    shape[i] = st.sizes[i];
+    strides[i] = st.strides[i];
+  }
+  v.shape = shape;
+  v.strides = strides;
+  if (v.dtype == ir::DataType::Float4E2M1(2)) unpack_fp4x2_view(v, shape, strides);
+  v.device_type = DeviceType::kCUDA;
+  v.device_id = st.device;
+  return true;
+}
+
 }  // namespace
 
 void fill_arg(PyObject* o, ArgValue& a, int64_t* shape, int64_t* strides, Keep& keep) {
   a = ArgValue{};
   if (g_torch.tensor_type && PyObject_TypeCheck(o, g_torch.tensor_type)) {
     a.kind = ArgValue::kTensor;
-    torch_tensor_view(o, a.tensor, shape, strides);
+    if (!g_shim.active || !shim_tensor_view(o, a.tensor, shape, strides)) torch_tensor_view(o, a.tensor, shape, strides);
     return;
   }
   if (PyBool_Check(o)) {

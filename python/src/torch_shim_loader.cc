@@ -22,11 +22,14 @@ std::string load_torch_shim(const std::string& path, const std::string& torch_ve
   auto version = reinterpret_cast<const char* (*)()>(dlsym(handle, "tilec_torch_shim_torch_version"));
   auto empty = reinterpret_cast<decltype(TorchShim::empty)>(dlsym(handle, "tilec_torch_shim_empty"));
   auto stream = reinterpret_cast<decltype(TorchShim::current_stream)>(dlsym(handle, "tilec_torch_shim_current_stream"));
+  auto read = reinterpret_cast<decltype(TorchShim::read)>(dlsym(handle, "tilec_torch_shim_read"));
   std::string why;
-  if (!abi || !version || !empty || !stream) {
+  if (!abi || !version) {
     why = path + " lacks the shim's functions";
-  } else if (abi() != 1) {
-    why = path + " speaks shim ABI " + std::to_string(abi()) + ", this tilec 1";
+  } else if (abi() != TILEC_TORCH_SHIM_ABI) {
+    why = path + " speaks shim ABI " + std::to_string(abi()) + ", this tilec " + std::to_string(TILEC_TORCH_SHIM_ABI);
+  } else if (!empty || !stream || !read) {
+    why = path + " lacks the shim's functions";
   } else if (torch_version != version()) {
     why = path + " was built against torch " + version() + ", this process runs torch " + torch_version +
           " (rebuild tilec to use it)";
@@ -37,6 +40,7 @@ std::string load_torch_shim(const std::string& path, const std::string& torch_ve
   }
   g_shim.empty = empty;
   g_shim.current_stream = stream;
+  g_shim.read = read;
   g_shim.loaded = g_shim.active = true;
   return "";
 }

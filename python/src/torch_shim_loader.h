@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "../torch_shim/torch_shim_abi.h"
+
 namespace tilec::bind {
 
 struct TorchShim {
@@ -15,12 +17,14 @@ struct TorchShim {
   PyObject* (*empty)(const int64_t* shape, int rank, PyObject* torch_dtype, int device) = nullptr;
   // 1 with *stream = the current cudaStream_t of `device` (null: the default stream), or 0.
   int (*current_stream)(int device, void** stream) = nullptr;
+  // 1 with *out filled for an exact torch.Tensor on CUDA, else 0 (torch_shim_abi.h).
+  int (*read)(PyObject* tensor, TilecShimTensor* out) = nullptr;
   bool loaded = false;
   bool active = false;  // loaded and not switched off (_set_torch_shim_active: benchmarks)
 };
 extern TorchShim g_shim;
 
-// dlopens `path` and takes its functions when it speaks ABI 1 and was built against
+// dlopens `path` and takes its functions when it speaks TILEC_TORCH_SHIM_ABI and was built against
 // `torch_version` (torch.__version__ of the running process). "" when loaded, else why not.
 std::string load_torch_shim(const std::string& path, const std::string& torch_version);
 

@@ -19,11 +19,12 @@ EXPORT const char* tilec_torch_shim_torch_version(void) { return "2.11.0+fake"; 
 #if FULL
 EXPORT void* tilec_torch_shim_empty(const long* s, int r, void* d, int dev) { return NULL; }
 EXPORT int tilec_torch_shim_current_stream(int dev, void** s) { return 0; }
+EXPORT int tilec_torch_shim_read(void* t, void* out) { return 0; }
 #endif
 '''
 
 
-def fake_shim(tmp_path, abi=1, full=True):
+def fake_shim(tmp_path, abi=2, full=True):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
@@ -46,8 +47,8 @@ def test_library_without_the_functions_is_refused(tmp_path):
 
 
 def test_other_abi_is_refused(tmp_path):
-    why = _tilec._load_torch_shim(fake_shim(tmp_path, abi=2), "2.11.0+fake")
-    assert "speaks shim ABI 2, this tilec 1" in why
+    why = _tilec._load_torch_shim(fake_shim(tmp_path, abi=1), "2.11.0+fake")
+    assert "speaks shim ABI 1, this tilec 2" in why
 
 
 def test_other_torch_version_is_refused(tmp_path):

@@ -12,8 +12,8 @@ python/src/bind_runtime.cc), with TileLang's object API::
 
 A call is C++ all the way to cuLaunchKernel: arguments are validated (count, dtype, rank,
 shape with symbolic dimensions, strides, device, alignment; errors raise
-:class:`KernelArgumentError`), outputs are allocated on the inputs' device (``input.new_empty``
-from an input of the output's dtype, else ``torch.empty``; an allocation that fails raises the allocator's error class, e.g.
+:class:`KernelArgumentError`), outputs are allocated on the inputs' device (``at::empty`` through the
+optional torch shim, else ``input.new_empty`` from an input of the output's dtype, else ``torch.empty``; an allocation that fails raises the allocator's error class, e.g.
 ``torch.OutOfMemoryError``, naming the kernel, the output and its size), and the kernel runs on
 ``torch.cuda.current_stream()`` of that device unless ``stream=`` is given. CUDA refusing the
 launch raises :class:`KernelLaunchError` (a RuntimeError): no driver or GPU, or a fault, after

@@ -14,7 +14,9 @@ namespace {
 TileOpSchema reduce_schema(const std::string& name) {
   return {name,
           {{"buffer", ArgKind::kRegion}, {"out", ArgKind::kRegion}},
-          {{"dim", AttrKind::kInt, int64_t{-1}}, {"clear", AttrKind::kBool, true}}};
+          {{"dim", AttrKind::kInt, int64_t{-1}},
+           {"clear", AttrKind::kBool, true},
+           {"nan_propagate", AttrKind::kBool, false}}};
 }
 
 std::vector<TileOpSchema> builtin_schemas() {

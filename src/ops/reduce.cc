@@ -1,5 +1,6 @@
-// T.reduce_max / min / sum / abssum / absmax(src, dst, dim, clear) on fragments
-// (MODEL.md "Reductions").
+// T.reduce_max / min / sum / abssum / absmax(src, dst, dim, clear[, nan_propagate]) on fragments
+// (MODEL.md "Reductions"). nan_propagate (max / min / absmax): a NaN element makes the result
+// NaN; without it NaNs are ignored (fmaxf semantics, also the CPU target's).
 //
 // Layout: dst is src with the reduced dimension dropped (or kept with extent 1): the
 // threads that held different positions along it become replicas of the result
@@ -65,6 +66,18 @@ ReduceArgs check_args(const TileOpNode& op) {
         << name << " needs fragments, but '" << r->buffer->name << "' is in " << scope_name(r->buffer->scope);
     TILEC_USER_CHECK(region_is_full(*r), op.loc, "reduce whole fragments")
         << name << " on a part of fragment '" << r->buffer->name << "' is not supported";
+  }
+  if (attr_bool(op, "nan_propagate", false)) {
+    const ReduceKind k = kind_of(op.op);
+    TILEC_USER_CHECK(k == ReduceKind::kMax || k == ReduceKind::kMin || k == ReduceKind::kAbsMax, op.loc,
+                     "a sum has no NaN choice to make: NaN operands always give NaN")
+        << name << " takes no nan_propagate (only reduce_max, reduce_min and reduce_absmax do)";
+    const DataType t = a.dst.buffer->dtype;
+    TILEC_USER_CHECK(!t.is_float() || t == DataType::Float(16) || t == DataType::BFloat16() ||
+                         t == DataType::Float(32) || t == DataType::Float(64),
+                     op.loc, "reduce into a float32 fragment and convert")
+        << name << "(nan_propagate=True) into '" << a.dst.buffer->name << "' of type " << t.str()
+        << " is not supported (float16, bfloat16, float32 and float64 are)";
   }
   a.src_shape = const_shape(a.src.buffer);
   a.dst_shape = const_shape(a.dst.buffer);
@@ -137,11 +150,14 @@ Expr identity_of(ReduceKind k, DataType t) {
   return int_imm(max_like ? lo : hi, t);
 }
 
-Expr combine(ReduceKind k, const Expr& a, const Expr& b) {
+// nan_propagate: a NaN operand makes max / min NaN (tl.max_nan / tl.min_nan on floats);
+// plain max / min ignore it, as fmaxf does.
+Expr combine(ReduceKind k, const Expr& a, const Expr& b, bool nan_propagate = false) {
+  const bool nan = nan_propagate && a->dtype.is_float();
   switch (k) {
     case ReduceKind::kMax:
-    case ReduceKind::kAbsMax: return max(a, b);
-    case ReduceKind::kMin: return min(a, b);
+    case ReduceKind::kAbsMax: return nan ? call(a->dtype, "tl.max_nan", {a, b}) : max(a, b);
+    case ReduceKind::kMin: return nan ? call(a->dtype, "tl.min_nan", {a, b}) : min(a, b);
     default: return a + b;
   }
 }
@@ -168,6 +184,8 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
   ReduceArgs a = check_args(op);
   ReduceKind kind = kind_of(op.op);
   bool clear = attr_bool(op, "clear", true);
+  const bool nan_propagate = attr_bool(op, "nan_propagate", false);
+  auto combine = [&](ReduceKind k, const Expr& x, const Expr& y) { return ops::combine(k, x, y, nan_propagate); };
   Layout in_layout = ctx.layout_of(a.src.buffer), out_layout = ctx.layout_of(a.dst.buffer);
   auto in = layout::fit_digit_form(in_layout);
   TILEC_USER_CHECK(in.has_value(), loc, "") << "T." << op.op << ": the layout of '" << a.src.buffer->name

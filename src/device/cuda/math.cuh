@@ -108,6 +108,21 @@ TL_DEVICE __nv_bfloat16 min(__nv_bfloat16 a, __nv_bfloat16 b) {
   return __float2bfloat16_rn(::fminf(__bfloat162float(a), __bfloat162float(b)));
 }
 
+// NaN-propagating max / min (reductions with nan_propagate=True): NaN when either operand is
+// NaN, else max / min. Narrow floats compare in float (exact); integers have no NaN.
+TL_DEVICE float max_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : ::fmaxf(a, b); }
+TL_DEVICE float min_nan(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : ::fminf(a, b); }
+TL_DEVICE double max_nan(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : ::fmax(a, b); }
+TL_DEVICE double min_nan(double a, double b) { return (a != a || b != b) ? __longlong_as_double(0x7ff8000000000000LL) : ::fmin(a, b); }
+TL_DEVICE __half max_nan(__half a, __half b) { return __float2half_rn(max_nan(__half2float(a), __half2float(b))); }
+TL_DEVICE __half min_nan(__half a, __half b) { return __float2half_rn(min_nan(__half2float(a), __half2float(b))); }
+TL_DEVICE __nv_bfloat16 max_nan(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __float2bfloat16_rn(max_nan(__bfloat162float(a), __bfloat162float(b)));
+}
+TL_DEVICE __nv_bfloat16 min_nan(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __float2bfloat16_rn(min_nan(__bfloat162float(a), __bfloat162float(b)));
+}
+
 // Integers.
 #define TL_INT_MINMAX(T)                                   \
   TL_DEVICE T max(T a, T b) { return a > b ? a : b; }      \
@@ -121,6 +136,14 @@ TL_INT_MINMAX(unsigned int)
 TL_INT_MINMAX(long long)
 TL_INT_MINMAX(unsigned long long)
 #undef TL_INT_MINMAX
+template <typename T>
+TL_DEVICE T max_nan(T a, T b) {  // integers: no NaN
+  return max(a, b);
+}
+template <typename T>
+TL_DEVICE T min_nan(T a, T b) {
+  return min(a, b);
+}
 TL_DEVICE int abs(int x) { return x < 0 ? -x : x; }
 TL_DEVICE long long abs(long long x) { return x < 0 ? -x : x; }
 TL_DEVICE short abs(short x) { return x < 0 ? static_cast<short>(-x) : x; }

@@ -234,6 +234,12 @@ void op_reduce(Machine& m, const TileOpNode* op) {
   int64_t dim = attr_int(*op, "dim", -1);
   if (dim < 0) dim += rank;
   bool clear = attr_bool(*op, "clear", true);
+  // nan_propagate: a NaN operand makes max / min NaN (fmax / fmin ignore it).
+  double (*combine)(double, double) = kind.combine;
+  if (attr_bool(*op, "nan_propagate", false)) {
+    combine = op->op == "reduce_min" ? +[](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b); }
+                                     : +[](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b); };
+  }
   // The input's extents without dim, row-major, pair with the output's elements.
   int64_t inner = 1, outer = 1, n = in.ext[static_cast<size_t>(dim)];
   for (int64_t d = 0; d < rank; ++d) {
@@ -253,10 +259,10 @@ void op_reduce(Machine& m, const TileOpNode* op) {
       double acc = kind.init;
       for (int64_t k = 0; k < n; ++k) {
         double x = as_double(it, vals[static_cast<size_t>((o * n + k) * inner + i)]);
-        acc = kind.combine(acc, kind.abs ? std::fabs(x) : x);
+        acc = combine(acc, kind.abs ? std::fabs(x) : x);
       }
       size_t r = static_cast<size_t>(o * inner + i);
-      if (!clear) acc = kind.combine(as_double(ot, old[r]), acc);
+      if (!clear) acc = combine(as_double(ot, old[r]), acc);
       res[r] = from_double(ot, acc);
     }
   }

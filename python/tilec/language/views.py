@@ -162,3 +162,58 @@ def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: Any, stride: 
     zero = _tilec.cast(img.dtype, to_expr(0), loc)
     ctx.builder.store(col, [m, k], stored_value(col, _tilec.select(_tilec.simplify(cond), value, zero, loc), loc), loc)
     ctx.builder.end_frame()
+
+
+def _tile_items(v: Any, what: str) -> tuple:
+    """(buffer, [(start expr, constant extent)] per dimension) of a buffer or region argument."""
+    if isinstance(v, Buffer):
+        return v, [(to_expr(0), const_int(n, f"the extents of T.transpose's {what}")) for n in v.shape]
+    if isinstance(v, BufferAccess):
+        v.check_rank()
+        items = []
+        for it in v.items:
+            if it[0] == "slice":
+                items.append((to_expr(it[1]), const_int(it[2], f"the extents of T.transpose's {what}")))
+            else:
+                items.append((to_expr(it[1]), 1))
+        return v.buffer, items
+    raise CompileError(f"T.transpose: the {what} must be a buffer or a region of one, got {type(v).__name__}")
+
+
+@primitive
+def transpose(src: Any, dst: Any, annotations: Any = None):
+    """dst[..., j, i] = src[..., i, j] (TileLang's tile-op transpose of a shared tile): a
+    T.Parallel loop over the source's extents, so the copy is spread over the block's threads
+    and a shared buffer only such loops touch gets a bank-conflict-free layout (tilec chooses
+    it; TileLang's annotations are accepted and have no effect)."""
+    ctx = context.require("T.transpose")
+    sbuf, s = _tile_items(src, "source")
+    dbuf, d = _tile_items(dst, "destination")
+    sfree = [k for k, (_, n) in enumerate(s) if n != 1]
+    dfree = [k for k, (_, n) in enumerate(d) if n != 1]
+    sext = [s[k][1] for k in sfree]
+    dext = [d[k][1] for k in dfree]
+    if len(s) < 2 or len(d) < 2:
+        raise CompileError("T.transpose needs 2-D (or higher) source and destination regions")
+    # The last two dimensions swap; leading ones (extent > 1) pair in order.
+    want = sext[:-2] + sext[-2:][::-1] if len(sext) >= 2 else sext
+    if len(sext) < 2 or dext != want:
+        raise CompileError(f"T.transpose: the source '{sbuf.name}' has extents {[n for _, n in s]} and the destination "
+                           f"'{dbuf.name}' {[n for _, n in d]}: the destination must be the source with its last two "
+                           "dimensions swapped", hint="e.g. (M, N) into (N, M)")
+    loc = ctx.loc
+    names = [f"{sbuf.name}_t{k}" for k in range(len(sext))]
+    loop_vars = ctx.builder.begin_loop_nest(names, [to_expr(n) for n in sext], "Parallel", loc)
+    if not isinstance(loop_vars, (list, tuple)):
+        loop_vars = [loop_vars]
+    dvars = list(loop_vars[:-2]) + [loop_vars[-1], loop_vars[-2]]
+
+    def indices(items: list, free: list, vars_: list) -> list:
+        out = [start for start, _ in items]
+        for pos, v in zip(free, vars_):
+            out[pos] = _tilec.binary("Add", out[pos], v, loc)
+        return out
+
+    value = _tilec.buffer_load(sbuf, indices(s, sfree, list(loop_vars)), loc)
+    ctx.builder.store(dbuf, indices(d, dfree, dvars), stored_value(dbuf, value, loc), loc)
+    ctx.builder.end_frame()

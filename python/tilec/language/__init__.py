@@ -35,6 +35,9 @@ from .bitcast import reinterpret
 from .persistent import Persistent
 from .pointers import make_tensor, make_tensor_from_addr, ptr
 from .views import im2col, reshape, transpose, view
+from .sm100 import UNSUPPORTED as _SM100_UNSUPPORTED
+
+globals().update(_SM100_UNSUPPORTED)  # T.PersistentTileScheduler, T.WSSchedule, ...: clear CompileErrors
 from .warp import shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up
 
 c2d_im2col = im2col

@@ -29,6 +29,18 @@ Pass simplify_pass();
 //   extent is an odd constant: the CUDA back end packs two elements per byte along it.
 Pass check_fp4_buffers_pass();
 
+// check_grid_syncs (src/passes/check_grid_syncs.cc), CUDA and CPU
+//   in:  a verified PrimFunc.   out: the same function, unchanged.
+//   Raises a UserError for a T.sync_grid() that some thread or block could skip or reach a
+//   different number of times (inside T.Parallel / T.Pipelined / T.ws, or under a branch or
+//   loop that depends on the block or thread index), or in a kernel with clusters.
+Pass check_grid_syncs_pass();
+// The same check as a function (the CPU target runs it before interpreting).
+void check_grid_syncs(const ir::PrimFunc& f);
+// Whether `s` calls tl.sync_grid() anywhere: such a kernel is launched cooperatively and
+// keeps its grid and its blocks whole (no persistent form, no warp specialization).
+bool contains_grid_sync(const ir::Stmt& s);
+
 // ---- passes of the other areas are declared below, in pipeline order ----
 
 // rasterize_blocks (src/passes/rasterize_blocks.cc)

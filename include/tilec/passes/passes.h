@@ -139,8 +139,9 @@ Pass lower_sparse_gemm_pass();
 //   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
 //   fragment A or B no instruction reads from registers, but which lowers with it in shared
 //   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..))
-//   (B alone first, then A, then both). Gemms that lower as written are untouched. Before
-//   layout_inference.
+//   (B alone first, then A, then both); a fragment the same statement list loaded whole from
+//   a shared tile (untouched since) is read from that tile instead. Gemms that lower as
+//   written are untouched. Before layout_inference.
 Pass stage_gemm_operands_pass();
 
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]

@@ -203,6 +203,7 @@ std::string Kernel::summary() const {
   if (p.cluster[0] * p.cluster[1] * p.cluster[2] > 1) {
     os << ", cluster (" << p.cluster[0] << ", " << p.cluster[1] << ", " << p.cluster[2] << ")";
   }
+  if (p.cooperative) os << ", cooperative (T.sync_grid: every block resident at once)";
   os << "\n  shared memory: " << p.dynamic_shared_bytes << " B dynamic, " << artifact_.ptxas.static_shared_bytes
      << " B static; registers: " << artifact_.ptxas.registers << "; spills: " << artifact_.ptxas.spill_stores_bytes
      << " B stores, " << artifact_.ptxas.spill_loads_bytes << " B loads\n";

@@ -387,15 +387,16 @@ class SyncPlanner {
           if (auto* q = y.as<SeqNode>()) parts = q->stmts;
           else parts = {y};
           for (auto& part : parts) {
-            // Two barriers in a row: one suffices — the stronger (a cluster barrier also
-            // orders the block; a named barrier is not interchangeable with a block one).
+            // Two barriers in a row: one suffices — the stronger (a cluster or grid barrier
+            // also orders the block; a named barrier is not interchangeable with a block one).
             if (back::is_barrier_stmt(part) && !out.empty() && back::is_barrier_stmt(out.back())) {
               const std::string a = barrier_op(out.back()), b = barrier_op(part);
-              if (a == b || (a == "tl.cluster_sync" && b == "tl.syncthreads")) {
+              auto orders_block = [](const std::string& op) { return op == "tl.cluster_sync" || op == "tl.sync_grid"; };
+              if (a == b || (orders_block(a) && b == "tl.syncthreads")) {
                 changed = true;
                 continue;
               }
-              if (a == "tl.syncthreads" && b == "tl.cluster_sync") {
+              if (a == "tl.syncthreads" && orders_block(b)) {
                 out.back() = part;
                 changed = true;
                 continue;

@@ -12,7 +12,8 @@
 //         longest blocks first and the short ones fill the SMs at the end, instead of a last
 //         wave of long blocks that leaves most SMs idle (longest-processing-time-first; what
 //         FlashAttention-3's causal scheduler does).
-// When:   config tilec.longest_blocks_first (default on); g <= 65536.
+// When:   config tilec.longest_blocks_first (default on); g <= 65536; the kernel does not
+//         call T.sync_grid() (a cooperative launch runs every block at once).
 // Why:    the trip counts of a causal attention kernel grow linearly with bx; launched in
 //         increasing order, the last blocks to start are the longest.
 // Before: layout inference and lowering (it only renames a block index), after
@@ -63,6 +64,9 @@ bool grows_with(const Expr& extent, const Var& b, int64_t g) {
 class OrderBlocksByWork : public IRMutator {
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    // The blocks of a kernel that syncs its grid are all resident at once (a cooperative
+    // launch): their launch order gains nothing, so the kernel keeps its block indices.
+    if (contains_grid_sync(op->body)) return s;
     std::vector<Expr> trips;
     VarMap lets;
     spine_trip_counts(op->body, lets, trips);

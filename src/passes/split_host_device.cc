@@ -19,7 +19,8 @@
 //   - kernel_args: every tensor's data pointer, then every scalar, then the symbols the
 //     kernel body uses (codegen prints the kernel's parameter list from this);
 //   - grid (expressions over symbol_vars, wrapper Lets substituted), block, cluster,
-//     dynamic_shared_bytes (attr kDynamicSharedBytesAttr).
+//     dynamic_shared_bytes (attr kDynamicSharedBytesAttr), cooperative (the kernel calls
+//     tl.sync_grid: the runtime launches it cooperatively).
 // Errors (UserError): a tensor dimension that is neither a constant, a variable nor a constant
 //   times a variable; two
 //   different symbolic variables with one name; a variable the kernel uses that is neither
@@ -267,6 +268,7 @@ runtime::LaunchPlan build_launch_plan(const PrimFunc& f) {
   for (size_t i = 0; i < kernel->cluster.size() && i < 3; ++i) plan.cluster[i] = kernel->cluster[i];
   if (auto* a = find_attr(f->attrs, kDynamicSharedBytesAttr)) plan.dynamic_shared_bytes = std::get<int64_t>(*a);
   if (auto* a = find_attr(f->attrs, kPersistentAttr)) plan.persistent_blocks_per_sm = std::get<int64_t>(*a);
+  plan.cooperative = contains_grid_sync(kernel->body);  // T.sync_grid: a cooperative launch
   return plan;
 }
 

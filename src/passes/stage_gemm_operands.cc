@@ -16,15 +16,23 @@
 //         programs whose gemms already lower keep their generated code byte for byte.
 //         insert_syncs orders the copy before the gemm's reads and the next iteration's copy
 //         after them; fence_proxy_async adds the fence a wgmma reader needs.
+//         A fragment that the same statement list loaded whole from a shared tile of its shape
+//         and dtype (T.copy(S, F)), with no statement between that copy and the gemm touching
+//         S or F, is not staged again: the gemm reads S (upstream's MLA decode writes P to
+//         S_shared and loads it back into the fragment its P.V gemm reads; a second copy would
+//         take it past the shared-memory limit).
 // Runs after: inject_pipeline (the staging copy is not pipelined), lower_warp_roles (a
 //         role's gemm is selected for the role's threads). Before: layout_inference.
 // Algorithm: one walk tracking the threads that run each statement (the kernel's block, or
 //   a role's Annotate(kThreadRangeKey)); for each gemm with a fragment operand, ask the chain
 //   as written, then with the fragments in shared memory in the order above.
+#include <unordered_map>
+
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
+#include "tilec/ir/visitor.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
 
@@ -66,6 +74,27 @@ class GemmOperandStager : public IRMutator {
     threads_ = saved;
     return out;
   }
+  // Tracks, along a statement list, fragments that hold a whole copy of a shared tile (see
+  // copy_of_shared) for the gemms of the list.
+  Stmt mutate_Seq(const Stmt& s, const SeqNode* op) override {
+    auto saved = copies_;
+    copies_.clear();
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& x : op->stmts) {
+      auto* t = x.as<TileOpNode>();
+      if (!t || t->op != "gemm") forget_copies_touched_by(x);
+      Stmt y = mutate(x);
+      changed |= !y.same_as(x);
+      out.push_back(y);
+      if (t && t->op == "copy") note_copy(t);
+      if (t && t->op == "gemm" && t->args.size() >= 3)  // C is written
+        if (auto* c = std::get_if<BufferRegion>(&t->args[2])) forget(c->buffer.get());
+    }
+    copies_ = std::move(saved);
+    return changed ? seq(std::move(out), s->loc) : s;
+  }
+
   Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
     if (op->op != "gemm" || threads_ <= 0 || op->args.size() < 3) return s;
     auto* a = std::get_if<BufferRegion>(&op->args[0]);
@@ -93,20 +122,72 @@ class GemmOperandStager : public IRMutator {
       for (int i : {0, 1}) {
         if (!(i == 0 ? stage_a : stage_b)) continue;
         const Buffer& frag = std::get<BufferRegion>(op->args[i]).buffer;
+        if (auto c = copies_.find(frag.get()); c != copies_.end()) {
+          gemm->args[i] = BufferRegion::full(c->second);  // the shared tile it was loaded from
+          continue;
+        }
         Buffer stage = make_buffer(frag->name + "_stage", frag->shape, frag->dtype, Scope::kSharedDyn, {}, op->loc);
         body.push_back(make_tile_op("copy", {BufferRegion::full(frag), BufferRegion::full(stage)}, {}, op->loc));
         gemm->args[i] = BufferRegion::full(stage);
         stages.push_back(stage);
       }
       body.push_back(Stmt(std::shared_ptr<const TileOpNode>(std::move(gemm))));
+      if (stages.empty()) return body.back();
       return allocate_all(stages, seq(std::move(body), op->loc), op->loc);
     }
     return s;  // the gemm's own error says why
   }
 
  private:
+  // `T.copy(S, F)` of a whole shared tile S into a whole fragment F of the same shape and
+  // dtype: until S or F is touched again, F's values are S's (upstream's attention kernels
+  // write P to shared memory and load it back into the fragment the P.V gemm reads).
+  void note_copy(const TileOpNode* t) {
+    auto* src = t->args.size() == 2 ? std::get_if<BufferRegion>(&t->args[0]) : nullptr;
+    auto* dst = t->args.size() == 2 ? std::get_if<BufferRegion>(&t->args[1]) : nullptr;
+    if (!src || !dst || !is_shared(src->buffer->scope) || dst->buffer->scope != Scope::kFragment) return;
+    if (!whole(*src) || !whole(*dst) || !(src->buffer->dtype == dst->buffer->dtype)) return;
+    const auto& a = src->buffer->shape;
+    const auto& b = dst->buffer->shape;
+    if (a.size() != b.size()) return;
+    for (size_t d = 0; d < a.size(); ++d) {
+      const int64_t* x = as_const_int(a[d]);
+      const int64_t* y = as_const_int(b[d]);
+      if (!x || !y || *x != *y) return;
+    }
+    copies_[dst->buffer.get()] = src->buffer;
+  }
+  static bool whole(const BufferRegion& r) {
+    for (size_t d = 0; d < r.region.size(); ++d) {
+      const int64_t* lo = as_const_int(r.region[d].min);
+      const int64_t* n = as_const_int(r.region[d].extent);
+      const int64_t* e = as_const_int(r.buffer->shape[d]);
+      if (!lo || !n || !e || *lo != 0 || *n != *e) return false;
+    }
+    return true;
+  }
+  // A statement that mentions F or S in any way ends what copies_ knows about them.
+  void forget_copies_touched_by(const Stmt& x) {
+    if (copies_.empty()) return;
+    for_each_node(x, [&](const Node* n) {
+      const BufferNode* b = nullptr;
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) b = l->buffer.get();
+      if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) b = st->buffer.get();
+      if (auto* t = dynamic_cast<const TileOpNode*>(n))
+        for (const auto& a : t->args)
+          if (auto* r = std::get_if<BufferRegion>(&a)) forget(r->buffer.get());
+      if (auto* al = dynamic_cast<const AllocateNode*>(n)) b = al->buffer.get();
+      if (b) forget(b);
+    });
+  }
+  void forget(const BufferNode* b) {
+    for (auto it = copies_.begin(); it != copies_.end();)
+      it = it->first == b || it->second.get() == b ? copies_.erase(it) : std::next(it);
+  }
+
   const PassContext& ctx_;
   int64_t threads_ = 0;
+  std::unordered_map<const BufferNode*, Buffer> copies_;  // fragment -> the shared tile it copies
 };
 
 }  // namespace

@@ -64,7 +64,8 @@
 //   statements are all T.copy global -> shared that TMA can do (no disable_tma, no other
 //   prefer_instruction), into distinct shared buffers without a user layout that nothing
 //   outside the loop touches; every later-stage reader of those buffers is a T.gemm that
-//   selects wgmma on T threads; the copies' regions and the wrapper Lets read no memory
+//   selects wgmma on T threads; the kernel calls no T.sync_grid() (every thread must reach it,
+//   and the grid must stay as written); the copies' regions and the wrapper Lets read no memory
 //   (with tilec.ws_indirect_copies: none but global tensors the kernel never writes).
 // Everything else is left to inject_pipeline (cp.async on sm_80+).
 // Before: pipeline_planning.  After: inject_pipeline, layout_inference, lower_tile_ops.
@@ -119,6 +120,9 @@ class WarpSpecializer : public IRMutator {
         has_roles = true;
     });
     if (has_roles) return refuse(s, "the kernel splits its warps itself (T.ws)");
+    // A grid barrier must be reached by every thread of the block (the producer warpgroup
+    // would never call it), and a persistent grid would change the grid it synchronizes.
+    if (contains_grid_sync(op->body)) return refuse(s, "the kernel synchronizes its grid (T.sync_grid)");
     bool own_budgets = false;  // T.set_max_nreg, honored (lower_register_budgets)
     for_each_node(op->body, [&](const Node* n) {
       auto* c = dynamic_cast<const CallNode*>(n);

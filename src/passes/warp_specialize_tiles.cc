@@ -8,6 +8,7 @@
 #include "passes/warp_specialize_plan.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
+#include "tilec/passes/passes.h"
 
 namespace tilec::passes::ws {
 
@@ -25,12 +26,15 @@ int work_dim(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) {
   return dim;
 }
 
-// Persistent unless turned off (tilec.persistent), without clusters, when the loop's step
+// Persistent unless turned off (tilec.persistent), without clusters or a grid barrier, when the loop's step
 // count depends on at most one block index (and on it only with tilec.persistent_uneven), and
 // when the shared buffers fit without sharing bytes across the roles (a block's producer
 // fills the next tile's stages during this tile's epilogue).
 bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx) {
   if (!ctx.get_bool("tilec.persistent")) return false;
+  // T.sync_grid() synchronizes the grid as written; a persistent grid is another one (and
+  // warp_specialize already leaves such kernels alone: this keeps the rule where it applies).
+  if (contains_grid_sync(kernel->body)) return false;
   for (int64_t c : kernel->cluster)
     if (c > 1) return false;
   const int wd = work_dim(kernel, sp, p);

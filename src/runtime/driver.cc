@@ -38,6 +38,7 @@ struct CudaDriver::Api {
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            CUstream, void**, void**) = nullptr;
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
   CUresult (*StreamSynchronize)(CUstream) = nullptr;
   CUresult (*MemAlloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*MemFree)(CUdeviceptr) = nullptr;
@@ -102,6 +103,8 @@ CudaDriver::Api* load_api() {
   resolve(api->FuncSetAttribute, "cuFuncSetAttribute", "cuFuncSetAttribute");
   resolve(api->LaunchKernel, "cuLaunchKernel", "cuLaunchKernel");
   resolve(api->LaunchKernelEx, "cuLaunchKernelEx", "cuLaunchKernelEx");
+  resolve(api->OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   resolve(api->StreamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize");
   resolve(api->MemAlloc, "cuMemAlloc", "cuMemAlloc_v2");
   resolve(api->MemFree, "cuMemFree", "cuMemFree_v2");
@@ -271,18 +274,28 @@ void CudaDriver::set_max_dynamic_shared_memory(CuFunction f, int bytes) {
 void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void** params) {
   auto fn = static_cast<CUfunction>(f);
   auto s = static_cast<CUstream>(stream);
-  if (d.cluster[0] * d.cluster[1] * d.cluster[2] == 1) {
+  const bool clustered = d.cluster[0] * d.cluster[1] * d.cluster[2] > 1;
+  if (!clustered && !d.cooperative) {
     check(api_,
           api_->LaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
                              d.dynamic_shared_bytes, s, params, nullptr),
           "cuLaunchKernel");
     return;
   }
-  CUlaunchAttribute attr = {};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = d.cluster[0];
-  attr.value.clusterDim.y = d.cluster[1];
-  attr.value.clusterDim.z = d.cluster[2];
+  CUlaunchAttribute attrs[2] = {};
+  unsigned num_attrs = 0;
+  if (clustered) {
+    CUlaunchAttribute& a = attrs[num_attrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = d.cluster[0];
+    a.value.clusterDim.y = d.cluster[1];
+    a.value.clusterDim.z = d.cluster[2];
+  }
+  if (d.cooperative) {  // the grid barrier's workspace; all blocks resident (checked by the caller)
+    CUlaunchAttribute& a = attrs[num_attrs++];
+    a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    a.value.cooperative = 1;
+  }
   CUlaunchConfig config = {};
   config.gridDimX = d.grid[0];
   config.gridDimY = d.grid[1];
@@ -292,9 +305,26 @@ void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void
   config.blockDimZ = d.block[2];
   config.sharedMemBytes = d.dynamic_shared_bytes;
   config.hStream = s;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.attrs = attrs;
+  config.numAttrs = num_attrs;
   check(api_, api_->LaunchKernelEx(&config, fn, params, nullptr), "cuLaunchKernelEx");
+}
+
+int CudaDriver::max_active_blocks_per_sm(CuFunction f, int block_threads, size_t dynamic_shared_bytes) {
+  int blocks = 0;
+  check(api_,
+        api_->OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, static_cast<CUfunction>(f), block_threads,
+                                                        dynamic_shared_bytes),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return blocks;
+}
+
+bool CudaDriver::supports_cooperative_launch(int device) {
+  CUdevice d = device_handle(api_, device);
+  int yes = 0;
+  check(api_, api_->DeviceGetAttribute(&yes, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, d),
+        "cuDeviceGetAttribute(COOPERATIVE_LAUNCH)");
+  return yes != 0;
 }
 
 void CudaDriver::encode_tensor_map(void* map, ir::DataType dtype, int rank, uint64_t address, const uint64_t* dims,

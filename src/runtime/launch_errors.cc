@@ -34,6 +34,27 @@ bool is_sticky_cuda_error(int code) {
   }
 }
 
+std::string cooperative_grid_error(const CooperativeFit& f) {
+  const int64_t blocks = int64_t(f.grid[0]) * f.grid[1] * f.grid[2];
+  const int64_t limit = int64_t(f.sms) * f.blocks_per_sm;
+  if (blocks <= limit) return "";
+  std::string grid = "(" + std::to_string(f.grid[0]) + ", " + std::to_string(f.grid[1]) + ", " +
+                     std::to_string(f.grid[2]) + ")";
+  return "kernel '" + f.kernel + "' calls T.sync_grid(), so all of its blocks must be resident on the GPU at once "
+         "(a cooperative launch), but its grid " + grid + " has " + std::to_string(blocks) + " blocks and " +
+         device_text(f.device) + (f.device_name.empty() ? "" : " (" + f.device_name + ")") + " holds at most " +
+         std::to_string(limit) + " of them: " + std::to_string(f.sms) + " SMs x " + std::to_string(f.blocks_per_sm) +
+         " block(s) per SM for this kernel (" + std::to_string(f.block_threads) + " threads, " +
+         std::to_string(f.dynamic_shared_bytes) + " bytes of dynamic shared memory per block)";
+}
+
+std::string cooperative_grid_hint(const CooperativeFit& f) {
+  const int64_t limit = int64_t(f.sms) * f.blocks_per_sm;
+  return "launch at most " + std::to_string(limit) +
+         " blocks and loop over the work in waves (upstream's persistent form: T.Kernel(num_sms) with "
+         "`for w in T.serial(T.ceildiv(total, num_sms))`), or give each block fewer threads or less shared memory";
+}
+
 std::string launch_failure_message(const LaunchFailure& f) {
   const std::string dev = device_text(f.device);
   if (!f.sticky) return "kernel '" + f.kernel + "' could not be launched on " + dev + ": " + f.driver_error;

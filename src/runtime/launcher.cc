@@ -5,7 +5,9 @@
 // per parameter. Output: a launch on the given stream, or a UserError that names the
 // parameter and says expected vs got, raised before anything reaches the GPU.
 // Checks run in this order per tensor: kind, dtype, rank, shape, strides, span (an
-// int32-indexed tensor must span fewer than 2^31 elements), device, alignment; symbols are bound by the first parameter (in parameter order) that has
+// int32-indexed tensor must span fewer than 2^31 elements), device, alignment; a cooperative
+// kernel (T.sync_grid) must fit on the device at once (checked at launch, from the occupancy the
+// driver reports when the module is loaded); symbols are bound by the first parameter (in parameter order) that has
 // them. No allocation and no string formatting happen unless an error is raised.
 #include <cstdint>
 #include <cstring>
@@ -201,6 +203,7 @@ std::string Kernel::summary() const {
   if (p.cluster[0] * p.cluster[1] * p.cluster[2] > 1) {
     os << ", cluster (" << p.cluster[0] << ", " << p.cluster[1] << ", " << p.cluster[2] << ")";
   }
+  if (p.cooperative) os << ", cooperative (T.sync_grid: every block resident at once)";
   os << "\n  shared memory: " << p.dynamic_shared_bytes << " B dynamic, " << artifact_.ptxas.static_shared_bytes
      << " B static; registers: " << artifact_.ptxas.registers << "; spills: " << artifact_.ptxas.spill_stores_bytes
      << " B stores, " << artifact_.ptxas.spill_loads_bytes << " B loads\n";
@@ -492,6 +495,7 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
     }
   }
   call.dims.dynamic_shared_bytes = static_cast<uint32_t>(p.dynamic_shared_bytes);
+  call.dims.cooperative = p.cooperative;
   for (size_t j = 0; j < p.kernel_args.size(); ++j) {
     const KernelArg& ka = p.kernel_args[j];
     uint64_t& slot = call.arg_storage[j];
@@ -627,6 +631,16 @@ void Kernel::prepare(int device) const {
   try {
     CuFunction f = driver.get_function(module, p.kernel_name);
     if (p.dynamic_shared_bytes > 0) driver.set_max_dynamic_shared_memory(f, static_cast<int>(p.dynamic_shared_bytes));
+    if (p.cooperative) {
+      TILEC_USER_CHECK(driver.supports_cooperative_launch(device), SourceLoc{},
+                       "run it on a GPU that supports cooperative launches (compute capability 6.0 or newer)")
+          << "kernel '" << p.kernel_name << "' calls T.sync_grid(), which needs a cooperative launch, and device "
+          << device << " (" << driver.device_name(device) << ") does not support one";
+      const int threads = static_cast<int>(p.block[0] * p.block[1] * p.block[2]);
+      cooperative_limit_[device] =
+          int64_t(driver.max_active_blocks_per_sm(f, threads, static_cast<size_t>(p.dynamic_shared_bytes))) *
+          driver.multiprocessor_count(device);
+    }
     modules_[device] = module;
     functions_[device].store(f, std::memory_order_release);
   } catch (...) {
@@ -641,6 +655,7 @@ void Kernel::launch(const BoundCall& call, CuStream stream) const {
   try {
     void* f = function_for(device);
     CudaDriver& driver = CudaDriver::get();
+    if (call.dims.cooperative) check_cooperative_fit(call, device);
     void* previous = driver.make_current(device);
     try {
       driver.launch(f, call.dims, stream, const_cast<void**>(call.arg_ptrs));
@@ -660,6 +675,23 @@ void Kernel::launch(const BoundCall& call, CuStream stream) const {
     if (!CudaDriver::available(&why)) throw_user_error(no_driver_message(plan().kernel_name, why), {}, e.hint());
     throw;
   }
+}
+
+void Kernel::check_cooperative_fit(const BoundCall& call, int device) const {
+  const int64_t blocks = int64_t(call.dims.grid[0]) * call.dims.grid[1] * call.dims.grid[2];
+  if (blocks <= cooperative_limit_[device]) return;  // the common case: no driver calls, no strings
+  const LaunchPlan& p = artifact_.plan;
+  CudaDriver& driver = CudaDriver::get();
+  CooperativeFit fit;
+  fit.kernel = p.kernel_name;
+  for (int i = 0; i < 3; ++i) fit.grid[i] = call.dims.grid[i];
+  fit.block_threads = static_cast<int>(p.block[0] * p.block[1] * p.block[2]);
+  fit.dynamic_shared_bytes = p.dynamic_shared_bytes;
+  fit.device = device;
+  fit.device_name = driver.device_name(device);
+  fit.sms = driver.multiprocessor_count(device);
+  fit.blocks_per_sm = fit.sms > 0 ? static_cast<int>(cooperative_limit_[device] / fit.sms) : 0;
+  throw_user_error(cooperative_grid_error(fit), {}, cooperative_grid_hint(fit));
 }
 
 void Kernel::operator()(const ArgValue* args, int num_args, CuStream stream) const {

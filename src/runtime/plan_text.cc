@@ -380,6 +380,9 @@ void check_launch_plan(const LaunchPlan& p) {
   }
   if (threads > 1024) fail("a block of " + std::to_string(threads) + " threads exceeds CUDA's limit of 1024");
   if (p.dynamic_shared_bytes < 0) fail("negative dynamic shared memory size");
+  if (p.cooperative && p.persistent_blocks_per_sm > 0) fail("a cooperative kernel cannot be persistent");
+  if (p.cooperative && p.cluster[0] * p.cluster[1] * p.cluster[2] > 1)
+    fail("a cooperative kernel cannot have thread-block clusters");
 }
 
 std::string launch_plan_to_text(const LaunchPlan& p) {
@@ -420,6 +423,7 @@ std::string launch_plan_to_text(const LaunchPlan& p) {
   os << "cluster " << p.cluster[0] << ' ' << p.cluster[1] << ' ' << p.cluster[2] << '\n';
   os << "smem " << p.dynamic_shared_bytes << '\n';
   if (p.persistent_blocks_per_sm > 0) os << "persistent " << p.persistent_blocks_per_sm << '\n';
+  if (p.cooperative) os << "cooperative 1\n";
   return os.str();
 }
 
@@ -533,6 +537,9 @@ LaunchPlan launch_plan_from_text(const std::string& text) {
     } else if (head == "persistent") {
       want(2);
       p.persistent_blocks_per_sm = to_int(tok[1], line);
+    } else if (head == "cooperative") {
+      want(2);
+      p.cooperative = to_int(tok[1], line) != 0;
     } else {
       text_error(line, "unknown item '" + head + "'");
     }

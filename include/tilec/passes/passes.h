@@ -29,6 +29,18 @@ Pass simplify_pass();
 //   extent is an odd constant: the CUDA back end packs two elements per byte along it.
 Pass check_fp4_buffers_pass();
 
+// check_grid_syncs (src/passes/check_grid_syncs.cc), CUDA and CPU
+//   in:  a verified PrimFunc.   out: the same function, unchanged.
+//   Raises a UserError for a T.sync_grid() that some thread or block could skip or reach a
+//   different number of times (inside T.Parallel / T.Pipelined / T.ws, or under a branch or
+//   loop that depends on the block or thread index), or in a kernel with clusters.
+Pass check_grid_syncs_pass();
+// The same check as a function (the CPU target runs it before interpreting).
+void check_grid_syncs(const ir::PrimFunc& f);
+// Whether `s` calls tl.sync_grid() anywhere: such a kernel is launched cooperatively and
+// keeps its grid and its blocks whole (no persistent form, no warp specialization).
+bool contains_grid_sync(const ir::Stmt& s);
+
 // ---- passes of the other areas are declared below, in pipeline order ----
 
 // rasterize_blocks (src/passes/rasterize_blocks.cc)
@@ -127,8 +139,9 @@ Pass lower_sparse_gemm_pass();
 //   in:  tile IR after inject_pipeline.   out: a T.gemm (no `instruction=`) whose register
 //   fragment A or B no instruction reads from registers, but which lowers with it in shared
 //   memory, reads a shared copy: Allocate(A_stage, T.copy(A, A_stage); T.gemm(A_stage, ..))
-//   (B alone first, then A, then both). Gemms that lower as written are untouched. Before
-//   layout_inference.
+//   (B alone first, then A, then both); a fragment the same statement list loaded whole from
+//   a shared tile (untouched since) is read from that tile instead. Gemms that lower as
+//   written are untouched. Before layout_inference.
 Pass stage_gemm_operands_pass();
 
 // layout_inference (src/passes/layout_inference.cc)                         [layoutops]

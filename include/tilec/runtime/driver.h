@@ -35,6 +35,7 @@ struct LaunchDims {
   uint32_t block[3] = {1, 1, 1};
   uint32_t cluster[3] = {1, 1, 1};
   uint32_t dynamic_shared_bytes = 0;
+  bool cooperative = false;  // CU_LAUNCH_ATTRIBUTE_COOPERATIVE (T.sync_grid)
 };
 
 class CudaDriver {
@@ -61,8 +62,15 @@ class CudaDriver {
   CuFunction get_function(CuModule module, const std::string& name);
   void set_max_dynamic_shared_memory(CuFunction f, int bytes);
 
-  // cuLaunchKernelEx when a cluster is set, cuLaunchKernel otherwise.
+  // cuLaunchKernelEx when a cluster is set or the launch is cooperative, cuLaunchKernel
+  // otherwise.
   void launch(CuFunction f, const LaunchDims& dims, CuStream stream, void** params);
+
+  // How many blocks of `f` (block_threads threads, dynamic_shared_bytes of dynamic shared
+  // memory) one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+  int max_active_blocks_per_sm(CuFunction f, int block_threads, size_t dynamic_shared_bytes);
+  // Whether `device` supports cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).
+  bool supports_cooperative_launch(int device);
 
   // cuTensorMapEncodeTiled into the 128-byte (64-byte aligned) `map`: `rank` dimensions
   // innermost first, rank - 1 strides in bytes (dimension 1 on), the box, swizzle 0 none /

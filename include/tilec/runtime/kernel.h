@@ -8,7 +8,8 @@
 //                then, for all tensors, device and alignment) and bind the symbols. Outputs may be absent
 //                (allocated by the caller afterwards from output_shape()).
 //   2. finalize: evaluate the grid, pack the kernel parameters.
-//   3. launch:   load the module on the tensors' device (once), cuLaunchKernel[Ex].
+//   3. launch:   load the module on the tensors' device (once), cuLaunchKernel[Ex] (cooperative
+//                for T.sync_grid, after checking that the grid fits on the device at once).
 // Every argument error is a UserError naming the parameter and saying expected vs got.
 // The hot path allocates nothing: all per-call state lives in a fixed-size BoundCall.
 #pragma once
@@ -133,6 +134,8 @@ class Kernel {
   std::string dim_text(const DimSpec& d) const;
   int symbol_index(const std::string& name) const;
   void* function_for(int device) const;
+  // A cooperative kernel's grid must fit on `device` at once (UserError otherwise).
+  void check_cooperative_fit(const BoundCall& call, int device) const;
   // Checks the call's tensor against TMA map `index`'s rules (TmaArgumentError), then encodes
   // the map (or takes it from the cache) into `out`; null `out`: the check only.
   void encode_tma(int index, const ArgValue* args, void* out) const;
@@ -147,6 +150,9 @@ class Kernel {
   std::vector<int> arg_symbol_;      // symbol index of each kSymbol kernel arg
   std::vector<int> tensor_param_, scalar_param_;  // tensor / scalar index -> parameter position
   mutable std::atomic<void*> functions_[kMaxDevices] = {};
+  // Cooperative kernels (plan().cooperative): how many blocks of this kernel each device's SMs
+  // hold at once, times the SM count (set by prepare with the function).
+  mutable int64_t cooperative_limit_[kMaxDevices] = {};
   mutable void* modules_[kMaxDevices] = {};
   mutable std::mutex load_mutex_;
   mutable TmaMapCache tma_cache_;

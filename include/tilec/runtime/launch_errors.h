@@ -41,6 +41,23 @@ std::string output_allocation_message(const std::string& kernel, const std::stri
 // "274877906944 bytes (256.0 GiB)".
 std::string byte_size_text(int64_t bytes);
 
+// A cooperative kernel (T.sync_grid) whose blocks do not all fit on the device at once: the
+// launch would fail (or, with a barrier of one's own, hang). "" when grid[0] x grid[1] x grid[2]
+// is at most sms x blocks_per_sm; otherwise the message names the kernel, the grid, the device
+// and the limit, and cooperative_grid_hint says what to do.
+struct CooperativeFit {
+  std::string kernel;
+  uint32_t grid[3] = {1, 1, 1};
+  int block_threads = 1;
+  int64_t dynamic_shared_bytes = 0;
+  int device = 0;
+  std::string device_name;
+  int sms = 0;            // multiprocessors of the device
+  int blocks_per_sm = 0;  // cuOccupancyMaxActiveBlocksPerMultiprocessor for this kernel
+};
+std::string cooperative_grid_error(const CooperativeFit& f);
+std::string cooperative_grid_hint(const CooperativeFit& f);
+
 // The kernel tilec launched last on each device. Names are interned for the process (a
 // launch records a pointer: one relaxed atomic store).
 const std::string* intern_kernel_name(const std::string& name);

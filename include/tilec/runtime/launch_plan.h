@@ -96,6 +96,11 @@ struct LaunchPlan {
   // > 0: a persistent kernel (its blocks loop over the tiles grid[0] counts, striding by
   // gridDim.x): the runtime launches min(grid[0], SMs x persistent_blocks_per_sm) blocks.
   int64_t persistent_blocks_per_sm = 0;
+  // The kernel calls T.sync_grid(): it is launched cooperatively (every block resident at
+  // once, which the runtime checks against the device's occupancy before launching; the grid
+  // barrier needs the driver's cooperative-launch workspace). Never with clusters or a
+  // persistent grid (the compiler keeps such kernels as written).
+  bool cooperative = false;
 };
 
 // Evaluates an integer expression over symbol values (used for grid extents).

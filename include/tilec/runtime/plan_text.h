@@ -16,6 +16,8 @@
 //   block 256 1 1
 //   cluster 1 1 1
 //   smem 0
+//   persistent 1                          # optional: at most SMs x 1 blocks (persistent kernel)
+//   cooperative 1                         # optional: a cooperative launch (T.sync_grid)
 //
 // S-expressions: an integer (`5`, or `5:int64` for a type other than int32), a symbol
 // name, or `(op args...)` with op one of + - * // % truncdiv truncmod min max == != < <=

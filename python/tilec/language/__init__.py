@@ -19,7 +19,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
 from .sync import (
     ClusterKernel, alloc_barrier, barrier_arrive, barrier_init, barrier_wait, block_rank_in_cluster, cluster_sync,
     dec_max_nreg, disable_warp_group_reg_alloc, inc_max_nreg, mbarrier_arrive, mbarrier_wait_parity,
-    no_set_max_nreg, set_max_nreg, sync_threads, ws, annotate_producer_reg_dealloc, annotate_consumer_reg_alloc,
+    no_set_max_nreg, set_max_nreg, sync_grid, sync_threads, sync_warp, ws, annotate_producer_reg_dealloc, annotate_consumer_reg_alloc,
     wait_wgmma, fence_proxy_async, ptx_commit_group, ptx_wait_group, alloc_global, pdl_sync, pdl_trigger,
 )
 from .tensor import Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor, TensorSpec, dynamic, symbolic

@@ -1,5 +1,5 @@
 """The T primitives of synchronisation and warp roles: mbarriers (T.alloc_barrier,
-T.barrier_wait / arrive, T.mbarrier_*), block barriers (T.sync_threads), warp-group roles
+T.barrier_wait / arrive, T.mbarrier_*), block, warp and grid barriers (T.sync_threads, T.sync_warp, T.sync_grid), warp-group roles
 (T.ws) with TileLang's register-budget hints, and thread-block clusters (T.ClusterKernel,
 T.block_rank_in_cluster, T.cluster_sync)."""
 
@@ -114,6 +114,40 @@ def sync_threads(barrier_id: Any = None, arrive_count: Any = None):
         raise CompileError(f"T.sync_threads({bid}, {n}): the named barrier id must be in 1..15 and the thread "
                            "count a positive multiple of 32 (barrier 0 is __syncthreads)")
     ctx.builder.evaluate(_tilec.call("void", "tl.named_barrier_sync", [to_expr(bid), to_expr(n)], ctx.loc), ctx.loc)
+
+
+@primitive
+def sync_warp(mask: Any = None):
+    """`T.sync_warp()`: `__syncwarp()` over the whole warp; `T.sync_warp(mask)`: over the lanes of
+    `mask` (a 32-bit lane mask), as TileLang."""
+    ctx = context.require("T.sync_warp")
+    if mask is None:
+        ctx.builder.evaluate(_tilec.call("void", "tl.syncwarp", [], ctx.loc), ctx.loc)
+        return
+    if isinstance(mask, int) and not isinstance(mask, bool):
+        if not 0 <= mask < 2**32:
+            raise CompileError(f"T.sync_warp({mask:#x}): the lane mask is a 32-bit value")
+        m = _tilec.int_imm(mask, "uint32", ctx.loc)
+    else:
+        m = to_expr(mask)
+        if str(m.dtype) != "uint32":
+            m = _tilec.cast("uint32", m, ctx.loc)
+    ctx.builder.evaluate(_tilec.call("void", "tl.syncwarp_mask", [m], ctx.loc), ctx.loc)
+
+
+@primitive
+def sync_grid():
+    """`T.sync_grid()`: a barrier over every thread of every block of the kernel's grid, which also
+    makes every memory write before it visible to every thread after it (e.g. a split phase
+    writing partial results, then a combine phase reading other blocks' partials). The kernel is
+    launched cooperatively: all of its blocks must fit on the GPU at once (the launch says so
+    otherwise). Every thread of every block must reach it: not inside T.Parallel, T.Pipelined,
+    T.ws, or a branch / loop that depends on the block or thread index (CompileErrors). On
+    target="cpu" each block runs up to the barrier, then all continue."""
+    ctx = context.require("T.sync_grid")
+    if not ctx.kernels:
+        raise CompileError("T.sync_grid synchronizes the blocks of a kernel: call it inside `with T.Kernel(...)`")
+    ctx.builder.evaluate(_tilec.call("void", "tl.sync_grid", [], ctx.loc), ctx.loc)
 
 
 @primitive

@@ -1,8 +1,10 @@
 // CPU target: statements. Every loop kind runs serially in order (T.Parallel, T.serial,
 // T.Pipelined, unrolled, vectorized, while); T.Kernel runs its blocks one after another (x
-// fastest), each with fresh on-chip buffers; thread-bound loops and T.ws are thread-level
+// fastest), each with fresh on-chip buffers (a kernel that calls T.sync_grid() runs its blocks
+// in turns instead: grid_sync.cc); thread-bound loops and T.ws are thread-level
 // code and raise "not supported on target=cpu", as does T.make_tensor (device addresses).
 #include "target/cpu/machine.h"
+#include "tilec/passes/passes.h"
 
 namespace tilec::cpu {
 
@@ -31,6 +33,11 @@ void exec_kernel(Machine& m, const KernelLaunchNode* k) {
     blocks *= std::max<int64_t>(grid.back(), 0);
   }
   for (const Var& t : k->thread_vars) m.thread_vars_.insert(t.get());
+  if (passes::contains_grid_sync(k->body)) {
+    exec_kernel_cooperative(m, k, grid, blocks);
+    for (const Var& t : k->thread_vars) m.thread_vars_.erase(t.get());
+    return;
+  }
   std::vector<int64_t> block(grid.size(), 0);
   for (int64_t b = 0; b < blocks; ++b) {
     int64_t rest = b;

@@ -8,6 +8,7 @@
 #include "target/cpu/machine.h"
 #include "tilec/ir/verifier.h"
 #include "tilec/ir/visitor.h"
+#include "tilec/passes/passes.h"
 
 namespace tilec::cpu {
 
@@ -85,6 +86,7 @@ void Machine::run(const std::vector<CpuArg>& args) {
 
 void run_on_cpu(const PrimFunc& f, const std::vector<CpuArg>& args, const CpuOptions& options) {
   verify(f);
+  passes::check_grid_syncs(f);  // every block reaches each T.sync_grid(): the same check as on the GPU
   Machine m(f, options);
   m.run(args);
 }

@@ -1,7 +1,7 @@
 // CPU target: Call nodes. Math intrinsics come from one table (computed in double, rounded
 // once to the call's dtype, as the device library computes half / bfloat16 through float);
 // bit operations, scalar atomics (a plain read-modify-write: blocks run one at a time) and
-// the block barrier (a no-op: a block runs as one) are handled here; every other call
+// the block and warp barriers (no-ops: a block runs as one), the grid barrier (grid_sync.cc) are handled here; every other call
 // (warp shuffles, mbarriers, cp.async, TMA, wgmma, ...) is thread-level code and raises
 // "not supported on target=cpu".
 #include <cmath>
@@ -43,7 +43,8 @@ const std::map<std::string, Unary>& unary_math() {
 // Thread-level calls that are no-ops when a block runs as one.
 // (T.set_max_nreg's register budget too: it never changes results.)
 bool is_block_noop(const std::string& op) {
-  return op == "tl.syncthreads" || op == "tl.user_setmaxnreg" || op == "tl.pdl_trigger" || op == "tl.pdl_sync";
+  return op == "tl.syncthreads" || op == "tl.syncwarp" || op == "tl.syncwarp_mask" || op == "tl.user_setmaxnreg" ||
+         op == "tl.pdl_trigger" || op == "tl.pdl_sync";
 }
 
 Value reinterpret(Machine& m, const CallNode* c) {
@@ -138,6 +139,10 @@ Value Machine::call(const CallNode* c) {
   if (op.rfind("tl.bitwise_", 0) == 0 || op == "tl.shift_left" || op == "tl.shift_right") return bitwise(*this, c);
   if (op == "tl.atomic_add" || op == "tl.atomic_max" || op == "tl.atomic_min") return scalar_atomic(*this, c);
   if (is_block_noop(op)) return Value{};
+  if (op == "tl.sync_grid") {
+    sync_grid(c->loc);
+    return Value{};
+  }
   not_supported("the call " + op, c->loc,
                 "thread-level intrinsics (barriers, shuffles, async copies, wgmma) have no tile-level meaning; "
                 "run this kernel on a GPU target");

@@ -5,6 +5,7 @@
 //   exec.cc        statements: loops, kernel launches, allocations, stores, annotations
 //   tile_ops.cc    T.copy, T.fill, T.gemm, T.reduce_*, T.cumsum, T.atomic_* on regions
 //   memory.cc      storage, index -> offset with bounds checks and their error messages
+//   grid_sync.cc   kernels that call T.sync_grid(): blocks as threads that take turns
 #pragma once
 
 #include <memory>
@@ -40,6 +41,8 @@ struct Storage {
 // How an access outside a buffer is treated: a global access is guarded (read 0, write
 // nothing) unless strict; an on-chip access is an error.
 enum class Access : uint8_t { kRead, kWrite, kAtomic };
+
+class GridBarrier;  // grid_sync.cc
 
 class Machine {
  public:
@@ -77,6 +80,10 @@ class Machine {
   [[noreturn]] void not_supported(const std::string& what, const SourceLoc& loc, const std::string& hint = "");
   const std::string& kernel_name() const { return func_->name; }
 
+  // ---- grid_sync.cc ----
+  // T.sync_grid(): waits until every block of the running cooperative kernel reached it.
+  void sync_grid(const SourceLoc& loc);
+
   // ---- variables ----
   void bind(const VarNode* v, const Value& x) { vars_[v] = x; }
   void unbind(const VarNode* v) { vars_.erase(v); }
@@ -88,7 +95,11 @@ class Machine {
   std::unordered_map<const VarNode*, Value> vars_;
   std::unordered_map<const BufferNode*, Storage> storages_;
   std::unordered_set<const VarNode*> thread_vars_;  // of the running T.Kernel: unsupported
+  GridBarrier* grid_barrier_ = nullptr;  // set on a block's machine in a cooperative kernel
+  int64_t grid_block_ = 0;                // that block's linear index
   friend void exec_kernel(Machine& m, const KernelLaunchNode* k);
+  friend void exec_kernel_cooperative(Machine& m, const KernelLaunchNode* k, const std::vector<int64_t>& grid,
+                                      int64_t blocks);
   friend Value eval_var(Machine& m, const VarNode* v);
 };
 
@@ -111,6 +122,9 @@ class VarScope {
   const VarNode* v_;
   std::optional<Value> old_;
 };
+
+// Runs the blocks of a kernel that calls T.sync_grid() (grid_sync.cc).
+void exec_kernel_cooperative(Machine& m, const KernelLaunchNode* k, const std::vector<int64_t>& grid, int64_t blocks);
 
 // "(3, 130)"
 std::string index_str(const std::vector<int64_t>& idx);

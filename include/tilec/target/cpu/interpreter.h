@@ -1,7 +1,8 @@
 // target="cpu": runs a tile program on the host, at the tile level.
 //
 // The program is the Tile IR as the front end builds it (before any pass): T.Kernel runs
-// its blocks one after another; inside a block, statements have TileLang's whole-block
+// its blocks one after another (a kernel that calls T.sync_grid() runs them in turns that
+// meet at each grid barrier, each block keeping its state; check_grid_syncs runs first); inside a block, statements have TileLang's whole-block
 // meaning (a T.Parallel nest runs all its iterations, a T.copy copies the whole region,
 // a T.gemm computes the whole tile), and T.Parallel / T.serial / T.Pipelined are serial
 // loops. Shared memory, fragments, locals and vars are plain arrays of their logical

@@ -85,11 +85,12 @@ def test_a_grid_too_large_to_be_resident_is_a_clear_error():
     torch.cuda.synchronize()  # nothing was launched, nothing hangs
 
 
-UPSTREAM = os.path.normpath(os.path.join(ROOT, "..", "shared", "upstream", "tilelang", "examples", "deepseek_mla",
-                                         "example_mla_decode_persistent.py"))
+UPSTREAM = os.path.normpath(os.path.join(os.environ.get("TILEC_UPSTREAM_DIR") or os.path.join(ROOT, "..", "shared",
+                                                                                            "upstream"),
+                                         "tilelang", "examples", "deepseek_mla", "example_mla_decode_persistent.py"))
 
 
-@pytest.mark.skipif(not os.path.exists(UPSTREAM), reason="no upstream snapshot at ../shared/upstream")
+@pytest.mark.skipif(not os.path.exists(UPSTREAM), reason="no upstream snapshot (../shared/upstream or TILEC_UPSTREAM_DIR)")
 def test_upstream_persistent_mla_decode_runs_as_written():
     import tilec.compat  # noqa: F401
 

@@ -13,6 +13,9 @@ from ..frontend import context
 from ..frontend.values import Buffer, BufferAccess, stored_value, to_expr
 
 LOCAL_SCOPE = "local"
+# Per-thread buffers: T.alloc_local ("local") and T.alloc_var ("local.var"): every thread holds
+# its own copy, so a copy into one or a fill of one runs in every thread.
+PER_THREAD_SCOPES = (LOCAL_SCOPE, "local.var")
 
 
 def _items(v: Any) -> Optional[tuple]:
@@ -50,10 +53,12 @@ def copy_into_local(src: Any, dst: Any) -> bool:
     """Emits the copy when `dst` is a local buffer and returns True; False leaves it to T.copy."""
     d = _items(dst)
     s = _items(src)
-    if d is None or s is None or d[0].scope != LOCAL_SCOPE:
+    if d is None or s is None or d[0].scope not in PER_THREAD_SCOPES:
         return False
     ctx = context.require("T.copy")
     (dbuf, ditems), (sbuf, sitems) = d, s
+    if sbuf.scope == "local.fragment" and dbuf.scope != LOCAL_SCOPE:
+        return False  # a fragment element into a T.alloc_var: the tile op's own lowering
     if sbuf.scope == "local.fragment":
         raise CompileError(f"T.copy from the fragment '{sbuf.name}' into the local buffer '{dbuf.name}' is not supported",
                            hint="copy inside `for i in T.Parallel(...)` element by element, or use a shared buffer")
@@ -91,9 +96,10 @@ def copy_into_local(src: Any, dst: Any) -> bool:
 
 
 def fill_local(dst: Any, value: Any) -> bool:
-    """T.fill / T.clear of a local buffer (or a region of it): every thread fills its own copy."""
+    """T.fill / T.clear of a local buffer or a T.alloc_var (or a region of one): every thread fills
+    its own copy (as a fragment, only the threads that own its elements would)."""
     d = _items(dst)
-    if d is None or d[0].scope != LOCAL_SCOPE:
+    if d is None or d[0].scope not in PER_THREAD_SCOPES:
         return False
     ctx = context.require("T.fill")
     dbuf, ditems = d

@@ -52,14 +52,7 @@ std::string build_stamp() {
         s += " " + std::string(path) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
       }
     }
-    Sha256 h;
-    for (const auto& [name, text] : embedded_device_headers()) {
-      h.update(name);
-      h.update("\n", 1);
-      h.update(text);
-      h.update("\n", 1);
-    }
-    return s + " device-lib " + h.hex_digest();
+    return s + " device-lib " + embedded_device_headers_digest();
   }();
   return stamp;
 }

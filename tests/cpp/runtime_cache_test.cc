@@ -104,6 +104,40 @@ TEST(RuntimeCache, EveryCorruptionIsDetected) {
   EXPECT_EQ(why, "not a tilec cache entry (bad header or truncated)");
 }
 
+TEST(RuntimeCache, ChecksumSeesEveryBitOfTheTailAndWordOrder) {
+  std::string bytes = serialize_artifact(fake_artifact());
+  const size_t body_end = bytes.rfind("checksum64 ");
+  ASSERT_NE(body_end, std::string::npos);
+  // Every single-bit flip in the last 80 bytes of the body (the checksum's 8-byte and byte-wise
+  // tail, and its last 32-byte block).
+  for (size_t pos = body_end - 80; pos < body_end; ++pos) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string broken = bytes;
+      broken[pos] = static_cast<char>(broken[pos] ^ (1 << bit));
+      EXPECT_FALSE(deserialize_artifact(broken)) << "bit " << bit << " at " << pos;
+    }
+  }
+  // Two different 8-byte words swapped inside the cubin (same bytes, other order).
+  const size_t mid = bytes.size() / 2 & ~size_t{7};
+  std::string swapped = bytes;
+  std::swap_ranges(swapped.begin() + static_cast<std::ptrdiff_t>(mid), swapped.begin() + static_cast<std::ptrdiff_t>(mid + 8),
+                   swapped.begin() + static_cast<std::ptrdiff_t>(mid + 8));
+  if (swapped != bytes) {
+    std::string why;
+    EXPECT_FALSE(deserialize_artifact(swapped, &why));
+    EXPECT_EQ(why, "checksum mismatch");
+  }
+}
+
+TEST(RuntimeCache, AnOlderEntryFormatIsAMiss) {
+  std::string bytes = serialize_artifact(fake_artifact());
+  ASSERT_EQ(bytes.compare(0, 20, "tilec-cache-entry 2\n"), 0);
+  std::string v1 = "tilec-cache-entry 1\n" + bytes.substr(20);
+  std::string why;
+  EXPECT_FALSE(deserialize_artifact(v1, &why));
+  EXPECT_EQ(why, "not a tilec cache entry (bad header or truncated)");
+}
+
 TEST(RuntimeCache, DiskStoreAndLoad) {
   TempDir dir;
   DiskCache cache(dir.path() + "/nested/cache");

@@ -1,8 +1,9 @@
 // Kernel caches (DESIGN.md section 7): an in-memory map in front of a disk cache.
 //
 // Disk: one file per entry, <dir>/<key[0:2]>/<key>.tkc, holding the cubin, PTX, CUDA
-// source, serialized LaunchPlan, ptxas report and target, followed by a sha256 checksum
-// of everything before it. Writes go to a temporary file in the same directory and are
+// source, serialized LaunchPlan, ptxas report and target, followed by a 64-bit checksum
+// of everything before it (integrity against torn or corrupted files; trust comes from file
+// ownership, below). Writes go to a temporary file in the same directory and are
 // renamed into place (atomic on POSIX), so concurrent processes never see a partial
 // entry; the last writer wins with an equally valid entry. A read that fails the
 // checksum or does not parse is a miss: the caller recompiles and overwrites it.

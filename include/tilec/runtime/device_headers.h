@@ -10,5 +10,7 @@
 namespace tilec::runtime {
 
 const std::vector<std::pair<std::string, std::string>>& embedded_device_headers();
+// sha256 (hex) of the headers' names and texts, computed at build time.
+const char* embedded_device_headers_digest();
 
 }  // namespace tilec::runtime

@@ -38,7 +38,10 @@ import run_corpus
 # assignment, profiler supply as TileLang's): 87 pass, 84 of upstream's 99 (--jobs 2, 150 s limit);
 # no example that passed before fails now (deepseek_mhc/example_mhc_bwd.py moved from a CompileError
 # to the time limit: its 28 configurations now compile, on two busy cores).
-FLOOR = 84
+# 2026-12-02 (eleventh session: T.sync_grid, nan_propagate, T.transpose, T.alloc_var fills in every
+# thread): 90 pass, 84 of upstream's 99 (--jobs 2, torch 2.15 in a venv; the persistent MLA decode
+# and gemv now pass; deepseek_mhc/example_mhc_bwd.py and two others at the 120 s limit on busy cores).
+FLOOR = 87
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

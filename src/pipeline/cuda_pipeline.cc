@@ -13,6 +13,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   std::vector<Pass> list = {
       verify_pass(),
       simplify_pass(),
+      split_parallel_at_grid_syncs_pass(),  // T.sync_grid inside T.Parallel: the loop split there
       check_grid_syncs_pass(),   // T.sync_grid: reached by every thread of every block
       check_fp4_buffers_pass(),  // float4_e2m1 rows pack two elements a byte: even extents
       narrow_guarded_parallel_loops_pass(),  // `if i < c` around a T.Parallel body: i in [0, c)

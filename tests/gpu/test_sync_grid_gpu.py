@@ -85,6 +85,19 @@ def test_a_grid_too_large_to_be_resident_is_a_clear_error():
     torch.cuda.synchronize()  # nothing was launched, nothing hangs
 
 
+def test_upstream_cooperative_test_barrier_inside_parallel():
+    """TileLang's own grid-barrier test (its second T.sync_grid() inside a T.Parallel body, which
+    tilec splits the loop at): every element ends as n - 1."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    from test_sync_grid import _upstream_cooperative_test
+
+    kernel = tilec.compile(_upstream_cooperative_test(), target="auto")
+    a = torch.rand(1024, device="cuda")
+    kernel(a)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(a, torch.full_like(a, 1023.0), rtol=0, atol=0)
+
+
 UPSTREAM = os.path.normpath(os.path.join(os.environ.get("TILEC_UPSTREAM_DIR") or os.path.join(ROOT, "..", "shared",
                                                                                             "upstream"),
                                          "tilelang", "examples", "deepseek_mla", "example_mla_decode_persistent.py"))

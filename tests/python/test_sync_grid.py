@@ -96,12 +96,14 @@ def _compile_error(kernel_body, target="cpu"):
 
 
 def _in_parallel():
+    # Not at the top level of the loop body (there it splits the loop: tests below).
     @T.prim_func
     def k(A: T.Tensor((N,), "float32")):
         with T.Kernel(BLOCKS, threads=THREADS) as bx:
             for i in T.Parallel(THREADS):
                 A[bx * THREADS + i] = 1.0
-                T.sync_grid()
+                if i < 4:
+                    T.sync_grid()
 
     return k
 
@@ -328,3 +330,76 @@ def test_upstream_persistent_mla_decode_compiles_for_sm90a_as_a_cooperative_kern
     assert "\ncooperative 1\n" in text and "\npersistent " not in text, text
     assert "\ngrid 132\n" in text, text
     assert "tl::sync_grid();" in kernel.get_kernel_source()
+
+
+# ------------------------------------------------------------------------------ inside T.Parallel
+
+
+def _upstream_cooperative_test(n=1024, block=64):
+    """TileLang's own test of the grid barrier (testing/python/language/test_tilelang_language_
+    cooperative.py): the second T.sync_grid() sits inside a T.Parallel body, between a read of
+    another block's elements and the write of this block's."""
+
+    @T.prim_func
+    def kernel(A: T.Tensor((n,), T.float32)):
+        with T.Kernel(T.ceildiv(n, block), threads=128) as bx:
+            A_local = T.alloc_fragment((block,), dtype=T.float32)
+            n_idx = bx * block
+            for i in T.Parallel(block):
+                A[n_idx + i] = n_idx + i
+            T.sync_grid()
+            for i in T.Parallel(block):
+                A_local[i] = A[n - n_idx - i - 1]
+                T.sync_grid()
+                A[n_idx + i] = A[n_idx + i] + A_local[i]
+
+    return kernel
+
+
+def test_a_barrier_in_a_parallel_body_splits_the_loop():
+    a = np.random.default_rng(3).random(1024).astype(np.float32)
+    tilec.compile(_upstream_cooperative_test(), target="cpu")(a)
+    # Every element: (n_idx + i) + (n - 1 - n_idx - i): the read happened before any block wrote.
+    np.testing.assert_array_equal(a, np.full(1024, 1023, np.float32))
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_the_split_loop_compiles_with_both_barriers(target):
+    k = tilec.compile(_upstream_cooperative_test(), target=target)
+    assert k.get_kernel_source().count("tl::sync_grid();") == 2
+    assert "\ncooperative 1\n" in k.launch_plan_text
+
+
+def test_split_keeps_pure_lets_and_nested_parallel_loops():
+    @T.prim_func
+    def k(A: T.Tensor((4, 256), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            for r, c in T.Parallel(2, 64):
+                j = r * 64 + c
+                A[bx, j] = bx * 1000 + j
+                T.sync_grid()
+                A[bx, 128 + j] = A[3 - bx, j]
+
+    a = np.zeros((4, 256), np.float32)
+    tilec.compile(k, target="cpu")(a)
+    want = np.zeros((4, 256), np.float32)
+    for b in range(4):
+        want[b, :128] = b * 1000 + np.arange(128)
+    for b in range(4):
+        want[b, 128:] = want[3 - b, :128]
+    np.testing.assert_array_equal(a, want)
+
+
+def test_a_let_that_reads_memory_is_not_split():
+    @T.prim_func
+    def k(A: T.Tensor((N,), "float32")):
+        with T.Kernel(BLOCKS, threads=THREADS) as bx:
+            for i in T.Parallel(THREADS):
+                x = A[bx * THREADS + i]  # its value would differ on the other side of the barrier
+                A[bx * THREADS + i] = x + 1.0
+                T.sync_grid()
+                A[bx * THREADS + i] = x
+
+    with pytest.raises(CompileError, match="inside a T.Parallel loop"):
+        tilec.compile(k, target="cpu")(np.zeros(N, np.float32))

@@ -29,6 +29,13 @@ Pass simplify_pass();
 //   extent is an odd constant: the CUDA back end packs two elements per byte along it.
 Pass check_fp4_buffers_pass();
 
+// split_parallel_at_grid_syncs (src/passes/split_parallel_at_grid_syncs.cc), CUDA and CPU
+//   in:  a verified PrimFunc.   out: T.Parallel nests whose body has T.sync_grid() calls at its
+//   top level split into one nest per part, the barriers between them (fresh loop variables).
+Pass split_parallel_at_grid_syncs_pass();
+// The same as a function (the CPU target runs it before interpreting).
+ir::PrimFunc split_parallel_at_grid_syncs(const ir::PrimFunc& f);
+
 // check_grid_syncs (src/passes/check_grid_syncs.cc), CUDA and CPU
 //   in:  a verified PrimFunc.   out: the same function, unchanged.
 //   Raises a UserError for a T.sync_grid() that some thread or block could skip or reach a

@@ -84,9 +84,12 @@ void Machine::run(const std::vector<CpuArg>& args) {
   exec(f->body);
 }
 
-void run_on_cpu(const PrimFunc& f, const std::vector<CpuArg>& args, const CpuOptions& options) {
-  verify(f);
-  passes::check_grid_syncs(f);  // every block reaches each T.sync_grid(): the same check as on the GPU
+void run_on_cpu(const PrimFunc& given, const std::vector<CpuArg>& args, const CpuOptions& options) {
+  verify(given);
+  // T.sync_grid() inside T.Parallel splits the loop, and every block must reach each barrier:
+  // the same rewrite and check as on the GPU.
+  const PrimFunc f = passes::split_parallel_at_grid_syncs(given);
+  passes::check_grid_syncs(f);
   Machine m(f, options);
   m.run(args);
 }

@@ -18,6 +18,7 @@ measured (see per_call_us). Each row is the median over rounds that alternate be
 drift within a run). Prints a table; --json writes it.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -70,22 +71,18 @@ def measure(rounds: int = 7, calls: int = 4000) -> dict:
     from tilec import _tilec
     from tilec import kernel as tilec_kernel
 
-    def shim_off(fn):
-        def run():
-            _tilec._set_torch_shim_active(False)
-            try:
-                fn()
-            finally:
-                _tilec._set_torch_shim_active(True)
-        return run
+    @contextlib.contextmanager
+    def shim_off():  # calls through torch's Python API instead of the torch shim
+        _tilec._set_torch_shim_active(False)
+        try:
+            yield
+        finally:
+            _tilec._set_torch_shim_active(True)
 
     def without_shim(fn):  # a batch of calls with the torch shim switched off
         def timed(calls):
-            _tilec._set_torch_shim_active(False)
-            try:
+            with shim_off():
                 return per_call_us(fn, calls)
-            finally:
-                _tilec._set_torch_shim_active(True)
         return timed
 
     shim = tilec_kernel.TORCH_SHIM_STATUS == ""
@@ -105,7 +102,8 @@ def measure(rounds: int = 7, calls: int = 4000) -> dict:
         rows["tilec kernel(a, b) [out_idx], shim off"] = without_shim(lambda: alloc(a, b))
         rows["tilec dry run (a, b) [out_idx], shim off"] = without_shim(lambda: alloc._dry_run(a, b))
         torch.testing.assert_close(alloc(a, b), a + b)
-        shim_off(lambda: torch.testing.assert_close(alloc(a, b), a + b))()
+        with shim_off():
+            torch.testing.assert_close(alloc(a, b), a + b)
     samples = {name: [] for name in rows}
     for _ in range(rounds):
         for name, fn in rows.items():

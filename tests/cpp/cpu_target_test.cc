@@ -9,12 +9,15 @@
 #include "target/cpu/dtype.h"
 #include "tilec/ir/builder.h"
 #include "tilec/target/cpu/interpreter.h"
+#include "user_error_test_util.h"
 
 namespace {
 
 using namespace tilec;
 using namespace tilec::ir;
 using cpu::HostArray;
+using tilec::testing::at;
+using tilec::testing::user_error_of;
 
 const DataType f16 = DataType::Float(16), bf16 = DataType::BFloat16(), f32 = DataType::Float(32);
 const DataType i32 = DataType::Int(32);
@@ -26,16 +29,6 @@ HostArray array_of(std::vector<float>& v, std::vector<int64_t> shape) {
   return a;
 }
 
-SourceLoc at(int line) { return SourceLoc{"kernel.py", line, 5}; }
-
-std::string user_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const UserError& e) {
-    return e.message() + " @" + e.loc().str() + " hint: " + e.hint();
-  }
-  return "(no error)";
-}
 
 // ---- dtypes ----
 

@@ -14,28 +14,22 @@
 #include "tilec/runtime/plan_text.h"
 #include "tilec/target/cpu/interpreter.h"
 #include "tilec/target/cuda/lower.h"
+#include "user_error_test_util.h"
 
 namespace {
 
 using namespace tilec;
 using namespace tilec::ir;
 using cpu::HostArray;
+using tilec::testing::at;
+using tilec::testing::user_error_of;
 
 const DataType f32 = DataType::Float(32);
 constexpr int64_t kBlocks = 4, kThreads = 64, kN = kBlocks * kThreads;
 
-SourceLoc at(int line) { return SourceLoc{"kernel.py", line, 5}; }
 
 HostArray array_of(std::vector<float>& v) { return HostArray{v.data(), f32, {static_cast<int64_t>(v.size())}, {1}}; }
 
-std::string user_error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const UserError& e) {
-    return e.message() + " @" + e.loc().str() + " hint: " + e.hint();
-  }
-  return "(no error)";
-}
 
 void grid_sync(Builder& b, int line) { b.evaluate(call(DataType::Void(), "tl.sync_grid", {}), at(line)); }
 

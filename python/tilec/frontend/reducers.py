@@ -51,7 +51,7 @@ class ReducerLoop:
             self.parser.bind(name, part)
 
     def after(self) -> None:
-        from ..language.ops import reduce_max, reduce_min, reduce_sum
+        from ..language.reductions import reduce_max, reduce_min, reduce_sum
 
         fold = {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}
         for buf, op, name, dim, _ in self.parts:

@@ -12,9 +12,8 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     atomic_min, bitwise_and, bitwise_or, bitwise_xor, call_intrin, cast, ceil, ceildiv, clamp, clear, copy, cos,
     cumsum, erf, evaluate, exp, exp2, fill, floor, floordiv, floormod, func_attr, gemm, gemm_sp, gemm_sp_v2, gemm_v1,
     gemm_v2, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity,
-    log, log2, log10, max, min, pow, reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum,
-    round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh, tcgen05_gemm, thread_binding, tma_copy,
-    trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,
+    log, log2, log10, max, min, pow, round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh,
+    tcgen05_gemm, thread_binding, tma_copy, trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,
 )
 from .sync import (
     ClusterKernel, alloc_barrier, barrier_arrive, barrier_init, barrier_wait, block_rank_in_cluster, cluster_sync,
@@ -35,6 +34,7 @@ from .bitcast import reinterpret
 from .persistent import Persistent
 from .pointers import make_tensor, make_tensor_from_addr, ptr
 from .views import im2col, reshape, transpose, view
+from .reductions import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sm100 import UNSUPPORTED as _SM100_UNSUPPORTED
 
 globals().update(_SM100_UNSUPPORTED)  # T.PersistentTileScheduler, T.WSSchedule, ...: clear CompileErrors

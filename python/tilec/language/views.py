@@ -164,42 +164,35 @@ def im2col(img: Any, col: Any, nhw_step: Any, c_step: Any, kernel: Any, stride: 
     ctx.builder.end_frame()
 
 
-def _tile_items(v: Any, what: str) -> tuple:
-    """(buffer, [(start expr, constant extent)] per dimension) of a buffer or region argument."""
-    if isinstance(v, Buffer):
-        return v, [(to_expr(0), const_int(n, f"the extents of T.transpose's {what}")) for n in v.shape]
-    if isinstance(v, BufferAccess):
-        v.check_rank()
-        items = []
-        for it in v.items:
-            if it[0] == "slice":
-                items.append((to_expr(it[1]), const_int(it[2], f"the extents of T.transpose's {what}")))
-            else:
-                items.append((to_expr(it[1]), 1))
-        return v.buffer, items
-    raise CompileError(f"T.transpose: the {what} must be a buffer or a region of one, got {type(v).__name__}")
-
-
 @primitive
 def transpose(src: Any, dst: Any, annotations: Any = None):
     """dst[..., j, i] = src[..., i, j] (TileLang's tile-op transpose of a shared tile): a
     T.Parallel loop over the source's extents, so the copy is spread over the block's threads
     and a shared buffer only such loops touch gets a bank-conflict-free layout (tilec chooses
     it; TileLang's annotations are accepted and have no effect)."""
+    from .local_copy import _const, _free_dims, _items
+
     ctx = context.require("T.transpose")
-    sbuf, s = _tile_items(src, "source")
-    dbuf, d = _tile_items(dst, "destination")
-    sfree = [k for k, (_, n) in enumerate(s) if n != 1]
-    dfree = [k for k, (_, n) in enumerate(d) if n != 1]
-    sext = [s[k][1] for k in sfree]
-    dext = [d[k][1] for k in dfree]
+    sides = []
+    for v, what in ((src, "source"), (dst, "destination")):
+        got = _items(v)
+        if got is None:
+            raise CompileError(f"T.transpose: the {what} must be a buffer or a region of one, got {type(v).__name__}")
+        free = _free_dims(got[1])
+        if free is None:
+            raise CompileError(f"T.transpose needs constant extents (the {what} '{got[0].name}')")
+        sides.append((got[0], got[1], free))
+    (sbuf, s, sfree_dims), (dbuf, d, dfree_dims) = sides
+    sfree, dfree = [pos for pos, _ in sfree_dims], [pos for pos, _ in dfree_dims]
+    sext, dext = [n for _, n in sfree_dims], [n for _, n in dfree_dims]
     if len(s) < 2 or len(d) < 2:
         raise CompileError("T.transpose needs 2-D (or higher) source and destination regions")
     # The last two dimensions swap; leading ones (extent > 1) pair in order.
     want = sext[:-2] + sext[-2:][::-1] if len(sext) >= 2 else sext
     if len(sext) < 2 or dext != want:
-        raise CompileError(f"T.transpose: the source '{sbuf.name}' has extents {[n for _, n in s]} and the destination "
-                           f"'{dbuf.name}' {[n for _, n in d]}: the destination must be the source with its last two "
+        extents = [[_const(it[2]) if it[0] == "slice" else 1 for it in items] for items in (s, d)]
+        raise CompileError(f"T.transpose: the source '{sbuf.name}' has extents {extents[0]} and the destination "
+                           f"'{dbuf.name}' {extents[1]}: the destination must be the source with its last two "
                            "dimensions swapped", hint="e.g. (M, N) into (N, M)")
     loc = ctx.loc
     names = [f"{sbuf.name}_t{k}" for k in range(len(sext))]
@@ -209,7 +202,7 @@ def transpose(src: Any, dst: Any, annotations: Any = None):
     dvars = list(loop_vars[:-2]) + [loop_vars[-1], loop_vars[-2]]
 
     def indices(items: list, free: list, vars_: list) -> list:
-        out = [start for start, _ in items]
+        out = [to_expr(item[1]) for item in items]
         for pos, v in zip(free, vars_):
             out[pos] = _tilec.binary("Add", out[pos], v, loc)
         return out

@@ -123,3 +123,15 @@ def test_errors():
         tilec.compile(prog("reduce_max", batch=0), target="cpu")
     with pytest.raises(CompileError, match="nan_propagate=True\\) into 'b' of type float8_e4m3 is not supported"):
         tilec.compile(prog("reduce_max", dtype="float8_e4m3", nan_propagate=True), target="sm_90a")
+
+
+def test_generic_reduce_refuses_nan_propagate_on_a_sum():
+    with pytest.raises(CompileError, match="T.reduce: reduce_type 'sum' takes no nan_propagate"):
+        @T.prim_func
+        def k(A: T.Tensor((M, N), "float32"), B: T.Tensor((M,), "float32")):
+            with T.Kernel(1, threads=128) as _:
+                x = T.alloc_fragment((M, N), "float32")
+                y = T.alloc_fragment((M,), "float32")
+                T.copy(A, x)
+                T.reduce(x, y, "sum", dim=1, nan_propagate=True)
+                T.copy(y, B)

@@ -87,3 +87,21 @@ def test_errors():
                 d = T.alloc_shared((64,), "float32")
                 T.copy(A, s)
                 T.transpose(s, d)
+
+
+def test_argument_errors():
+    with pytest.raises(CompileError, match="T.transpose: the source must be a buffer or a region of one, got int"):
+        @T.prim_func
+        def not_a_buffer(A: T.Tensor((64, 64), "float32")):
+            with T.Kernel(1, threads=64) as _:
+                d = T.alloc_shared((64, 64), "float32")
+                T.transpose(3, d)
+
+    with pytest.raises(CompileError, match="T.transpose needs constant extents \\(the source 'A'\\)"):
+        n = T.dynamic("n")
+
+        @T.prim_func
+        def symbolic(A: T.Tensor((n, 64), "float32")):
+            with T.Kernel(1, threads=64) as _:
+                d = T.alloc_shared((64, 64), "float32")
+                T.transpose(A, d)

@@ -570,4 +570,7 @@ void bind_runtime(nb::module_& m) {
         return was;
       },
       "Turns the loaded torch shim on or off (benchmarks compare the two paths); returns the previous state.");
+  m.def(
+      "_torch_shim_loaded_from", [] { return g_shim.loaded ? g_shim.path : std::string(); },
+      "The path the torch shim was loaded from, '' when none is loaded.");
 }

@@ -10,7 +10,7 @@ namespace tilec::bind {
 TorchShim g_shim;
 
 std::string load_torch_shim(const std::string& path, const std::string& torch_version) {
-  if (g_shim.loaded) return "";
+  if (g_shim.loaded && path == g_shim.path) return "";
   // RTLD_LOCAL: nothing of the shim's leaks into the process's symbol namespace; its libtorch
   // dependencies resolve to the copies torch already loaded (same sonames, same directory).
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -34,6 +34,9 @@ std::string load_torch_shim(const std::string& path, const std::string& torch_ve
     why = path + " was built against torch " + version() + ", this process runs torch " + torch_version +
           " (rebuild tilec to use it)";
   }
+  if (why.empty() && g_shim.loaded) {
+    why = path + " not loaded: a torch shim is already loaded from " + g_shim.path;
+  }
   if (!why.empty()) {
     dlclose(handle);
     return why;
@@ -41,6 +44,7 @@ std::string load_torch_shim(const std::string& path, const std::string& torch_ve
   g_shim.empty = empty;
   g_shim.current_stream = stream;
   g_shim.read = read;
+  g_shim.path = path;
   g_shim.loaded = g_shim.active = true;
   return "";
 }

@@ -126,7 +126,8 @@ def _profile_measure(profile: _ProfileArgs, run_args: Optional[Callable] = None)
         if profile.supply_prog is not None and given is None:  # TileLang passes the input parameters
             given = list(profile.supply_prog(profiler._get_params()))
         ref_prog = profile.ref_prog
-        if ref_prog is None and run_args is None and reference is not None and reference is not kernel:
+        kernel_inputs = run_args is None or given is None  # not an eager call's own arguments
+        if ref_prog is None and kernel_inputs and reference is not None and reference is not kernel:
             ref_prog = reference  # the first configuration's outputs on the same inputs
         if ref_prog is not None and not profile.skip_check:
             profiler.assert_allclose(ref_prog, input_tensors=given, rtol=profile.rtol, atol=profile.atol,
@@ -205,12 +206,16 @@ class AutoTuner:
 def _eager_run_args(jit_impl: Any, args: tuple, kwargs: dict) -> Callable:
     """config -> the kernel's arguments for timing an eager-JIT configuration: the tensors of
     `with set_autotune_inputs(...)` when given (TileLang's way to tune `f.compile(n=...)`, a call
-    without tensors), else the call's own arguments."""
+    without tensors), else the call's own arguments; None for a call that gives none of the
+    tensors (`f.compile(M=..., N=...)`): the profiler then makes inputs from the compiled kernel's
+    parameters, as for a lazy kernel (upstream's gemv example tunes such a call)."""
     def run_args(config):
         supplied = get_autotune_inputs()
         if supplied is not None:
             return list(supplied)
         _, runtime, _, _ = jit_impl._eager.cache_key(args, {**config, **kwargs})
+        if not any(name in runtime for name in jit_impl._eager.runtime_params):
+            return None
         return jit_impl._eager.runtime_args(runtime)
 
     return run_args

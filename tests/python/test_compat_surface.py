@@ -263,6 +263,72 @@ def test_eager_autotune_times_the_set_autotune_inputs(monkeypatch):
     assert seen == [[marker], [marker]]
 
 
+def _seen_run_args(monkeypatch):
+    import tilec.autotuner as autotuner
+
+    seen = []
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: True)
+    monkeypatch.setattr(autotuner, "_tuning_key", lambda *a: None)  # no disk cache, no torch.cuda
+    monkeypatch.setattr(autotuner, "_profile_measure",
+                        lambda profile, run_args=None: lambda k, c, ref: (seen.append(run_args(c)), c["block"])[1])
+    return seen
+
+
+def _eager_ones():
+    @tilec.autotune(configs=[{"block": 128}, {"block": 64}])
+    @tilec.jit(target="sm_90a")
+    def ones(A, B, block):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B: T.Tensor((N,), T.float32)
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                A[bx * block + i] = B[bx * block + i] + 1.0
+
+    return ones
+
+
+def test_eager_autotune_of_a_call_without_tensors_times_generated_inputs(monkeypatch):
+    # Upstream's gemv example tunes `gemv_alloc_reducer.compile(M=N, N=K)`: no tensors and no
+    # set_autotune_inputs, so the profiler makes the inputs (run_args gives None), as for a lazy kernel.
+    seen = _seen_run_args(monkeypatch)
+    _eager_ones().compile(N=1024)
+    assert seen == [None, None]
+
+
+def test_eager_autotune_of_a_call_with_some_tensors_missing_says_which(monkeypatch):
+    torch = pytest.importorskip("torch")
+    _seen_run_args(monkeypatch)
+    with pytest.raises(TypeError, match="needs the tensor argument 'B' to run"):
+        _eager_ones().compile(torch.zeros(1024))
+
+
+def test_generated_inputs_are_checked_against_the_first_configuration(monkeypatch):
+    # With inputs the profiler makes, the eager kernel is compared with the first configuration's
+    # kernel on them (as for a lazy kernel), then timed on them.
+    import tilec.autotuner as autotuner
+
+    calls = []
+
+    class FakeProfiler:
+        def assert_allclose(self, ref, input_tensors=None, **kw):
+            calls.append(("check", ref, input_tensors))
+
+        def do_bench(self, fn=None, input_tensors=None, **kw):
+            calls.append(("bench", fn, input_tensors))
+            return 2.0
+
+    class FakeKernel:
+        def get_profiler(self, tensor_supply_type=None):
+            return FakeProfiler()
+
+    monkeypatch.setattr(autotuner, "gpu_available", lambda: True)
+    measure = autotuner._profile_measure(autotuner._ProfileArgs(), run_args=lambda config: None)
+    first, other = FakeKernel(), FakeKernel()
+    assert measure(other, {}, first) == 2.0
+    assert calls == [("check", first, None), ("bench", None, None)]
+
+
 def test_supply_programs_get_the_input_parameters_with_shape_and_dtype():
     # Upstream's AMD fp8 GEMM example: `a_param, b_param = args; M, K = a_param.shape`.
     torch = pytest.importorskip("torch")

@@ -5,6 +5,7 @@ shim needs torch and a GPU: bench/bench_call_path.py measures it, tests/gpu use 
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -36,6 +37,11 @@ def fake_shim(tmp_path, abi=2, full=True):
     return str(out)
 
 
+def _subdir(tmp_path, name):
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
 def test_missing_library_is_refused():
     why = _tilec._load_torch_shim("/nonexistent/libtilec_torch_shim.so", "2.11.0")
     assert why.startswith("cannot load /nonexistent/libtilec_torch_shim.so")
@@ -56,10 +62,43 @@ def test_other_torch_version_is_refused(tmp_path):
     assert "was built against torch 2.11.0+fake, this process runs torch 2.12.0 (rebuild tilec" in why
 
 
-def test_nothing_is_active_after_a_refusal(tmp_path):
+def test_a_refusal_changes_nothing(tmp_path):
+    # Whether or not this process has loaded the real shim (it has when tilec was built where
+    # torch imports and an earlier test imported torch), a refused one leaves the state as it was.
+    before = _tilec._torch_shim_loaded_from()
+    was_active = _tilec._set_torch_shim_active(True)
+    _tilec._set_torch_shim_active(was_active)
     _tilec._load_torch_shim(fake_shim(tmp_path), "2.12.0")
-    assert _tilec._set_torch_shim_active(True) is False  # was off
-    assert _tilec._set_torch_shim_active(False) is False  # could not be turned on: not loaded
+    assert _tilec._torch_shim_loaded_from() == before
+    assert _tilec._set_torch_shim_active(was_active) is was_active
+    if not before:
+        assert _tilec._set_torch_shim_active(True) is False
+        assert _tilec._set_torch_shim_active(False) is False  # could not be turned on: not loaded
+
+
+def test_a_second_shim_is_refused_once_one_is_loaded(tmp_path):
+    before = _tilec._torch_shim_loaded_from()
+    if not before:  # loading the fake one here would leave it loaded: test_second_shim_in_a_child
+        pytest.skip("no torch shim loaded in this process")
+    fake = fake_shim(tmp_path)
+    why = _tilec._load_torch_shim(fake, "2.11.0+fake")
+    assert why == f"{fake} not loaded: a torch shim is already loaded from {before}"
+    assert _tilec._load_torch_shim(before, "ignored when the path is the loaded one") == ""
+
+
+def test_second_shim_in_a_child(tmp_path):
+    first, second = fake_shim(tmp_path, abi=2), fake_shim(_subdir(tmp_path, "other"), abi=2)
+    code = (
+        "import tilec._tilec as t\n"
+        f"assert t._load_torch_shim({first!r}, '2.11.0+fake') == ''\n"
+        f"assert t._torch_shim_loaded_from() == {first!r}\n"
+        f"assert t._load_torch_shim({first!r}, 'x') == ''\n"
+        f"print(t._load_torch_shim({second!r}, '2.11.0+fake'))\n"
+        "assert t._set_torch_shim_active(False) is True\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{second} not loaded: a torch shim is already loaded from {first}"
 
 
 class _FakeTorch:

@@ -6,9 +6,10 @@ seq_len), all float8_e4m3, and Scales = [q_scale, k_scale, v_scale] (float32): t
 are q_scale * Q, ... Both gemms run on fp8 tensor cores with float32 accumulation (wgmma on sm_90a),
 which reads fp8 operands K-major only: Q K^T reduces over dim, contiguous in Q and K; P V reduces
 over the keys, which is why V comes transposed (keys contiguous). P is rounded to e4m3 (values
-in [0, 1]) and goes through shared memory to P V: tilec's wgmma takes A from registers only for
-16-bit types so far (FA3 keeps fp8 P in registers with a byte permutation); the scales are applied to the scores (q_scale * k_scale) and to the
-output (v_scale). Causal masking is top-left aligned; key lengths that are not a multiple of the
+in [0, 1]) and reaches P V through shared memory, or with p_in_registers=True in registers as
+FlashAttention-3 does: T.copy of the float32 scores into an fp8 fragment becomes a rounding and a
+shuffle within each quad of threads into the register layout of the fp8 wgmma's A operand. The
+scales are applied to the scores (q_scale * k_scale) and to the output (v_scale). Causal masking is top-left aligned; key lengths that are not a multiple of the
 block are masked.
 
 Run: python examples/flash_attention_fp8.py            (checks against torch on a Hopper GPU)
@@ -21,7 +22,7 @@ LOG2E = 1.4426950408889634
 
 
 def flash_attention_fp8(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=128, num_stages=2,
-                        threads=256, out_dtype="bfloat16"):
+                        threads=256, out_dtype="bfloat16", p_in_registers=False):
     fp8, accum = "float8_e4m3", "float32"
     q_shape, vt_shape = (batch, seq_len, heads, dim), (batch, heads, dim, seq_len)
     scale = (1.0 / dim) ** 0.5 * LOG2E  # softmax in base 2
@@ -35,7 +36,10 @@ def flash_attention_fp8(batch, heads, seq_len, dim, is_causal=False, block_M=128
             K_shared = T.alloc_shared((block_N, dim), fp8)
             Vt_shared = T.alloc_shared((dim, block_N), fp8)
             acc_s = T.alloc_fragment((block_M, block_N), accum)
-            P_shared = T.alloc_shared((block_M, block_N), fp8)
+            if p_in_registers:
+                P = T.alloc_fragment((block_M, block_N), fp8)
+            else:
+                P = T.alloc_shared((block_M, block_N), fp8)
             acc_o = T.alloc_fragment((block_M, dim), accum)
             scores_max = T.alloc_fragment((block_M,), accum)
             scores_max_prev = T.alloc_fragment((block_M,), accum)
@@ -74,11 +78,11 @@ def flash_attention_fp8(batch, heads, seq_len, dim, is_causal=False, block_M=128
                 T.reduce_sum(acc_s, scores_sum, dim=1)
                 for i in T.Parallel(block_M):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, P_shared)  # float32 -> e4m3 through shared memory (see the docstring)
+                T.copy(acc_s, P)  # float32 -> e4m3, in registers or through shared memory (docstring)
                 for i, j in T.Parallel(block_M, dim):
                     acc_o[i, j] *= scores_scale[i]
                 T.copy(Vt[bz, by, :, k * block_N:(k + 1) * block_N], Vt_shared)
-                T.gemm(P_shared, Vt_shared, acc_o, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(P, Vt_shared, acc_o, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] = acc_o[i, j] * Scales[2] / logsum[i]
             T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
@@ -116,9 +120,15 @@ CASES = [
 
 
 def run_case(batch, heads, seq_len, dim, is_causal):
+    for p_in_registers in (False, True):
+        run_variant(batch, heads, seq_len, dim, is_causal, p_in_registers)
+
+
+def run_variant(batch, heads, seq_len, dim, is_causal, p_in_registers):
     import torch
 
-    kernel = _harness.tilec.compile(flash_attention_fp8(batch, heads, seq_len, dim, is_causal), target="auto")
+    kernel = _harness.tilec.compile(flash_attention_fp8(batch, heads, seq_len, dim, is_causal,
+                                                        p_in_registers=p_in_registers), target="auto")
     q8, qs = quantize(torch.randn(batch, seq_len, heads, dim, device="cuda"), torch)
     k8, ks = quantize(torch.randn(batch, seq_len, heads, dim, device="cuda"), torch)
     vt8, vs = quantize(torch.randn(batch, heads, dim, seq_len, device="cuda"), torch)
@@ -131,7 +141,8 @@ def run_case(batch, heads, seq_len, dim, is_causal):
         raise AssertionError("output has non-finite values (poison not overwritten?)")
     # P is rounded to e4m3 (3 mantissa bits) before P V: compare against the output's scale.
     err = (out.double() - ref).abs().max().item() / ref.abs().max().item()
-    label = f"fp8 attention b{batch} h{heads} s{seq_len} d{dim} causal={is_causal}"
+    label = (f"fp8 attention b{batch} h{heads} s{seq_len} d{dim} causal={is_causal} "
+             f"P in {'registers' if p_in_registers else 'shared memory'}")
     if err > 0.05:
         raise AssertionError(f"{label}: max error {err:.4f} of the output's largest value (bound 0.05)")
     print(f"  {label}: ok (max error {err:.4f} of the largest output)")

@@ -27,6 +27,9 @@ def main():
     tilec.compile(flash_attention(4, 32, 4096, 128, dtype="bfloat16"), target="sm_90a")
     tilec.compile(fp8_gemm(4096, 4096, 4096), target="sm_90a")
     tilec.compile(flash_attention_fp8(4, 16, 4096, 128), target="sm_90a")
+    os.environ["TILEC_DUMP_DIR"] = os.path.join(d, "p_in_registers")
+    tilec.compile(flash_attention_fp8(4, 16, 4096, 128, p_in_registers=True), target="sm_90a")
+    os.environ["TILEC_DUMP_DIR"] = d
     # Shown, not checked: the stream-K GEMM's loops are `while` loops, which are not warp-specialized.
     info = tempfile.mkdtemp()
     os.environ["TILEC_DUMP_DIR"] = info

@@ -40,5 +40,8 @@ ir::Expr first_element_address(const ir::Buffer& b, const ir::TileOpNode& op, Lo
 // The wgmma accumulator fragment of an m x n tile over wg_m x wg_n warpgroups with
 // instructions atom_n wide (gemm_sm90.cc; tl::layout::wg_acc_thread / wg_acc_index).
 ir::Layout wgmma_fragment_layout(int64_t m, int64_t n, int wg_m, int wg_n, int atom_n);
+// The 8-bit register-A fragment of an m x k tile over wg_m warpgroups along M (gemm_sm90.cc;
+// tl::layout::wg_a8_thread / wg_a8_index).
+ir::Layout wgmma_a8_fragment_layout(int64_t m, int64_t k, int wg_m);
 
 }  // namespace tilec::ops

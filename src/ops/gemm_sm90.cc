@@ -5,8 +5,11 @@
 // Layouts (strict):
 //   C        the wgmma accumulator fragment over WG_M x WG_N warpgroups
 //            (tl::layout::wg_acc_thread / wg_acc_index, gemm_sm90_layout.cuh);
-//   A        a register fragment: the same formulas over M x K with WG_N = 1 (what a cast
-//            accumulator of an earlier wgmma gemm has, so P of attention feeds P @ V);
+//   A        a register fragment: 16-bit, the same formulas over M x K with WG_N = 1 (what a
+//            cast accumulator of an earlier wgmma gemm has, so P of attention feeds P @ V);
+//            fp8, the 8-bit register-A layout (wgmma_a8_fragment_layout; tl::layout::
+//            wg_a8_thread / wg_a8_index), which T.copy makes from a float32 accumulator
+//            with a shuffle within each quad (copy_wgmma_a8.cc);
 //   A, B     shared: smem_tile_layout (TMA's and the descriptors' form) with the widest
 //            swizzle whose span fits the operand: K-major operands need rows of whole
 //            spans; M/N-major ones also need every instruction's M/N columns (64 for A,
@@ -63,6 +66,22 @@ Layout wgmma_fragment_layout(int64_t m, int64_t n, int wg_m, int wg_n, int atom_
       });
 }
 
+Layout wgmma_a8_fragment_layout(int64_t m, int64_t k, int wg_m) {
+  const int64_t mw = m / wg_m;
+  return layout::make_fragment(
+      {m, k},
+      [=](const std::vector<Var>& v, const Var&) {
+        Expr i = v[0], c = v[1];
+        return floordiv(i, mw) * 128 + floordiv(floormod(floormod(i, mw), 64), 16) * 32 + floormod(i, 8) * 4 +
+               floordiv(floormod(c, 16), 4);
+      },
+      [=](const std::vector<Var>& v) {
+        Expr ii = floormod(v[0], mw), c = v[1];
+        return floordiv(ii, 64) * (k / 2) + floordiv(c, 32) * 16 + floordiv(floormod(c, 32), 16) * 8 +
+               floordiv(floormod(ii, 16), 8) * 4 + floormod(c, 4);
+      });
+}
+
 namespace {
 
 // The swizzle of a shared operand: whole spans per row and per instruction column range.
@@ -91,7 +110,9 @@ LayoutProposals wgmma_infer(const TileOpNode& op, const LayoutInferenceState& st
   cuda::GemmPlan plan = cuda::select_gemm(q, state.target());
   LayoutProposals out;
   out.push_back({g.c.region->buffer, wgmma_fragment_layout(q.m, q.n, plan.wg_m, plan.wg_n, plan.atom_n)});
-  if (plan.a_in_registers) {
+  if (plan.a_in_registers && g.a.region->buffer->dtype.bits() == 8) {
+    out.push_back({g.a.region->buffer, wgmma_a8_fragment_layout(q.m, q.k, plan.wg_m)});
+  } else if (plan.a_in_registers) {
     int atom = 8;
     for (int n = 256; n >= 8; n -= 8)
       if (q.k % n == 0) {

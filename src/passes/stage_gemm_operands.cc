@@ -21,11 +21,19 @@
 //         S or F, is not staged again: the gemm reads S (upstream's MLA decode writes P to
 //         S_shared and loads it back into the fragment its P.V gemm reads; a second copy would
 //         take it past the shared-memory limit).
+//         An fp8 A fragment that wgmma could read from registers stays there only in
+//         FlashAttention-3's fp8 form: every fragment copy written into it before the gemm
+//         (at least one) is the float32 accumulator of a wgmma gemm of the same threads split
+//         the same way along M, all along M (wg_n = 1), which T.copy turns into the register-A
+//         layout within each quad (ops/copy_wgmma_a8.cc). Any other fp8 A fragment is staged,
+//         as before register A existed for fp8 (a copy from a fragment of another layout
+//         could not be joined with that layout).
 // Runs after: inject_pipeline (the staging copy is not pipelined), lower_warp_roles (a
 //         role's gemm is selected for the role's threads). Before: layout_inference.
 // Algorithm: one walk tracking the threads that run each statement (the kernel's block, or
 //   a role's Annotate(kThreadRangeKey)); for each gemm with a fragment operand, ask the chain
 //   as written, then with the fragments in shared memory in the order above.
+#include <optional>
 #include <unordered_map>
 
 #include "ops/gemm_operands.h"
@@ -96,7 +104,15 @@ class GemmOperandStager : public IRMutator {
   }
 
   Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
+    if (op->op == "copy") note_fragment_copy(op);
     if (op->op != "gemm" || threads_ <= 0 || op->args.size() < 3) return s;
+    Stmt out = stage(s, op);
+    note_accumulator(out);
+    return out;
+  }
+
+ private:
+  Stmt stage(const Stmt& s, const TileOpNode* op) {
     auto* a = std::get_if<BufferRegion>(&op->args[0]);
     auto* b = std::get_if<BufferRegion>(&op->args[1]);
     const bool a_frag = a && a->buffer->scope == Scope::kFragment;
@@ -104,7 +120,8 @@ class GemmOperandStager : public IRMutator {
     if (!a_frag && !b_frag) return s;
     back::PassOpEnv env(ctx_, threads_);
     ops::GemmOp g = ops::analyze_gemm(*op, env);
-    if (!g.query.instruction.empty() || lowers(g.query, ctx_.target())) return s;
+    if (!g.query.instruction.empty()) return s;
+    if (lowers(g.query, ctx_.target()) && (!a_frag || fp8_register_a_joins(*a, g.query))) return s;
     // The fewest operands through shared memory: B alone (no instruction reads B from
     // registers), A alone, then both.
     std::vector<std::pair<bool, bool>> choices;  // (stage A, stage B)
@@ -138,7 +155,55 @@ class GemmOperandStager : public IRMutator {
     return s;  // the gemm's own error says why
   }
 
- private:
+  // The wgmma split of a gemm's query, when wgmma takes it.
+  std::optional<cuda::GemmPlan> wgmma_plan(const cuda::GemmQuery& q) const {
+    try {
+      cuda::GemmPlan plan = cuda::select_gemm(q, ctx_.target());
+      if (plan.inst == cuda::GemmInst::kWgmma) return plan;
+    } catch (const UserError&) {
+    }
+    return std::nullopt;
+  }
+  // Records the split of a wgmma gemm's accumulator (the gemm as it is now, staged or not).
+  void note_accumulator(const Stmt& s) {
+    const TileOpNode* gemm = nullptr;
+    for_each_node(s, [&](const Node* n) {
+      if (auto* t = dynamic_cast<const TileOpNode*>(n); t && t->op == "gemm") gemm = t;
+    });
+    if (!gemm || gemm->args.size() < 3) return;
+    auto* c = std::get_if<BufferRegion>(&gemm->args[2]);
+    if (!c) return;
+    back::PassOpEnv env(ctx_, threads_);
+    auto plan = wgmma_plan(ops::analyze_gemm(*gemm, env).query);
+    if (plan) accumulators_[c->buffer.get()] = {threads_, plan->wg_m, plan->wg_n};
+    else accumulators_.erase(c->buffer.get());
+  }
+  // What the fragment copies into an 8-bit fragment were: how many, and whether each came
+  // from a wgmma accumulator (its split).
+  void note_fragment_copy(const TileOpNode* t) {
+    auto* src = t->args.size() == 2 ? std::get_if<BufferRegion>(&t->args[0]) : nullptr;
+    auto* dst = t->args.size() == 2 ? std::get_if<BufferRegion>(&t->args[1]) : nullptr;
+    if (!src || !dst || src->buffer->scope != Scope::kFragment || dst->buffer->scope != Scope::kFragment) return;
+    if (dst->buffer->dtype.bits() != 8) return;
+    Fp8Writers& w = fp8_writers_[dst->buffer.get()];
+    auto acc = accumulators_.find(src->buffer.get());
+    if (acc != accumulators_.end() && src->buffer->dtype == DataType::Float(32) && whole(*src) && whole(*dst))
+      w.from_accumulators.push_back(acc->second);
+    else
+      w.other = true;
+  }
+  // Whether an 8-bit register A may stay in registers (see the header): always true for
+  // other dtypes and for gemms that would not read it from registers anyway.
+  bool fp8_register_a_joins(const BufferRegion& a, const cuda::GemmQuery& q) const {
+    if (a.buffer->dtype.bits() != 8) return true;
+    auto plan = wgmma_plan(q);
+    if (!plan || !plan->a_in_registers) return true;
+    auto w = fp8_writers_.find(a.buffer.get());
+    if (w == fp8_writers_.end() || w->second.other || w->second.from_accumulators.empty()) return false;
+    for (const AccumulatorSplit& acc : w->second.from_accumulators)
+      if (acc.threads != threads_ || acc.wg_n != 1 || acc.wg_m != plan->wg_m) return false;
+    return true;
+  }
   // `T.copy(S, F)` of a whole shared tile S into a whole fragment F of the same shape and
   // dtype: until S or F is touched again, F's values are S's (upstream's attention kernels
   // write P to shared memory and load it back into the fragment the P.V gemm reads).
@@ -185,9 +250,20 @@ class GemmOperandStager : public IRMutator {
       it = it->first == b || it->second.get() == b ? copies_.erase(it) : std::next(it);
   }
 
+  struct AccumulatorSplit {
+    int64_t threads;
+    int wg_m, wg_n;
+  };
+  struct Fp8Writers {
+    std::vector<AccumulatorSplit> from_accumulators;
+    bool other = false;  // a fragment copy from anything else
+  };
+
   const PassContext& ctx_;
   int64_t threads_ = 0;
   std::unordered_map<const BufferNode*, Buffer> copies_;  // fragment -> the shared tile it copies
+  std::unordered_map<const BufferNode*, AccumulatorSplit> accumulators_;  // wgmma C -> its split
+  std::unordered_map<const BufferNode*, Fp8Writers> fp8_writers_;         // 8-bit fragment -> copies into it
 };
 
 }  // namespace

@@ -16,7 +16,10 @@
 //   waited for until at most WAIT groups are pending (WAIT < 0: not waited for; the caller
 //   waits with tl::wgmma_wait<n>() before it touches C or reuses the operands).
 //   With A in registers (rs) A_frag holds the thread's 16-bit A values in the accumulator
-//   layout over M x K (WG_N = 1), which is what a cast accumulator of another gemm has.
+//   layout over M x K (WG_N = 1), which is what a cast accumulator of another gemm has, or
+//   its 8-bit (fp8) A values in the register-A layout of gemm_sm90_layout.cuh part 3, which
+//   tl::wgmma_acc_to_a8 makes from such an accumulator:
+//   tl::wgmma_acc_to_a8<MA, K, E5M2>(acc, A_frag, thread)   (MA = 64-row atoms per warpgroup)
 //
 // The instruction itself (one asm statement per shape and type, the accumulator registers
 // listed one by one) is the specialization tl::WgmmaAtom<N, KIND>, which the generated
@@ -164,8 +167,10 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_co
   constexpr int MW = M / WG_M, NW = N / WG_N, MA = MW / 64, NA = NW / ATOM_N;
   constexpr int KK = WgmmaKindTraits<KIND>::kK;
   constexpr int REGS = MA * NA * (ATOM_N / 2);
+  constexpr int A_REGS = K * int(sizeof(TA)) / 8;  // 32-bit registers of A per 64-row atom
   static_assert(WG_N == 1, "wgmma with A in registers: every warpgroup along M");
-  static_assert(sizeof(TA) == 2 && KK == 16, "wgmma with A in registers: 16-bit A");
+  static_assert((sizeof(TA) == 2 && KK == 16) || (sizeof(TA) == 1 && KK == 32),
+                "wgmma with A in registers: 16-bit or 8-bit A");
   static_assert(M % (64 * WG_M) == 0 && NW % ATOM_N == 0 && K % KK == 0, "wgmma: bad shape");
   const int wg = thread / 128;
   const int wn = wg / WG_M;
@@ -175,7 +180,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_co
   if constexpr (CLEAR) wgmma_undefine_operands<REGS>(C);
   wgmma_fence_operands<REGS>(C);
 #pragma unroll
-  for (int i = 0; i < MA * K / 4; ++i) asm volatile("" : "+r"(a[i])::"memory");
+  for (int i = 0; i < MA * A_REGS; ++i) asm volatile("" : "+r"(a[i])::"memory");
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < K / KK; ++ks) {
@@ -187,7 +192,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_co
         const uint64 db = TRANS_B ? wgmma_detail::kmajor<TileB, sizeof(TB)>(b_base, b_row0 + n0, b_col0 + ks * KK)
                                   : wgmma_detail::mnmajor<TileB, sizeof(TB)>(b_base, b_col0 + n0, b_row0 + ks * KK);
         WgmmaAtom<ATOM_N, KIND>::template rs<TRANS_B ? 0 : 1>(C + (mi * NA + ni) * (ATOM_N / 2),
-                                                              a + mi * (K / 4) + ks * 4, db,
+                                                              a + mi * A_REGS + ks * 4, db,
                                                               (CLEAR && ks == 0) ? 0 : 1);
       }
     }
@@ -195,6 +200,54 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_co
   wgmma_commit();
   wgmma_fence_operands<REGS>(C);
   if constexpr (WAIT >= 0) wgmma_wait<WAIT>();
+}
+
+// Four float32 values as four fp8 bytes (byte i = v_i), rounded to nearest and saturated to
+// the finite range (what a float -> __nv_fp8_e4m3 / __nv_fp8_e5m2 conversion does).
+template <bool E5M2>
+TL_DEVICE uint32 wgmma_pack_fp8x4(float v0, float v1, float v2, float v3) {
+  unsigned short lo, hi;  // cvt puts its first source in the upper byte
+  if constexpr (E5M2) {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(v1), "f"(v0));
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(v3), "f"(v2));
+  } else {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(lo) : "f"(v1), "f"(v0));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(v3), "f"(v2));
+  }
+  return uint32(lo) | (uint32(hi) << 16);
+}
+
+// A float32 wgmma accumulator fragment of an M x K tile (WG_N = 1; MA 64-row atoms per
+// warpgroup) rounded to fp8 into the register-A fragment of the same tile
+// (gemm_sm90_layout.cuh part 3): per 32 columns of each of the thread's two rows, two
+// packed words, two __byte_perm, two shuffles within the quad, two __byte_perm. Every
+// thread of the warpgroups calls it (the shuffles are warp-wide).
+template <int MA, int K, bool E5M2>
+TL_DEVICE void wgmma_acc_to_a8(const float* acc, void* A_frag, int thread) {
+  static_assert(K % 32 == 0, "wgmma_acc_to_a8: K is a multiple of 32");
+  uint32* a = reinterpret_cast<uint32*>(A_frag);
+  const int q = thread % 4;
+  const int src0 = layout::wg_a8_source_lane(q, 0), src1 = layout::wg_a8_source_lane(q, 1);
+  const unsigned sel0 = layout::wg_a8_send_selector(q, 0), sel1 = layout::wg_a8_send_selector(q, 1);
+  const bool even_first = layout::wg_a8_even_round(q) == 0;
+#pragma unroll
+  for (int mi = 0; mi < MA; ++mi) {
+#pragma unroll
+    for (int kb = 0; kb < K / 32; ++kb) {
+      const float* c = acc + mi * (K / 2) + kb * 16;  // 4 registers per 8 columns (part 2)
+      uint32* out = a + mi * (K / 8) + kb * 4;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // row l / 4, then l / 4 + 8
+        const uint32 w0 = wgmma_pack_fp8x4<E5M2>(c[2 * h], c[2 * h + 1], c[4 + 2 * h], c[5 + 2 * h]);
+        const uint32 w1 = wgmma_pack_fp8x4<E5M2>(c[8 + 2 * h], c[9 + 2 * h], c[12 + 2 * h], c[13 + 2 * h]);
+        const uint32 r0 = __shfl_sync(0xffffffffu, __byte_perm(w0, w1, sel0), src0, 4);
+        const uint32 r1 = __shfl_sync(0xffffffffu, __byte_perm(w0, w1, sel1), src1, 4);
+        const uint32 x = even_first ? r0 : r1, y = even_first ? r1 : r0;
+        out[h] = __byte_perm(x, y, 0x5410);      // columns 4q .. 4q + 3
+        out[2 + h] = __byte_perm(x, y, 0x7632);  // columns 16 + 4q .. 16 + 4q + 3
+      }
+    }
+  }
 }
 
 }  // namespace tl

@@ -3,7 +3,7 @@
 // Accepts when: the target has wgmma and tl.disable_wgmma is not set; C is f32 (s32 for
 // int8) and the operand types have a wgmma form; A and B are K-major unless the type is
 // f16/bf16 (which may be MN-major: the transpose bits of the descriptor); A comes from
-// shared memory, or from a 16-bit register fragment that is not transposed; the block is
+// shared memory, or from a 16-bit or fp8 register fragment that is not transposed; the block is
 // whole warpgroups; M splits into 64-row atoms per warpgroup and N into columns that are a
 // multiple of 8 per warpgroup; K is a multiple of the instruction's K.
 // Warpgroup partition: TileLang's wgmma partitions, in warps (m_warp a multiple of 4, 16
@@ -82,8 +82,11 @@ bool accept_wgmma(const GemmQuery& q, const target::Target& t, GemmPlan* plan, s
            "(transpose_B=True)";
     return false;
   }
-  if (a_in_registers && (!sixteen_bit || q.trans_a)) {
-    *why = "wgmma takes A from registers only for float16/bfloat16 A that is not transposed";
+  // Register A: 16-bit (the accumulator layout) or fp8 (its own layout, which T.copy makes
+  // from a float32 accumulator: ops/copy_wgmma_a8.cc); never tf32 or integers here.
+  const bool fp8_a = !kind->integer && q.a_dtype.bits() == 8;
+  if (a_in_registers && (!(sixteen_bit || fp8_a) || q.trans_a)) {
+    *why = "wgmma takes A from registers only for float16/bfloat16/float8 A that is not transposed";
     return false;
   }
   const int kk = kind->k;

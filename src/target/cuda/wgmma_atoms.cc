@@ -61,19 +61,23 @@ std::string wgmma_atom_definition(int n, int kind) {
     if (r.sixteen_bit) os << ", \"n\"(TA), \"n\"(TB)";
     os << ");\n  }\n";
   }
-  if (r.sixteen_bit) {
-    // rs: d, {a0..a3}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b
+  if (!r.integer) {
+    // rs: d, {a0..a3}, b-desc, scale-d, imm-scale-a, imm-scale-b[, imm-trans-b (16-bit only)]
     const int a0 = regs, db = regs + 4, sd = regs + 5, tb = regs + 6;
     os << "  template <int TB>\n"
        << "  static __device__ __forceinline__ void rs(" << acc_type
-       << "* d, const uint32* a, uint64 desc_b, int scale_d) {\n"
-       << "    asm volatile(\n"
+       << "* d, const uint32* a, uint64 desc_b, int scale_d) {\n";
+    if (!r.sixteen_bit) os << "    static_assert(TB == 0, \"this wgmma type reads B K-major only\");\n";
+    os << "    asm volatile(\n"
        << "        \"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << sd << ", 0;\\n\"\n"
        << "        \"" << shape.str() << " " << reg_list(0, regs) << ", " << reg_list(a0, 4) << ", %" << db
-       << ", p, 1, 1, %" << tb << ";\\n}\\n\"\n"
+       << ", p, 1, 1";
+    if (r.sixteen_bit) os << ", %" << tb;
+    os << ";\\n}\\n\"\n"
        << "        : " << acc_constraints(regs, r.integer) << "\n"
-       << "        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"r\"(scale_d), \"n\"(TB));\n"
-       << "  }\n";
+       << "        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), \"r\"(scale_d)";
+    if (r.sixteen_bit) os << ", \"n\"(TB)";
+    os << ");\n  }\n";
   }
   os << "};\n}  // namespace tl\n";
   return os.str();

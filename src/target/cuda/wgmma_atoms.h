@@ -10,7 +10,7 @@
 namespace tilec::cuda {
 
 // C++ text of `template <> struct tl::WgmmaAtom<n, kind> {...};` with its ss (both operands
-// from shared memory) and, for 16-bit operands, rs (A from registers) functions.
+// from shared memory) and, for floating-point operands, rs (A from registers) functions.
 std::string wgmma_atom_definition(int n, int kind);
 
 }  // namespace tilec::cuda

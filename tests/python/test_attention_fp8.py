@@ -13,11 +13,16 @@ import tilec  # noqa: E402
 import flash_attention_fp8 as fa8  # noqa: E402
 
 
-@pytest.mark.parametrize("b,h,s,d,causal", [(1, 2, 128, 64, False), (1, 2, 128, 64, True), (1, 1, 100, 64, False)])
-def test_fp8_forward_matches_the_dequantized_reference(b, h, s, d, causal):
+@pytest.mark.parametrize("b,h,s,d,causal,p_in_registers", [
+    (1, 2, 128, 64, False, False), (1, 2, 128, 64, True, False), (1, 1, 100, 64, False, False),
+    (1, 2, 128, 64, True, True), (1, 1, 100, 64, False, True)])
+def test_fp8_forward_matches_the_dequantized_reference(b, h, s, d, causal, p_in_registers):
+    # (p_in_registers: the same program with P an fp8 fragment; the CPU target runs its tile-level
+    # meaning, the register exchange of sm_90a is tests/cpp/wgmma_a8_test.cc's)
     torch = pytest.importorskip("torch")
     torch.manual_seed(1)
-    k = tilec.compile(fa8.flash_attention_fp8(b, h, s, d, causal, block_M=64, block_N=64, threads=128), target="cpu")
+    k = tilec.compile(fa8.flash_attention_fp8(b, h, s, d, causal, block_M=64, block_N=64, threads=128,
+                                              p_in_registers=p_in_registers), target="cpu")
     q8, qs = fa8.quantize(torch.randn(b, s, h, d), torch)
     k8, ks = fa8.quantize(torch.randn(b, s, h, d), torch)
     vt8, vs = fa8.quantize(torch.randn(b, h, d, s), torch)

@@ -64,6 +64,17 @@ def test_fp8_flash_attention_keeps_p_in_registers():
     assert kernel.ptxas_info["spill_stores_bytes"] == 0, kernel.ptxas_info
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_fp8_flash_attention_one_warpgroup_keeps_p_in_registers(causal):
+    fa8 = importlib.import_module("flash_attention_fp8")
+    kernel = tilec.compile(fa8.flash_attention_fp8(1, 2, 1000, 64, causal, block_M=64, block_N=64, threads=128,
+                                                   p_in_registers=True), target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "tl::wgmma_acc_to_a8<1, 64, false>(&acc_s[0], &P[0], tx)" in src
+    assert "tl::wgmma_gemm_rs<64, 64, 64, 1, 1, true" in src
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0, kernel.ptxas_info
+
+
 def test_fp8_flash_attention_through_shared_memory_is_unchanged():
     fa8 = importlib.import_module("flash_attention_fp8")
     src = tilec.compile(fa8.flash_attention_fp8(2, 4, 1024, 128), target="sm_90a").get_kernel_source()

@@ -3,8 +3,9 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates]...   (default: all;
-#   candidates — the default-off variants against the defaults — only when named)
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|recheck]...   (default:
+#   all; candidates — the default-off variants against the defaults — and recheck — what changed since
+#   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -104,6 +105,35 @@ if want bench; then
       --json "$OUT/autotune.json"
     tail -n 3 "$OUT/autotune.log"
   fi
+fi
+
+if [[ " $steps " == *" recheck "* ]]; then
+  # What changed since the last GPU run, in one device call (each session keeps this list
+  # current; not part of `all`). Since the eleventh session's last call: fp8 P in registers
+  # (the example checks both forms; sanitizers; SASS; both timed against cuDNN), pointer
+  # parameters, T.sync_grid's split T.Parallel and the T.alloc_var fill fix (upstream's
+  # persistent MLA decode), the eager autotune of gemv, the disk-cache hit.
+  run_step "GPU tests: pointers, sync_grid, tile ops" recheck_tests.log "$PY" -m pytest -q -m gpu \
+    tests/gpu/test_pointer_params_gpu.py tests/gpu/test_sync_grid_gpu.py tests/gpu/test_tile_ops_more_gpu.py
+  run_step "example flash_attention_fp8 (both P forms)" recheck_fp8.log "$PY" examples/flash_attention_fp8.py
+  for tool in memcheck racecheck synccheck; do
+    run_step "sanitizer $tool flash_attention_fp8" "recheck_san_$tool.log" env TILEC_EXAMPLE_QUICK=1 \
+      compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_fp8.py
+  done
+  run_step "SASS (Hopper kernels)" recheck_sass.log "$PY" scripts/gpu_hopper_sass.py
+  tail -n 8 "$OUT/recheck_sass.log"
+  run_step "fp8 attention, P in shared vs registers" recheck_bench_fp8.log "$PY" bench/bench_attention_more.py \
+    --part fp8 --json "$OUT/recheck_fp8.json"
+  tail -n 8 "$OUT/recheck_bench_fp8.log"
+  up="${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples"
+  if [ -d "$up" ]; then
+    for ex in deepseek_mla/example_mla_decode_persistent.py gemv/example_gemv.py; do
+      run_step "upstream $ex" "recheck_$(basename "$ex" .py).log" timeout 150 "$PY" -m tilec.run "$up/$ex"
+      tail -n 3 "$OUT/recheck_$(basename "$ex" .py).log"
+    done
+  fi
+  run_step "compile times and disk-cache hit" recheck_compile.log "$PY" bench/bench_compile.py
+  tail -n 12 "$OUT/recheck_compile.log"
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then

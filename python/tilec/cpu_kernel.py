@@ -70,6 +70,12 @@ class CpuKernel:
         for i in self.out_idx:
             if not 0 <= i < n or not hasattr(self.params[i], "shape"):
                 raise CompileError(f"out_idx {i} is not a tensor parameter of '{func.name}' ({n} parameters)")
+        for p in self.params:
+            if not hasattr(p, "shape") and str(p.dtype) == "handle":
+                raise CompileError(f"target=cpu: kernel '{func.name}' takes the pointer parameter '{p.name}' "
+                                   "(T.ptr / T.handle), which the CPU target does not support (it has no device "
+                                   "addresses)", hint="pass the tensor itself as a T.Tensor parameter, or run on a "
+                                                      "GPU target")
         configs = pass_configs or {}
         self.strict_global_bounds = bool(configs.get("tl.disable_safe_memory_legalize", False))
         self.target = "cpu"

@@ -240,6 +240,39 @@ class JITImpl:
         func = self.get_tir(*args, **kwargs)
         return lambda: compile(func, out_idx=self.out_idx, **options)
 
+    def par_compile(self, configs: Any, num_workers: Optional[int] = None, ignore_error: bool = False) -> list:
+        """TileLang's `f.par_compile([{arg: value, ...}, ...])`: the kernels of these keyword
+        argument sets, compiled on `num_workers` threads (default: every core); results in the
+        input order, a failed one None with ignore_error (else its error is raised). The front
+        end runs here, one set after another; the C++ compiles run in parallel. Placeholders for
+        runtime parameters (`T.ptr()`, tensors) only need to be accepted: nothing is launched."""
+        import concurrent.futures
+        import os
+
+        thunks = []
+        for config in configs:
+            try:
+                thunks.append((self.prepare_compile(**dict(config)), None))
+            except CompileError as e:
+                thunks.append((None, e))
+
+        def one(item):
+            thunk, error = item
+            if error is not None:
+                return None, error
+            try:
+                return thunk(), None
+            except CompileError as e:
+                return None, e
+
+        workers = max(1, min(num_workers or os.cpu_count() or 1, len(thunks) or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilec-compile") as pool:
+            results = list(pool.map(one, thunks))
+        for _, error in results:
+            if error is not None and not ignore_error:
+                raise error
+        return [kernel for kernel, _ in results]
+
     def _kernel(self, args: tuple, kwargs: dict):
         key = _cache_key(args, kwargs)
         kernel = self._kernel_cache.get(key)

@@ -102,9 +102,13 @@ Buffer make_view(std::string name, std::vector<Expr> shape, const Buffer& base, 
 Buffer make_pointer_tensor(std::string name, std::vector<Expr> shape, DataType dtype, std::vector<Expr> strides,
                            Var data, SourceLoc loc) {
   TILEC_ICHECK(data.defined()) << "T.make_tensor without an address";
-  TILEC_USER_CHECK(data->dtype.is_integer() && data->dtype.bits() == 64 && data->dtype.lanes() == 1, loc,
-                   "pass an address: an element of a T.Tensor([n], T.ptr) (int64) table, e.g. ptrs[i]")
-      << "T.make_tensor('" << name << "'): the address is " << data->dtype.str() << ", not a 64-bit integer";
+  const bool address = data->dtype.lanes() == 1 && ((data->dtype.is_integer() && data->dtype.bits() == 64) ||
+                                                     data->dtype.code() == TypeCode::kHandle);
+  TILEC_USER_CHECK(address, loc,
+                   "pass an address: a pointer parameter (`a: T.ptr`) or an element of a T.Tensor([n], T.ptr) "
+                   "(int64) table, e.g. ptrs[i]")
+      << "T.make_tensor('" << name << "'): the address is " << data->dtype.str()
+      << ", not a pointer or a 64-bit integer";
   TILEC_USER_CHECK(strides.empty() || strides.size() == shape.size(), loc, "give one stride per dimension")
       << "T.make_tensor('" << name << "') has " << shape.size() << " dimensions and " << strides.size() << " strides";
   Buffer b = make_buffer(std::move(name), std::move(shape), dtype, Scope::kGlobal, std::move(strides), std::move(loc));

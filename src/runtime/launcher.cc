@@ -418,6 +418,20 @@ void Kernel::bind_scalar(int pos, const ArgValue& a, BoundCall& call) const {
   const ScalarParam& sp = artifact_.plan.scalars[param_index(pos)];
   const ir::DataType t = sp.dtype;
   bool ok = false;
+  if (t.is_handle()) {
+    // An address (`a_ptr: T.ptr`): a tensor's data pointer on the call's device, or an integer.
+    if (a.kind == ArgValue::kTensor) {
+      if (a.tensor.device_type != DeviceType::kCUDA) {
+        arg_error(pos, std::string("a pointer parameter takes a CUDA tensor or an integer address, got a tensor on ") +
+                           a.tensor.device_label,
+                  "move the tensor to the GPU (tensor.cuda())");
+      }
+      return;
+    }
+    if (a.kind != ArgValue::kInt) arg_error(pos, std::string("expected a tensor or an integer address, got ") + kind_text(a));
+    if (a.int_value < 0) arg_error(pos, "the address " + std::to_string(a.int_value) + " is negative");
+    return;
+  }
   if (t.is_integer()) ok = a.kind == ArgValue::kInt || a.kind == ArgValue::kBool;
   else if (t.is_float()) ok = a.kind == ArgValue::kInt || a.kind == ArgValue::kFloat || a.kind == ArgValue::kBool;
   else if (t.is_bool()) ok = a.kind == ArgValue::kBool || a.kind == ArgValue::kInt;
@@ -512,7 +526,9 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
         const ArgValue& a = args[scalar_param_[ka.index]];
         const ir::DataType t = p.scalars[ka.index].dtype;
         double fv = a.kind == ArgValue::kFloat ? a.float_value : static_cast<double>(a.int_value);
-        if (t.is_float()) {
+        if (t.is_handle()) {
+          slot = a.kind == ArgValue::kTensor ? a.tensor.data : static_cast<uint64_t>(a.int_value);
+        } else if (t.is_float()) {
           if (t.bits() == 64) {
             std::memcpy(&slot, &fv, 8);
           } else if (t.bits() == 32) {

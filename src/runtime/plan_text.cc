@@ -324,7 +324,7 @@ void check_launch_plan(const LaunchPlan& p) {
   }
   for (const auto& s : p.scalars) {
     if (!is_identifier(s.name)) fail("scalar name '" + s.name + "' is not an identifier");
-    if (s.dtype.lanes() != 1 || !(s.dtype.is_integer() || s.dtype.is_bool() || s.dtype.is_float())) {
+    if (s.dtype.lanes() != 1 || !(s.dtype.is_integer() || s.dtype.is_bool() || s.dtype.is_float() || s.dtype.is_handle())) {
       fail("scalar '" + s.name + "' has unsupported type " + s.dtype.str());
     }
   }

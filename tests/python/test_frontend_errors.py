@@ -347,3 +347,17 @@ def test_fragment_used_outside_a_parallel_loop():
     assert "T.Parallel" in err.hint
     check_location(err, "fragment-outside", "F[i]")
 
+
+
+def test_a_zero_tile_size_in_ceildiv_is_a_compile_error():
+    def make(block_M=0):
+        @T.prim_func
+        def main(A: T.Tensor((128,), "float32")):
+            with T.Kernel(T.ceildiv(128, block_M), threads=128) as bx:  # ceildiv-zero
+                A[bx] = 1.0
+        return main
+
+    err = compile_error(make)
+    assert err.message == "T.ceildiv(128, 0): division by zero"
+    assert "tile size of 0" in err.hint
+    check_location(err, "ceildiv-zero", "T.ceildiv(128, block_M)")

@@ -78,7 +78,7 @@ def test_an_address_that_is_not_64_bits_is_refused():
                 A = T.make_tensor(offsets[0], (32,), "float32")
                 A[0] = 1.0
     msg = str(info.value)
-    assert "T.make_tensor('A'): the address is int32, not a 64-bit integer" in msg, msg
+    assert "T.make_tensor('A'): the address is int32, not a pointer or a 64-bit integer" in msg, msg
     assert "T.Tensor([n], T.ptr)" in msg
 
 
@@ -97,9 +97,17 @@ def test_tma_copy_of_a_pointer_tensor_says_why():
 
 
 def test_ptr_as_a_variable_is_refused_with_the_table_form():
+    # T.ptr(dtype) is an annotation (a pointer parameter: test_pointer_params.py), not an address.
+    assert repr(T.ptr("float16")) == "T.ptr(float16)"
     with pytest.raises(tilec.CompileError) as info:
-        T.ptr("float16")
-    assert "T.Tensor([n], T.ptr)" in str(info.value)
+        @T.prim_func
+        def k(x: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32) as bx:
+                p = T.ptr("float32")
+                A = T.make_tensor(p, (32,), "float32")
+                for i in T.Parallel(32):
+                    x[i] = A[i]
+    assert "is a parameter annotation" in str(info.value) and "T.Tensor([n], T.ptr)" in str(info.value)
 
 
 def test_make_tensor_outside_a_kernel_is_refused():
@@ -109,7 +117,7 @@ def test_make_tensor_outside_a_kernel_is_refused():
             A = T.make_tensor(ptrs[0], (32,), "float32")
             with T.Kernel(1, threads=32) as bx:
                 A[0] = 1.0
-    assert "T.make_tensor is used inside `with T.Kernel(...)`" in str(info.value)
+    assert "T.make_tensor before `with T.Kernel` takes a pointer parameter" in str(info.value)
 
 
 def test_the_cpu_target_has_no_device_addresses():

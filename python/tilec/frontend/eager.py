@@ -162,6 +162,7 @@ class EagerFunction:
 
     def __init__(self, fn: Any, source: EagerSource):
         from ..language.dtypes import DType
+        from ..language.pointers import is_pointer_annotation
         from ..language.tensor import TensorSpec
 
         self.fn = fn
@@ -169,7 +170,7 @@ class EagerFunction:
         self.signature = inspect.signature(fn)
         annotations = dict(getattr(fn, "__annotations__", {}) or {})
         self.sig_specs = {k: v for k, v in annotations.items()
-                          if isinstance(v, (TensorSpec, DType, _tilec.DataType))}
+                          if isinstance(v, (TensorSpec, DType, _tilec.DataType)) or is_pointer_annotation(v)}
         self.runtime_params = [n for n in self.signature.parameters
                                if n in self.sig_specs or n in source.body_annotated]
         self._templates: dict = {}  # compile-time key -> {const name: (param, "shape"|"stride", dim)}
@@ -330,6 +331,7 @@ def _size_of(tensor: Any, kind: str, dim: int, pname: str) -> int:
 def declare_param(ctx: context.ParseContext, name: str, spec: Any):
     """Declares a runtime parameter of an eager function from its annotation."""
     from ..language.dtypes import DType, dtype_str
+    from ..language.pointers import is_pointer_annotation
     from ..language.tensor import TensorSpec
 
     state = ctx.eager
@@ -338,6 +340,8 @@ def declare_param(ctx: context.ParseContext, name: str, spec: Any):
     if isinstance(spec, TensorSpec):
         value = ctx.builder.tensor(name, list(spec.shape), spec.dtype,
                                    list(spec.strides) if spec.strides is not None else None, ctx.loc)
+    elif is_pointer_annotation(spec):
+        value = ctx.builder.scalar_param(name, "handle", ctx.loc)
     elif isinstance(spec, (DType, str, _tilec.DataType)):
         value = ctx.builder.scalar_param(name, dtype_str(spec), ctx.loc)
     else:

@@ -49,6 +49,7 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
     """Parses one function definition into a PrimFunc. `annotations`: the function's evaluated
     parameter annotations (from `fn.__annotations__`); None evaluates them from the AST."""
     from ..language.dtypes import DType, dtype_str
+    from ..language.pointers import is_pointer_annotation
     from ..language.tensor import TensorSpec
 
     builder = _tilec.Builder(fdef.name, _tilec.SourceLoc(filename, fdef.lineno + line_offset, fdef.col_offset + col_offset + 1))
@@ -74,11 +75,14 @@ def build_function(fdef: ast.FunctionDef, env: Env, filename: str, line_offset: 
             if isinstance(spec, TensorSpec):
                 value = builder.tensor(a.arg, list(spec.shape), spec.dtype,
                                        list(spec.strides) if spec.strides is not None else None, ctx.loc)
+            elif is_pointer_annotation(spec):
+                value = builder.scalar_param(a.arg, "handle", ctx.loc)
             elif isinstance(spec, (DType, str, _tilec.DataType)):
                 value = builder.scalar_param(a.arg, dtype_str(spec), ctx.loc)
             else:
                 raise parser.error(a, f"parameter '{a.arg}' has an unsupported annotation {spec!r}",
-                                   "T.Tensor((M, N), dtype) for a tensor, T.int32 / T.float32 for a scalar")
+                                   "T.Tensor((M, N), dtype) for a tensor, T.int32 / T.float32 for a scalar, "
+                                   "T.ptr for an address")
             parser.bind(a.arg, value)
         parser.visit_body(fdef.body, new_scope=False)
         ctx.loc = parser.loc(fdef)

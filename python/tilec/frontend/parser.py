@@ -572,7 +572,7 @@ class Parser(ExpressionEvaluator):
         return False
 
     def stmt_With(self, node: ast.With) -> None:
-        from ..language.frames import Frame
+        from ..language.frames import Frame, KernelFrame
 
         frames = []
         for item in node.items:
@@ -588,6 +588,8 @@ class Parser(ExpressionEvaluator):
                 raise
             frames.append(frame)
             self.scopes.append(_Scope(ir_frame=True))
+            if isinstance(frame, KernelFrame):
+                self._declare_pending_tensors()
             if item.optional_vars is not None:
                 self._bind_with_target(item.optional_vars, result)
         self.ir_depth += 1
@@ -596,6 +598,16 @@ class Parser(ExpressionEvaluator):
         for frame in reversed(frames):
             self.scopes.pop()
             frame.end(self.ctx)
+
+    def _declare_pending_tensors(self) -> None:
+        """T.make_tensor over a pointer parameter written before the kernel: the kernel's own
+        buffer, bound to the same name inside it (language/pointers.py)."""
+        from ..language.pointers import PendingTensor
+
+        for scope in self.scopes[:-1]:
+            for name, value in list(scope.items()):
+                if isinstance(value, PendingTensor):
+                    self.bind(name, value.declare(self.ctx))
 
     def _bind_with_target(self, target: ast.AST, result: Any) -> None:
         values = list(result) if isinstance(result, (list, tuple)) else [result]

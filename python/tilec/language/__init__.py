@@ -32,7 +32,7 @@ from .reducer import alloc_reducer, finalize_reducer
 from .logical import all_of, any_of
 from .bitcast import reinterpret
 from .persistent import Persistent
-from .pointers import make_tensor, make_tensor_from_addr, ptr
+from .pointers import handle, make_tensor, make_tensor_from_addr, match_buffer, ptr
 from .views import im2col, reshape, transpose, view
 from .reductions import reduce, reduce_absmax, reduce_abssum, reduce_max, reduce_min, reduce_sum
 from .sm100 import UNSUPPORTED as _SM100_UNSUPPORTED

@@ -652,6 +652,9 @@ def infinity(dtype: Any):
 @primitive
 def ceildiv(a: Any, b: Any):
     if not is_ir(a) and not is_ir(b):
+        if b == 0:
+            raise CompileError(f"T.ceildiv({a}, 0): division by zero",
+                               hint="a tile size of 0 (e.g. a block_M argument) divides an extent")
         return -(-a // b)
     return _tilec.binary("FloorDiv", _tilec.binary("Sub", _tilec.binary("Add", to_expr(a), to_expr(b), _loc()), 1, _loc()),
                          to_expr(b), _loc())

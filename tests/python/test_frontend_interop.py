@@ -71,6 +71,15 @@ def test_tfloat32_is_float32_in_memory_and_int4_is_refused_clearly():
                 pass
 
 
+def test_unpacked_fp4_is_refused_clearly():
+    # upstream's DeepSeek v4 sm_100 GEMM allocates its fp4 operand as T.float4_e2m1_unpacked.
+    with pytest.raises(CompileError, match="T.float4_e2m1_unpacked: fp4 stored one value per byte .* tcgen05 gemm"):
+        @T.prim_func
+        def unpacked(A: T.Tensor((128,), T.float32)):
+            with T.Kernel(1, threads=128) as bx:
+                S = T.alloc_shared((64, 64), T.float4_e2m1_unpacked)
+
+
 def test_slice_between_two_let_bound_bounds_has_a_constant_extent():
     S = T.dynamic("S")
 

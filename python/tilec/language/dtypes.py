@@ -93,6 +93,9 @@ UNSUPPORTED = {
                       "uint8 and build the float with T.reinterpret",
     "float6_e2m3fn": "6-bit floats are not supported by tilec",
     "float6_e3m2fn": "6-bit floats are not supported by tilec",
+    "float4_e2m1_unpacked": "fp4 stored one value per byte is TileLang's layout hint for sm_100's block-scaled "
+                            "tcgen05 gemm, which tilec does not support: tilec stores float4_e2m1 packed two "
+                            "values per byte (T.float4_e2m1)",
 }
 
 DTYPES = {name: DType(name) for name in _NAMES}

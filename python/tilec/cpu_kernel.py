@@ -70,12 +70,6 @@ class CpuKernel:
         for i in self.out_idx:
             if not 0 <= i < n or not hasattr(self.params[i], "shape"):
                 raise CompileError(f"out_idx {i} is not a tensor parameter of '{func.name}' ({n} parameters)")
-        for p in self.params:
-            if not hasattr(p, "shape") and str(p.dtype) == "handle":
-                raise CompileError(f"target=cpu: kernel '{func.name}' takes the pointer parameter '{p.name}' "
-                                   "(T.ptr / T.handle), which the CPU target does not support (it has no device "
-                                   "addresses)", hint="pass the tensor itself as a T.Tensor parameter, or run on a "
-                                                      "GPU target")
         configs = pass_configs or {}
         self.strict_global_bounds = bool(configs.get("tl.disable_safe_memory_legalize", False))
         self.target = "cpu"
@@ -130,6 +124,15 @@ class CpuKernel:
 
     def _marshal(self, pos: int, value: Any, keep: list, symbols: dict):
         param = self.params[pos]
+        if not hasattr(param, "shape") and str(param.dtype) == "handle":  # a pointer parameter (T.ptr)
+            if isinstance(value, int) or (hasattr(value, "item") and not hasattr(value, "shape")):
+                raise _tilec.KernelArgumentError(
+                    f"argument {pos} ('{param.name}') of kernel {self.func.name} is a pointer: target=cpu takes the "
+                    "array itself (a numpy array or a CPU tensor), not an address it cannot check")
+            arr, dtype = self._as_numpy(pos, value)
+            keep.append(arr)
+            itemsize = arr.dtype.itemsize
+            return (int(arr.ctypes.data), dtype, list(arr.shape), [s // itemsize for s in arr.strides])
         if not hasattr(param, "shape"):  # a scalar parameter
             if _is_torch_tensor(value) or hasattr(value, "item"):
                 value = value.item()

@@ -306,6 +306,23 @@ bool layout_equal(const Layout& a, const Layout& b) {
   return true;
 }
 
+bool threads_hold(const Layout& readers, const Layout& holders) {
+  TILEC_ICHECK(readers->is_fragment() && holders->is_fragment()) << "threads_hold of a non-fragment layout";
+  if (!has_const_shape(readers) || !has_const_shape(holders) || const_shape(readers) != const_shape(holders))
+    return false;
+  if (layout_equal(readers, holders)) return true;
+  const int64_t rr = replicate_factor(readers), rh = replicate_factor(holders);
+  auto tr = eval_box(readers->forward_thread, slots_of(readers), slot_box(readers, rr));
+  auto th = eval_box(holders->forward_thread, slots_of(holders), slot_box(holders, rh));
+  const int64_t n = num_elements(readers);
+  for (int64_t e = 0; e < n; ++e) {
+    auto first = th.begin() + e * rh, last = first + rh;
+    for (int64_t r = 0; r < rr; ++r)
+      if (std::find(first, last, tr[e * rr + r]) == last) return false;
+  }
+  return true;
+}
+
 bool is_injective(const Layout& l) {
   if (l->is_fragment() && injective_by_digits(l)) return true;
   const int64_t r = replicate_factor(l);

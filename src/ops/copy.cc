@@ -125,6 +125,17 @@ Stmt copy_lower(const TileOpNode& op, LowerContext& ctx) {
   const bool fragment = src.buffer->scope == Scope::kFragment || dst.buffer->scope == Scope::kFragment;
   if (local && !fragment) return copy_in_each_thread(p, body, op.loc);
 
+  if (fragment && src.buffer->scope == Scope::kFragment && dst.buffer->scope == Scope::kFragment &&
+      region_is_full(src) && region_is_full(dst) && const_shape(src.buffer) == const_shape(dst.buffer)) {
+    // Each thread copies its own elements of dst from its own registers: it must hold them in
+    // src too (layout inference joins the two layouts; nothing may leave them apart).
+    Layout ls = ctx.layout_of(src.buffer), ld = ctx.layout_of(dst.buffer);
+    TILEC_USER_CHECK(ls && ld && layout::threads_hold(ld, ls), op.loc,
+                     "copy the fragment through a shared tile (T.alloc_shared) instead")
+        << "T.copy from fragment '" << src.buffer->name << "' to fragment '" << dst.buffer->name
+        << "': their layouts put elements in different threads (" << layout::describe(ls) << " and "
+        << layout::describe(ld) << ")";
+  }
   Layout loop;
   bool first_replica_only = false;
   const Buffer* frag = nullptr;

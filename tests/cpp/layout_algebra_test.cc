@@ -186,6 +186,25 @@ TEST(LayoutAlgebra, EqualityIsSemantic) {
   EXPECT_FALSE(layout_equal(a, d));
 }
 
+// threads_hold(readers, holders): a fragment-to-fragment copy may run thread by thread when
+// every thread reading an element in `readers` holds it in `holders` (ops/copy.cc refuses it
+// otherwise instead of reading registers that another thread holds).
+TEST(LayoutAlgebra, ThreadsHoldWhatTheyRead) {
+  auto frag = [](auto thread) {
+    return layout::make_fragment(
+        {8, 4}, [thread](const std::vector<Var>& v, const Var&) { return thread(v[0], v[1]); },
+        [](const std::vector<Var>& v) { return v[0] * 0 + v[1] * 0; });
+  };
+  Layout a = frag([](Expr i, Expr j) { return i * 4 + j; });
+  Layout swapped = frag([](Expr i, Expr j) { return j * 8 + i; });  // the same 32 threads, other elements
+  Layout twice = replicate(a, 2);                                      // threads 0..31 and 32..63
+  EXPECT_TRUE(threads_hold(a, a));
+  EXPECT_TRUE(threads_hold(a, twice));   // a's threads hold the element in the replicated one too
+  EXPECT_FALSE(threads_hold(twice, a));  // threads 32..63 would read what they do not hold
+  EXPECT_FALSE(threads_hold(a, swapped));
+  EXPECT_FALSE(threads_hold(a, permute_dims(a, {1, 0})));  // another shape
+}
+
 TEST(LayoutAlgebra, NonDigitLayoutHasNoInverse) {
   Layout rot = layout::make_fragment(
       {32, 32}, [](const std::vector<Var>& v, const Var&) { return floormod(v[0] + v[1], 32); },

@@ -13,11 +13,12 @@ needs_nvrtc = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="
 
 
 def _matmul_ptr(M=1024, N=1024, block_M=128, block_N=128, block_K=32, dtype=T.float16, accum_dtype=T.float32):
-    """upstream testing/python/language/test_tilelang_language_ptr.py's program."""
+    """upstream testing/python/language/test_tilelang_language_ptr.py's program, with B declared
+    (n, k) as its copies read it (upstream declares (k, n) and runs only square sizes)."""
     @T.prim_func
     def main(a_ptr: T.ptr, b_ptr: T.ptr, c_ptr: T.ptr, m: T.int32, n: T.int32, k: T.int32):
         A = T.make_tensor(a_ptr, (m, k), dtype)
-        B = T.make_tensor(b_ptr, (k, n), dtype)
+        B = T.make_tensor(b_ptr, (n, k), dtype)
         C = T.make_tensor(c_ptr, (m, n), accum_dtype)
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
@@ -104,9 +105,29 @@ def test_make_tensor_before_the_kernel_needs_a_pointer_parameter():
                 A[0] = 1.0
 
 
-def test_the_cpu_target_refuses_pointer_parameters():
-    with pytest.raises(tilec.CompileError, match="pointer parameter 'a_ptr' .* the CPU target does not support"):
-        tilec.compile(_matmul_ptr(), target="cpu")
+@pytest.mark.parametrize("m,n,k", [(128, 128, 128), (100, 128, 96)])
+def test_the_cpu_target_runs_the_pointer_gemm(m, n, k):
+    # target=cpu takes the arrays themselves for pointer parameters (the views must fit in them)
+    rng = np.random.default_rng(0)
+    kernel = tilec.compile(_matmul_ptr(M=m, N=n), target="cpu")
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    kernel(a, b, c, m, n, k)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-3, atol=1e-3)
+
+
+def test_the_cpu_target_runs_match_buffer_and_checks_the_arrays():
+    kernel = tilec.compile(_scale_tir_style(256), target="cpu")
+    x = np.arange(256, dtype=np.float32)
+    y = np.full(256, np.nan, np.float32)
+    kernel(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(tilec.CompileError, match=r"T.make_tensor\('Y'\) of shape \(256,\) float32 reaches 1024 bytes "
+                                                 r"past the address, but the array passed for it has 512"):
+        kernel(x, np.zeros(128, np.float32))
+    with pytest.raises(tilec.kernel.KernelArgumentError, match="is a pointer: target=cpu takes the array itself"):
+        kernel(x.ctypes.data, y)
 
 
 @needs_nvrtc

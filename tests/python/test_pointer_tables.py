@@ -126,4 +126,5 @@ def test_the_cpu_target_has_no_device_addresses():
     ptrs = np.zeros((1,), dtype=np.int64)
     with pytest.raises(tilec.CompileError) as info:
         kernel(ptrs, ptrs, ptrs)
-    assert "T.make_tensor (a tensor at an address read by the kernel)" in str(info.value)
+    assert "T.make_tensor at an address read by the kernel ('A') is not supported on target=cpu" in str(info.value)
+    assert "give the address as a pointer parameter" in info.value.hint

@@ -196,6 +196,9 @@ def test_launch_plan_text_round_trip():
     assert "param scalar 0" in text and "grid (// (+ n 255) 256)" in text
     minimal = _tilec.normalize_launch_plan("tilec-launch-plan 1\nkernel k\ntensor X float16 shape=[4,8]\ngrid 2\n")
     assert "arg tensor 0" in minimal and "block 1 1 1" in minimal
+    # a pointer parameter (a: T.ptr) is a scalar of type handle
+    pointer = _tilec.normalize_launch_plan("tilec-launch-plan 1\nkernel k\nscalar a_ptr handle\narg scalar 0\ngrid 1\n")
+    assert "scalar a_ptr handle" in pointer and _tilec.normalize_launch_plan(pointer) == pointer
 
 
 def test_launch_plan_text_errors():

@@ -75,6 +75,10 @@ std::optional<InverseMap> inverse(const Layout& frag, const Expr& thread, const 
 // ---- comparison ----
 // Same mapping for every element (fragments: same register and same set of threads).
 bool layout_equal(const Layout& a, const Layout& b);
+// Fragments of one constant shape: whether every thread that `readers` gives an element also
+// holds it in `holders` (a copy from a `holders` fragment into a `readers` one can then run
+// in each thread on its own registers).
+bool threads_hold(const Layout& readers, const Layout& holders);
 // No two elements share a (thread, register) slot or, for plain layouts, an offset.
 bool is_injective(const Layout& l);
 // A short human-readable form for error messages.

@@ -91,9 +91,12 @@ void Machine::exec(const Stmt& s) {
     case NodeKind::kEvaluate: eval(s.as<EvaluateNode>()->value); return;
     case NodeKind::kAllocate: {
       auto* n = s.as<AllocateNode>();
-      if (n->buffer->data)
-        not_supported("T.make_tensor (a tensor at an address read by the kernel)", s->loc,
-                      "pass the tensors as parameters (the CPU target has no device addresses)");
+      if (n->buffer->data) {  // T.make_tensor: only over a pointer parameter (bind_pointer_tensor)
+        bind_pointer_tensor(n->buffer, s->loc);
+        exec(n->body);
+        release(n->buffer);
+        return;
+      }
       allocate(n->buffer, s->loc);
       exec(n->body);
       release(n->buffer);

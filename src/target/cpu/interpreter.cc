@@ -43,6 +43,15 @@ void Machine::run(const std::vector<CpuArg>& args) {
     const CpuArg& a = args[p];
     if (!param.is_buffer()) {
       DataType t = param.var->dtype;
+      if (t.is_handle()) {  // a pointer parameter: the array itself (T.make_tensor views it)
+        auto* arr = std::get_if<HostArray>(&a);
+        if (!arr)
+          throw_user_error(where + "argument " + std::to_string(p) + " ('" + param.name() +
+                               "') is a pointer: target=cpu takes the array itself, got " + arg_kind(a),
+                           f->loc, "pass the numpy array or CPU tensor, not its address");
+        pointer_args_[param.var.get()] = *arr;
+        continue;
+      }
       if (auto* i = std::get_if<int64_t>(&a)) bind(param.var.get(), from_int(t, *i));
       else if (auto* d = std::get_if<double>(&a)) bind(param.var.get(), from_double(t, *d));
       else

@@ -75,6 +75,9 @@ class Machine {
   void allocate(const Buffer& b, const SourceLoc& loc);
   void release(const Buffer& b) { storages_.erase(b.get()); }
   void bind_tensor(const Buffer& b, const HostArray& a);
+  // T.make_tensor over a pointer parameter (T.ptr): the array passed for it, viewed with the
+  // buffer's dtype, shape and strides (which must stay inside the array's bytes).
+  void bind_pointer_tensor(const Buffer& b, const SourceLoc& loc);
 
   // ---- errors ----
   [[noreturn]] void not_supported(const std::string& what, const SourceLoc& loc, const std::string& hint = "");
@@ -94,6 +97,7 @@ class Machine {
   const CpuOptions& options_;
   std::unordered_map<const VarNode*, Value> vars_;
   std::unordered_map<const BufferNode*, Storage> storages_;
+  std::unordered_map<const VarNode*, HostArray> pointer_args_;  // pointer parameters: their arrays
   std::unordered_set<const VarNode*> thread_vars_;  // of the running T.Kernel: unsupported
   GridBarrier* grid_barrier_ = nullptr;  // set on a block's machine in a cooperative kernel
   int64_t grid_block_ = 0;                // that block's linear index

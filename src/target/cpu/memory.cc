@@ -114,6 +114,42 @@ void Machine::bind_tensor(const Buffer& b, const HostArray& a) {
   storages_[b.get()] = std::move(s);
 }
 
+void Machine::bind_pointer_tensor(const Buffer& b, const SourceLoc& loc) {
+  auto it = pointer_args_.find(b->data.get());
+  if (it == pointer_args_.end())
+    not_supported("T.make_tensor at an address read by the kernel ('" + b->name + "')", loc,
+                  "give the address as a pointer parameter (`a: T.ptr`) and pass the array itself; the CPU target "
+                  "has no device addresses");
+  const HostArray& a = it->second;
+  if (!cpu_supports_dtype(b->dtype) || b->dtype.is_float4())
+    not_supported("a T.make_tensor of dtype " + b->dtype.str() + " ('" + b->name + "')", loc);
+  Storage s;
+  s.buffer = b;
+  s.dtype = b->dtype;
+  for (const Expr& e : b->shape) s.shape.push_back(eval_int(e));
+  std::vector<Expr> strides = buffer_strides(b);
+  for (const Expr& e : strides) s.strides.push_back(eval_int(e));
+  // The view's reach in bytes (its last element's end) against the array's.
+  int64_t last = 0, array_elems = 1;
+  bool empty = false;
+  for (size_t d = 0; d < s.shape.size(); ++d) {
+    empty |= s.shape[d] == 0;
+    last += (s.shape[d] - 1) * s.strides[d];
+  }
+  for (size_t d = 0; d < a.shape.size(); ++d) array_elems *= a.shape[d];
+  const int64_t need = empty ? 0 : (last + 1) * storage_bytes(b->dtype);
+  const int64_t have = array_elems * storage_bytes(a.dtype);
+  for (int64_t st : s.strides)
+    if (st < 0) not_supported("T.make_tensor with a negative stride ('" + b->name + "')", loc);
+  if (need > have)
+    throw_user_error("target=cpu: kernel '" + kernel_name() + "': T.make_tensor('" + b->name + "') of shape " +
+                         index_str(s.shape) + " " + b->dtype.str() + " reaches " + std::to_string(need) +
+                         " bytes past the address, but the array passed for it has " + std::to_string(have),
+                     loc, "pass a larger array, or make the tensor smaller");
+  s.bytes = static_cast<char*>(a.data);
+  storages_[b.get()] = std::move(s);
+}
+
 void Machine::not_supported(const std::string& what, const SourceLoc& loc, const std::string& hint) {
   throw_user_error("target=cpu: kernel '" + kernel_name() + "': " + what + " is not supported on target=cpu", loc,
                    hint.empty() ? "the CPU target runs tile-level programs; run this kernel on a GPU target" : hint);

@@ -6,7 +6,7 @@
 // among the 32 lanes of a warp; all lanes must take part (full mask). Types the hardware
 // shuffle lacks are moved as 32-bit words.
 //
-//   tl::warp_reduce_sum<Width>(v)   (max, min alike)
+//   tl::warp_reduce_sum<Width>(v)   (max, min, bitand, bitor alike)
 // combines v over aligned groups of Width lanes (1, 2, 4, 8, 16, 32) by a butterfly of
 // shfl_xor, so every lane of a group ends with the group's result.
 #pragma once
@@ -122,6 +122,26 @@ TL_DEVICE T warp_reduce_max(const T& v) {
 template <int Width, typename T>
 TL_DEVICE T warp_reduce_min(const T& v) {
   return warp_allreduce<Width>(v, MinOp());
+}
+struct BitAndOp {
+  template <typename T>
+  TL_DEVICE T operator()(const T& a, const T& b) const {
+    return a & b;
+  }
+};
+struct BitOrOp {
+  template <typename T>
+  TL_DEVICE T operator()(const T& a, const T& b) const {
+    return a | b;
+  }
+};
+template <int Width, typename T>
+TL_DEVICE T warp_reduce_bitand(const T& v) {
+  return warp_allreduce<Width>(v, BitAndOp());
+}
+template <int Width, typename T>
+TL_DEVICE T warp_reduce_bitor(const T& v) {
+  return warp_allreduce<Width>(v, BitOrOp());
 }
 
 }  // namespace tl

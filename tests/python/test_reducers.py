@@ -141,3 +141,86 @@ def test_more_reducer_errors():
                 for i, j in T.Parallel(8, 8):
                     red[i] = T.max(red[i], a[i, j])
                 T.copy(red, o[0])
+
+
+# ---- TileLang's reducer v2: T.reducer_init / T.reducer_update / T.finalize_reducer(acc, dst) ----
+# (upstream testing/python/language/test_tilelang_language_reducer_v2.py's programs)
+
+def _v2_scalar_sum(seed=None, extent=8, threads=128):
+    @T.prim_func
+    def kernel(A: T.Tensor((extent,), T.float32), B: T.Tensor((1,), T.float32)):
+        with T.Kernel(1, threads=threads):
+            src = T.alloc_fragment((extent,), T.float32)
+            T.copy(A, src)
+            acc = T.alloc_reducer((1,), T.float32, op="sum")
+            if seed is None:
+                T.reducer_init(acc)
+            else:
+                T.reducer_init(acc, seed)
+            for i in T.Parallel(extent):
+                T.reducer_update(acc[0], src[i])
+            result = T.alloc_fragment((1,), T.float32)
+            T.finalize_reducer(acc, result)
+            T.copy(result, B)
+
+    return kernel
+
+
+def _v2_rows(op, Mr=32, K=512, BK=128):
+    @T.prim_func
+    def kernel(A: T.Tensor((Mr, K), T.float32), B: T.Tensor((Mr,), T.float32)):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_reducer((Mr,), T.float32, op=op)
+            T.reducer_init(acc)
+            a_frag = T.alloc_fragment((Mr, BK), T.float32)
+            for kt in T.serial(T.ceildiv(K, BK)):
+                T.copy(A[0, kt * BK], a_frag)
+                for i, k in T.Parallel(Mr, BK):
+                    if k >= 0:  # the update may sit under a condition
+                        T.reducer_update(acc[i], a_frag[i, k])
+            result = T.alloc_fragment((Mr,), T.float32)
+            T.finalize_reducer(acc, result)
+            T.copy(result, B)
+
+    return kernel
+
+
+@pytest.mark.parametrize("seed, want", [(None, 36.0), (100.0, 136.0)])
+def test_v2_sum_counts_each_contribution_and_the_seed_once(seed, want):
+    # upstream issue 2408: 128 threads summing 8 elements give 36, not 576; a seed is added once
+    a = np.arange(1, 9, dtype=np.float32)
+    b = np.full(1, np.nan, np.float32)
+    tilec.compile(_v2_scalar_sum(seed), target="cpu")(a, b)
+    assert b[0] == want
+    assert "T.reduce_sum" in _v2_scalar_sum(seed).script()
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min"])
+def test_v2_updates_across_serial_tiles(op):
+    x = rng.standard_normal((32, 512)).astype(np.float32)
+    b = np.full(32, np.nan, np.float32)
+    tilec.compile(_v2_rows(op), target="cpu")(x, b)
+    np.testing.assert_allclose(b, getattr(np, op)(x, axis=1), rtol=1e-5, atol=1e-5)
+    tilec.compile(_v2_rows(op), target="sm_90a")
+
+
+def test_v2_update_outside_a_parallel_loop_is_an_error():
+    with pytest.raises(CompileError, match="T.reducer_update is used inside a T.Parallel loop"):
+        @T.prim_func
+        def k(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), T.float32, op="sum")
+                T.reducer_init(acc)
+                T.reducer_update(acc[0], A[0])
+
+
+def test_v2_update_of_a_plain_fragment_is_an_error():
+    with pytest.raises(CompileError, match="must be an element of a T.alloc_reducer buffer"):
+        @T.prim_func
+        def k(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), T.float32, op="sum")
+                f = T.alloc_fragment((1,), T.float32)
+                T.reducer_init(acc)
+                for i in T.Parallel(8):
+                    T.reducer_update(f[0], A[i])

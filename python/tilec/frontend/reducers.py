@@ -63,10 +63,12 @@ def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional
     reducer_ops = getattr(parser.ctx, "reducer_ops", None)
     if not reducer_ops or kind != "Parallel":
         return None
-    live = [n for stmt in node.body for n in _live_nodes(parser, stmt)]  # each if-test evaluated once
+    body = _desugar_updates(parser, node.body, reducer_ops)  # T.reducer_update(r[i], v) -> r[i] += v, ...
+    unchanged = None if body is node.body else ReducerLoop(parser, body, [])
+    live = [n for stmt in body for n in _live_nodes(parser, stmt)]  # each if-test evaluated once
     written = _written_reducers(parser, live, reducer_ops)
     if not written:
-        return None
+        return unchanged
     parts, renames = [], {}
     for k, (var_name, (buf, op)) in enumerate(written.items()):
         index = _reducer_index(parser, live, var_name, names)
@@ -77,9 +79,46 @@ def plan_reducer_loop(parser, node: ast.For, kind: str, names: list) -> Optional
         parts.append((buf, op, part_name, dim, var_name))
         renames[var_name] = part_name
     if not parts:
-        return None
-    body = [_Rename(renames, names).visit(copy.deepcopy(stmt)) for stmt in node.body]
+        return unchanged
+    body = [_Rename(renames, names).visit(copy.deepcopy(stmt)) for stmt in body]
     return ReducerLoop(parser, [ast.fix_missing_locations(s) for s in body], parts)
+
+
+def _desugar_updates(parser, body: list, reducer_ops: dict) -> list:
+    """TileLang's reducer v2 `T.reducer_update(r[idx], value)` statements as the updates this module
+    folds: `r[idx] += value` (sum), `r[idx] = T.max(r[idx], value)` (max; min alike). `body` itself
+    when there are none."""
+    rewriter = _UpdateRewriter(parser, reducer_ops)
+    out = [rewriter.visit(copy.deepcopy(stmt)) for stmt in body]
+    return [ast.fix_missing_locations(s) for s in out] if rewriter.changed else body
+
+
+class _UpdateRewriter(ast.NodeTransformer):
+    def __init__(self, parser, reducer_ops: dict):
+        self.parser, self.reducer_ops, self.changed = parser, reducer_ops, False
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        call = node.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "reducer_update"):
+            return node
+        if len(call.args) != 2 or call.keywords:
+            raise self.parser.error(node, "T.reducer_update takes the reducer element and the value",
+                                    "write T.reducer_update(acc[i], value)")
+        target, value = call.args
+        reducer = _lookup(self.parser, target.value.id) if isinstance(target, ast.Subscript) and \
+            isinstance(target.value, ast.Name) else None
+        if reducer is None or id(reducer) not in self.reducer_ops:
+            raise self.parser.error(node, "T.reducer_update's first argument must be an element of a "
+                                          "T.alloc_reducer buffer", "write T.reducer_update(acc[i], value)")
+        op = self.reducer_ops[id(reducer)][1]
+        store = ast.Subscript(value=copy.deepcopy(target.value), slice=copy.deepcopy(target.slice), ctx=ast.Store())
+        self.changed = True
+        if op == "sum":
+            return ast.copy_location(ast.AugAssign(target=store, op=ast.Add(), value=value), node)
+        combine = ast.Call(func=ast.Attribute(value=copy.deepcopy(call.func.value), attr=op, ctx=ast.Load()),
+                           args=[copy.deepcopy(target), value], keywords=[])
+        return ast.copy_location(ast.Assign(targets=[store], value=combine), node)
 
 
 def _written_reducers(parser, live: list, reducer_ops: dict) -> dict:

@@ -28,7 +28,7 @@ from .async_copy import access_ptr, cp_async_barrier_noinc, ptx_cp_async
 from .extern import call_extern, import_source
 from .rng import rng_init, rng_rand
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
-from .reducer import alloc_reducer, finalize_reducer
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .logical import all_of, any_of
 from .bitcast import reinterpret
 from .persistent import Persistent

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import CompileError
 from ..frontend import context
-from .ops import alloc_fragment, primitive
+from .ops import alloc_fragment, copy, fill, infinity, primitive
 
 REDUCER_OPS = ("sum", "max", "min")
 
@@ -38,9 +38,39 @@ def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = No
     return buf
 
 
+def _reducer_op(reducer: Any, what: str) -> str:
+    ctx = context.require(what)
+    entry = getattr(ctx, "reducer_ops", {}).get(id(reducer))
+    if entry is None:
+        raise CompileError(f"{what} takes a buffer made by T.alloc_reducer")
+    return entry[1]
+
+
 @primitive
-def finalize_reducer(reducer: Any):
-    """Nothing to do: tilec combines a reducer's contributions at the end of each T.Parallel loop."""
-    ctx = context.require("T.finalize_reducer")
-    if id(reducer) not in getattr(ctx, "reducer_ops", {}):
-        raise CompileError("T.finalize_reducer takes a buffer made by T.alloc_reducer")
+def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: Any = None):
+    """Nothing to combine: tilec combines a reducer's contributions at the end of each T.Parallel
+    loop. TileLang's reducer v2 form `T.finalize_reducer(acc, dst)` copies the result to `dst`."""
+    _reducer_op(reducer, "T.finalize_reducer")
+    if batch < 1:
+        raise CompileError(f"T.finalize_reducer: batch must be >= 1, got {batch}")
+    if dst is not None:
+        copy(reducer, dst)
+
+
+@primitive
+def reducer_init(reducer: Any, init: Any = None):
+    """TileLang's reducer v2: opens the reduction from the op's identity (sum 0, max -inf, min
+    +inf), or from `init`, a logical starting value combined once per element (tilec combines
+    eagerly, so that is the reducer's value before the first update)."""
+    op = _reducer_op(reducer, "T.reducer_init")
+    if init is None:
+        init = 0 if op == "sum" else (-infinity(reducer.dtype) if op == "max" else infinity(reducer.dtype))
+    fill(reducer, init)
+
+
+@primitive
+def reducer_update(target: Any, value: Any):
+    """`T.reducer_update(acc[i], v)` inside a T.Parallel loop: rewritten by the parser into the
+    reducer's update (frontend/reducers.py). Reaching this call means it stands elsewhere."""
+    raise CompileError("T.reducer_update is used inside a T.Parallel loop over the values it combines",
+                       hint="for i, j in T.Parallel(M, N): T.reducer_update(acc[i], x[i, j])")

@@ -512,6 +512,22 @@ tanh = _math("tanh")
 sigmoid = _math("sigmoid")
 
 
+def _classify(name: str):
+    def fn(x: Any):
+        e = to_expr(x)
+        t = str(e.dtype)
+        if not t.startswith(("float", "bfloat")):
+            raise CompileError(f"T.{name} takes a floating-point value, got {t}")
+        return _tilec.call("bool", name, [e], _loc())
+
+    return _named_primitive(fn, name, f"T.{name}(x): a bool, elementwise")
+
+
+isnan = _classify("isnan")
+isinf = _classify("isinf")
+isfinite = _classify("isfinite")
+
+
 @primitive
 def pow(x: Any, y: Any):  # noqa: A001 - the T name
     ex = to_expr(x)

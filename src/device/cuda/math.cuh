@@ -98,6 +98,20 @@ TL_DEVICE __half pow(__half x, __half y) { return __float2half_rn(::powf(__half2
 TL_DEVICE __nv_bfloat16 pow(__nv_bfloat16 x, __nv_bfloat16 y) {
   return __float2bfloat16_rn(::powf(__bfloat162float(x), __bfloat162float(y)));
 }
+// Float classification (T.isnan / T.isinf / T.isfinite): exact in float for every narrower
+// type (their NaNs and infinities convert to float's).
+TL_DEVICE bool isnan(float x) { return ::isnan(x); }
+TL_DEVICE bool isinf(float x) { return ::isinf(x); }
+TL_DEVICE bool isfinite(float x) { return ::isfinite(x); }
+TL_DEVICE bool isnan(double x) { return ::isnan(x); }
+TL_DEVICE bool isinf(double x) { return ::isinf(x); }
+TL_DEVICE bool isfinite(double x) { return ::isfinite(x); }
+template <typename T>
+TL_DEVICE bool isnan(T x) { return ::isnan(static_cast<float>(x)); }
+template <typename T>
+TL_DEVICE bool isinf(T x) { return ::isinf(static_cast<float>(x)); }
+template <typename T>
+TL_DEVICE bool isfinite(T x) { return ::isfinite(static_cast<float>(x)); }
 // max/min of narrow floats: NaN-ignoring like fmaxf, compared in float (exact).
 TL_DEVICE __half max(__half a, __half b) { return __float2half_rn(::fmaxf(__half2float(a), __half2float(b))); }
 TL_DEVICE __half min(__half a, __half b) { return __float2half_rn(::fminf(__half2float(a), __half2float(b))); }

@@ -127,6 +127,11 @@ Value Machine::call(const CallNode* c) {
     if (op == "abs" && !at.is_float()) return Value{0.0, wrap_int(c->dtype, a.i < 0 ? -a.i : a.i)};
     return from_double(c->dtype, it->second(as_double(at, a)));
   }
+  if (op == "isnan" || op == "isinf" || op == "isfinite") {
+    const double x = as_double(c->args[0]->dtype, eval(c->args[0]));
+    const bool r = op == "isnan" ? std::isnan(x) : op == "isinf" ? std::isinf(x) : std::isfinite(x);
+    return Value{0.0, r ? 1 : 0};
+  }
   if (op == "pow") {
     double a = as_double(c->args[0]->dtype, eval(c->args[0]));
     double b = as_double(c->args[1]->dtype, eval(c->args[1]));

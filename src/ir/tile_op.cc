@@ -68,7 +68,8 @@ std::vector<TileOpSchema> builtin_schemas() {
     v.push_back(reduce_schema(r));
   v.push_back({"cumsum",
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
-               {{"dim", AttrKind::kInt, int64_t{0}}, {"reverse", AttrKind::kBool, false}}});
+               {{"dim", AttrKind::kInt, int64_t{0}}, {"reverse", AttrKind::kBool, false},
+                {"op", AttrKind::kString, std::string("sum")}}});
   for (const char* a : {"atomic_add", "atomic_max", "atomic_min"})
     v.push_back({a, {{"dst", ArgKind::kRegion}, {"value", ArgKind::kRegionOrExpr}}, {}});
   // T.alloc_barrier(arrive_count=[...]) initialises its mbarriers with this op.

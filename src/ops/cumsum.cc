@@ -1,6 +1,8 @@
 // T.cumsum(src, dst, dim, reverse): inclusive prefix sums along `dim` (from the end when
-// reverse). src and dst are shared buffers (dst may be src: in place), or fragments whose
-// scanned dimension lies within each thread's registers.
+// reverse); T.cummax (attribute op = "max"): running maxima, the same scan with max for +
+// and -inf (the lowest value of an integer type) for 0. src and dst are shared buffers (dst
+// may be src: in place), or fragments whose scanned dimension lies within each thread's
+// registers.
 //
 // Shared memory: the lines along `dim` are spread over the threads. With at least as
 // many lines as threads, each thread scans whole lines. With fewer lines, P threads share
@@ -8,6 +10,7 @@
 // scratch; after the barrier (inserted by the sync pass) each adds the totals of the
 // chunks before it.
 #include <algorithm>
+#include <limits>
 
 #include "layout/digit_form.h"
 #include "ops/op_util.h"
@@ -25,31 +28,44 @@ struct ScanArgs {
   BufferRegion src, dst;
   int dim = 0;
   bool reverse = false;
+  bool max = false;  // T.cummax
   std::vector<int64_t> shape;
+  const char* name() const { return max ? "T.cummax" : "T.cumsum"; }
+  // The scan's combination and its identity, in the destination's dtype.
+  Expr combine(const Expr& a, const Expr& b, const SourceLoc& loc) const {
+    (void)loc;
+    return max ? ir::max(a, b) : a + b;
+  }
+  Expr identity(DataType t) const {
+    if (!max) return typed_const(0, t);
+    if (t.is_float()) return typed_const(-std::numeric_limits<double>::infinity(), t);
+    return int_imm(t.is_uint() ? 0 : -(int64_t{1} << (t.bits() - 1)), t);
+  }
 };
 
 ScanArgs check_args(const TileOpNode& op) {
   ScanArgs a;
   a.src = region_arg(op, 0);
   a.dst = region_arg(op, 1);
+  a.max = attr_string(op, "op", "sum") == "max";
   for (const auto* r : {&a.src, &a.dst}) {
     TILEC_USER_CHECK(r->buffer->scope == Scope::kFragment || is_shared(r->buffer->scope), op.loc,
                      "copy the data into a shared buffer first")
-        << "T.cumsum works on shared buffers and fragments, but '" << r->buffer->name << "' is in "
+        << a.name() << " works on shared buffers and fragments, but '" << r->buffer->name << "' is in "
         << scope_name(r->buffer->scope);
     TILEC_USER_CHECK(region_is_full(*r), op.loc, "scan whole buffers")
-        << "T.cumsum on a part of '" << r->buffer->name << "' is not supported";
+        << a.name() << " on a part of '" << r->buffer->name << "' is not supported";
   }
   a.shape = const_shape(a.src.buffer);
   TILEC_USER_CHECK(a.shape == const_shape(a.dst.buffer), op.loc, "")
-      << "T.cumsum: '" << a.src.buffer->name << "' and '" << a.dst.buffer->name << "' have different shapes";
+      << a.name() << ": '" << a.src.buffer->name << "' and '" << a.dst.buffer->name << "' have different shapes";
   TILEC_USER_CHECK((a.src.buffer->scope == Scope::kFragment) == (a.dst.buffer->scope == Scope::kFragment), op.loc,
                    "scan shared to shared, or fragment to fragment")
-      << "T.cumsum between a fragment and a shared buffer is not supported";
+      << a.name() << " between a fragment and a shared buffer is not supported";
   int n = static_cast<int>(a.shape.size());
   int64_t dim = attr_int(op, "dim", 0);
   if (dim < 0) dim += n;
-  TILEC_USER_CHECK(dim >= 0 && dim < n, op.loc, "") << "T.cumsum: dim=" << attr_int(op, "dim", 0)
+  TILEC_USER_CHECK(dim >= 0 && dim < n, op.loc, "") << a.name() << ": dim=" << attr_int(op, "dim", 0)
                                                      << " is out of range for a " << n << "-d buffer";
   a.dim = static_cast<int>(dim);
   a.reverse = attr_bool(op, "reverse", false);
@@ -138,7 +154,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
       for (const auto& g : f->digits)
         if (g.dim == a.dim && g.on_thread) local_dim = false;
     TILEC_USER_CHECK(local_dim, loc, "copy the fragment into a shared buffer and scan that")
-        << "T.cumsum of fragment '" << a.src.buffer->name << "' along a dimension spread over threads is not supported";
+        << a.name() << " of fragment '" << a.src.buffer->name << "' along a dimension spread over threads is not supported";
     std::vector<int> kept;
     for (int d = 0; d < static_cast<int>(a.shape.size()); ++d)
       if (d != a.dim) kept.push_back(d);
@@ -146,9 +162,9 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
     if (kept.empty()) lf.shape = {1};
     Layout loop = layout::to_layout(lf);
     Var x = make_var("x", DataType::Int(32), loc);
-    Stmt body = seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc),
+    Stmt body = seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc),
                      make_for(x, int_imm(0), int_imm(n), ForKind::kUnrolled,
-                              seq({buffer_store(acc, {int_imm(0)}, acc0 + load_src(x), loc),
+                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x), loc), loc),
                                    buffer_store(a.dst.buffer, element(a, line_idx, x), acc0, loc)}),
                               loc)});
     return ctx.lower_parallel(rest_vars, rest, body, loop, false);
@@ -159,9 +175,9 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   while (P * 2 * lines <= T && P * 2 <= n) P *= 2;
   if (P == 1) {
     Var x = make_var("x", DataType::Int(32), loc);
-    Stmt body = seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc),
+    Stmt body = seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc),
                      make_for(x, int_imm(0), int_imm(n), ForKind::kSerial,
-                              seq({buffer_store(acc, {int_imm(0)}, acc0 + load_src(x), loc),
+                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x), loc), loc),
                                    buffer_store(a.dst.buffer, element(a, line_idx, x), acc0, loc)}),
                               loc)});
     return ctx.lower_parallel(rest_vars, rest, body, layout::coalesced_layout(rest, T, 1), false);
@@ -191,7 +207,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   Stmt scan_chunk = make_for(
       x, int_imm(0), int_imm(C), ForKind::kSerial,
       if_then_else(pos < int_imm(n),
-                   seq({buffer_store(acc, {int_imm(0)}, acc0 + phys_load(a.src.buffer, pos), loc),
+                   seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, phys_load(a.src.buffer, pos), loc), loc),
                         ctx.store(a.dst.buffer, elem_at(pos), acc0)}),
                    nullptr, loc),
       loc);
@@ -199,21 +215,22 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   auto guarded = [&](const Stmt& s) {
     return lines * P < T ? if_then_else(line < int_imm(lines), s, nullptr, loc) : s;
   };
-  Stmt phase1 = guarded(seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc), scan_chunk,
+  Stmt phase1 = guarded(seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc), scan_chunk,
                              buffer_store(totals, {tid}, acc0, loc)}));
   Var q = make_var("q", DataType::Int(32), loc);
-  Stmt offset = seq({buffer_store(acc, {int_imm(0)}, typed_const(0, t), loc),
+  Stmt offset = seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc),
                      make_for(q, int_imm(0), int_imm(P), ForKind::kSerial,
                               if_then_else(q < part,
                                            buffer_store(acc, {int_imm(0)},
-                                                        acc0 + buffer_load(totals, {line * int_imm(P) + q}, loc), loc),
+                                                        a.combine(acc0, buffer_load(totals, {line * int_imm(P) + q}, loc), loc),
+                                                        loc),
                                            nullptr, loc),
                               loc)});
   Var y = make_var("y", DataType::Int(32), loc);
   Expr pos2 = part * int_imm(C) + y;
   Stmt add = make_for(y, int_imm(0), int_imm(C), ForKind::kSerial,
                       if_then_else(pos2 < int_imm(n),
-                                   ctx.store(a.dst.buffer, elem_at(pos2), phys_load(a.dst.buffer, pos2) + acc0), nullptr,
+                                   ctx.store(a.dst.buffer, elem_at(pos2), a.combine(phys_load(a.dst.buffer, pos2), acc0, loc)), nullptr,
                                    loc),
                       loc);
   Stmt phase2 = guarded(seq({offset, add}));

@@ -10,7 +10,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     Broadcast, Cast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_buffer, alloc_fragment,
     alloc_local, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, assume, atomic_add, atomic_max,
     atomic_min, bitwise_and, bitwise_or, bitwise_xor, call_intrin, cast, ceil, ceildiv, clamp, clear, copy, cos,
-    cumsum, erf, evaluate, exp, exp2, fill, isfinite, isinf, isnan, floor, floordiv, floormod, func_attr, gemm, gemm_sp, gemm_sp_v2, gemm_v1,
+    cummax, cumsum, erf, evaluate, exp, exp2, fill, isfinite, isinf, isnan, floor, floordiv, floormod, func_attr, gemm, gemm_sp, gemm_sp_v2, gemm_v1,
     gemm_v2, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity,
     log, log2, log10, max, min, pow, round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh,
     tcgen05_gemm, thread_binding, tma_copy, trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,

@@ -282,14 +282,16 @@ void op_cumsum(Machine& m, const TileOpNode* op) {
     if (d > dim) inner *= src.ext[static_cast<size_t>(d)];
   }
   DataType st = src.buffer->dtype, dt = dst.buffer->dtype;
+  const bool max = attr_string(*op, "op", "sum") == "max";  // T.cummax
   std::vector<Value> vals = read_box(m, src, op->loc), res(vals.size());
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      double acc = 0.0;
+      double acc = max ? -HUGE_VAL : 0.0;
       for (int64_t s = 0; s < n; ++s) {
         int64_t k = reverse ? n - 1 - s : s;
         size_t at = static_cast<size_t>((o * n + k) * inner + i);
-        acc += as_double(st, vals[at]);
+        const double v = as_double(st, vals[at]);
+        acc = max ? std::fmax(acc, v) : acc + v;  // NaN-ignoring, as tl::max
         res[at] = from_double(dt, acc);
       }
     }

@@ -111,8 +111,9 @@ if [[ " $steps " == *" recheck "* ]]; then
   # What changed since the last GPU run, in one device call (each session keeps this list
   # current; not part of `all`). Since the eleventh session's last call: fp8 P in registers
   # (the example checks both forms; sanitizers; SASS; both timed against cuDNN), pointer
-  # parameters, T.sync_grid's split T.Parallel and the T.alloc_var fill fix (upstream's
-  # persistent MLA decode), the eager autotune of gemv, the disk-cache hit.
+  # parameters, warp votes, T.sync_grid's split T.Parallel and the T.alloc_var fill fix
+  # (upstream's persistent MLA decode), the eager autotune of gemv, the disk-cache hit, fewer
+  # barriers from insert_syncs.
   run_step "GPU tests: pointers, sync_grid, tile ops" recheck_tests.log "$PY" -m pytest -q -m gpu \
     tests/gpu/test_pointer_params_gpu.py tests/gpu/test_warp_vote_gpu.py tests/gpu/test_sync_grid_gpu.py \
     tests/gpu/test_tile_ops_more_gpu.py
@@ -135,6 +136,16 @@ if [[ " $steps " == *" recheck "* ]]; then
   fi
   run_step "compile times and disk-cache hit" recheck_compile.log "$PY" bench/bench_compile.py
   tail -n 12 "$OUT/recheck_compile.log"
+  # insert_syncs now proves non-affine (swizzled) same-thread accesses private by evaluation,
+  # so fewer barriers: racecheck the scan example and a differential fuzz sample.
+  run_step "sanitizer racecheck cumsum" recheck_san_cumsum.log env TILEC_EXAMPLE_QUICK=1 \
+    compute-sanitizer --tool racecheck --error-exitcode 1 "$PY" examples/cumsum.py
+  run_step "fuzz sample (GPU vs CPU target)" recheck_fuzz.log "$PY" -m tools.fuzz --mode gpu --count 600 \
+    --seed 7000 --jobs 8 --timeout 60 --time-limit 240 --report "$OUT/recheck_fuzz.json"
+  tail -n 6 "$OUT/recheck_fuzz.log"
+  run_step "sanitizer racecheck fuzz sample" recheck_fuzz_race.log "$PY" -m tools.fuzz --mode gpu \
+    --sanitize racecheck --count 16 --seed 100000 --jobs 4 --timeout 240 --no-minimize \
+    --report "$OUT/recheck_fuzz_race.json"
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then

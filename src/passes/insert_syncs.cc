@@ -32,7 +32,9 @@
 //   Two accesses of one thread to one address need no barrier: a store and a load with the
 //   same index expression that is affine in the (only) thread index with a non-zero
 //   coefficient, and whose variables have not changed between the two (a loop back edge
-//   changes the variables bound inside the loop). Two atomics never conflict.
+//   changes the variables bound inside the loop); or, for an index that is not affine (a
+//   swizzled tile), one that evaluation over the thread indices and constant loop ranges
+//   shows to be injective in the threads (thread_private). Two atomics never conflict.
 //
 // Uniform values (the same for every thread of the block): an expression is uniform when it
 //   uses no thread index, no variable bound to a non-uniform value (a loop with non-uniform
@@ -130,7 +132,10 @@ class SyncPlanner {
     back::bind_kernel_vars(az_, kernel);
     for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
       divergent_.insert(kernel->thread_vars[i].get());
-      if (kernel->threads[i] > 1) active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
+      if (kernel->threads[i] > 1) {
+        active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
+        thread_var_objects_.push_back({kernel->thread_vars[i], kernel->threads[i]});
+      }
     }
     find_async_buffers(kernel->body);
     std::unordered_set<const VarNode*> thread_vars;
@@ -184,6 +189,10 @@ class SyncPlanner {
     if (earlier.buffer != later.buffer || !earlier.index || !later.index) return false;
     if (!back::same_expr(earlier.index, later.index)) return false;
     Expr idx = az_.simplify(earlier.index);  // e.g. tx % 128 * 8 + x -> tx * 8 + x
+    return injective_mixed_radix(idx, earlier) || injective_by_enumeration(idx, earlier);
+  }
+
+  bool injective_mixed_radix(Expr idx, const Access& earlier) const {
     std::vector<std::pair<int64_t, int64_t>> terms;  // (|coefficient|, extent)
     if (auto* r = idx.as<RampNode>()) {
       auto* s = as_const_int(r->stride);
@@ -215,6 +224,43 @@ class SyncPlanner {
       reach += coeff * (extent - 1);
     }
     return true;
+  }
+
+  // The same injectivity decided by evaluating the index everywhere, for indices that are
+  // not affine (a swizzled shared tile: the XOR of a row into its 16-byte chunks): every
+  // variable is a thread index or a loop variable of constant extent; for each value of the
+  // loop variables that stay fixed between the two accesses, the thread indices, the loop
+  // variables whose back edge lies between and the lanes of a vector access give distinct
+  // addresses. Up to 2^18 evaluations; anything else is "not proven".
+  bool injective_by_enumeration(Expr idx, const Access& earlier) const {
+    int64_t lanes = 1, stride = 0;
+    if (auto* r = idx.as<RampNode>()) {
+      auto* st = as_const_int(r->stride);
+      if (!st) return false;
+      lanes = r->lanes, stride = *st;
+      idx = r->base;
+    }
+    if (back::reads_memory(idx)) return false;
+    // Every thread index varies, used by the index or not (an index without one is the same
+    // address in all those threads: not private).
+    std::vector<Var> varying, fixed;
+    std::vector<int64_t> varying_ext, fixed_ext;
+    for (const auto& [t, extent] : thread_var_objects_) varying.push_back(t), varying_ext.push_back(extent);
+    for (const Var& v : back::free_vars(idx)) {
+      auto thread = std::find_if(active_threads_.begin(), active_threads_.end(),
+                                 [&](const auto& t) { return t.first == v.get(); });
+      auto range = loop_extent_.find(v.get());
+      if (thread != active_threads_.end()) {
+        continue;  // already varying
+      } else if (range != loop_extent_.end() && range->second > 0 && from_zero_.count(v.get())) {
+        const bool tainted = earlier.tainted.count(v.get()) > 0;
+        (tainted ? varying : fixed).push_back(v);
+        (tainted ? varying_ext : fixed_ext).push_back(range->second);
+      } else {
+        return false;
+      }
+    }
+    return syncs::injective_in(idx, varying, varying_ext, fixed, fixed_ext, lanes, stride);
   }
 
   bool conflict(const Access& p, const Access& a) const {
@@ -810,6 +856,7 @@ class SyncPlanner {
   Stmt visit_uniform_for(const Stmt& s, const ForNode* op, Pending& pending) {
     az_.bind_range(op->loop_var, op->min, op->extent);
     if (auto* e = as_const_int(op->extent)) loop_extent_[op->loop_var.get()] = *e;
+    if (is_zero(op->min)) from_zero_.insert(op->loop_var.get());
     VarSet inside = vars_bound_in(op);
     // Nothing comes back along the back edge of a loop whose iterations touch different elements.
     const bool disjoint = find_attr(op->annotations, kDisjointIterationsKey) != nullptr;
@@ -884,7 +931,9 @@ class SyncPlanner {
   std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges_;
   mutable arith::Analyzer az_;
   std::vector<std::pair<const VarNode*, int64_t>> active_threads_;  // (index, extent > 1)
+  std::vector<std::pair<Var, int64_t>> thread_var_objects_;          // the same, as Vars
   std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
+  VarSet from_zero_;                                                  // loop variables starting at 0
   VarSet divergent_;
   GlobalWrites global_writes_;
   std::unordered_set<const BufferNode*> uniform_locals_;  // see syncs::uniform_locals

@@ -2,6 +2,8 @@
 // and named barriers for roles.
 #include "passes/insert_syncs_support.h"
 
+#include "layout/int_eval.h"
+
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
@@ -214,6 +216,38 @@ BufferSet uniform_locals(const Stmt& body, const std::unordered_set<const VarNod
     pass.visit(body);
     if (!pass.changed) return uniform;
   }
+}
+
+bool injective_in(const ir::Expr& index, const std::vector<ir::Var>& varying, const std::vector<int64_t>& varying_ext,
+                  const std::vector<ir::Var>& fixed, const std::vector<int64_t>& fixed_ext, int64_t lanes,
+                  int64_t stride) {
+  int64_t total = lanes;
+  for (int64_t e : varying_ext) total *= e;
+  for (int64_t e : fixed_ext) total *= e;
+  if (total > (int64_t{1} << 18)) return false;
+  std::vector<ir::Var> slots = varying;
+  slots.insert(slots.end(), fixed.begin(), fixed.end());
+  if (!layout::IntProgram::compiles(index, slots)) return false;
+  layout::IntProgram prog(index, slots);
+  std::vector<int64_t> values(slots.size(), 0);
+  // Odometer over the variables [off, off + ext.size()) of `values`; false when it wraps.
+  auto next = [&](const std::vector<int64_t>& ext, size_t off) {
+    for (size_t i = 0; i < ext.size(); ++i) {
+      if (++values[off + i] < ext[i]) return true;
+      values[off + i] = 0;
+    }
+    return false;
+  };
+  std::unordered_set<int64_t> seen;
+  do {
+    seen.clear();
+    do {
+      const int64_t base = prog.eval(values.data());
+      for (int64_t l = 0; l < lanes; ++l)
+        if (!seen.insert(base + l * stride).second) return false;
+    } while (next(varying_ext, 0));
+  } while (next(fixed_ext, varying.size()));
+  return true;
 }
 
 }  // namespace tilec::passes::syncs

@@ -3,6 +3,7 @@
 
 #include "codegen_test_util.h"
 #include "passes/cuda_back_util.h"
+#include "passes/insert_syncs_support.h"
 #include "tilec/ir/builder.h"
 #include "tilec/passes/cuda_back_passes.h"
 #include "tilec/passes/passes.h"
@@ -191,6 +192,44 @@ TEST(InsertSyncs, SameThreadSameAddressNeedsNoBarrier) {
   b.end_frame();
   PrimFunc in = b.finish();
   EXPECT_TRUE(syncs(in).same_as(in)) << body_text(syncs(in));
+}
+
+Expr bit(const char* op, Expr a, Expr b) { return call(DataType::Int(32), op, {std::move(a), std::move(b)}); }
+
+// A swizzled tile updated in place (a scan of its own chunk per thread): the index XORs the
+// chunk with the row, not affine, yet injective in the thread for every x — no barrier
+// between a thread's read and its write of one element. The same with an XOR that sends two
+// threads to one element keeps its barrier.
+TEST(InsertSyncs, SwizzledSameThreadSameAddressNeedsNoBarrier) {
+  auto build = [](bool injective) {
+    Builder b("k");
+    Buffer A = b.tensor("A", {int_imm(2048)}, Float32());
+    b.begin_kernel({int_imm(1)}, {128});
+    Var tx = b.thread_vars()[0];
+    Buffer S = b.alloc_shared("S", {int_imm(2048)}, Float32());
+    Var x = b.begin_for("x", int_imm(0), int_imm(16), ForKind::kSerial);
+    Expr row = floordiv(tx, 8), chunk = floormod(tx, 8);
+    Expr swz = injective ? bit("tl.bitwise_xor", chunk, floormod(row, 8)) : bit("tl.bitwise_and", chunk, int_imm(3));
+    Expr idx = row * 128 + swz * 16 + x;
+    b.store(S, {idx}, buffer_load(S, {idx}) + buffer_load(A, {tx}));
+    b.end_frame();
+    b.end_frame();
+    return b.finish();
+  };
+  PrimFunc ok = build(true);
+  EXPECT_TRUE(syncs(ok).same_as(ok)) << body_text(syncs(ok));
+  EXPECT_TRUE(contains(body_text(syncs(build(false))), "__syncthreads();"));
+}
+
+TEST(InsertSyncs, InjectivityByEnumeration) {
+  Var t = make_var("t"), x = make_var("x");
+  using passes::syncs::injective_in;
+  EXPECT_TRUE(injective_in(bit("tl.bitwise_xor", t, x), {t}, {32}, {x}, {32}, 1, 0));         // a permutation per x
+  EXPECT_FALSE(injective_in(bit("tl.bitwise_xor", t, x), {t, x}, {32, 2}, {}, {}, 1, 0));  // x varying too
+  EXPECT_FALSE(injective_in(floordiv(t, 2), {t}, {32}, {}, {}, 1, 0));
+  EXPECT_TRUE(injective_in(t * 4, {t}, {32}, {}, {}, 4, 1));   // 4 lanes each
+  EXPECT_FALSE(injective_in(t * 4, {t}, {32}, {}, {}, 5, 1));  // the fifth lane is the next thread's
+  EXPECT_FALSE(injective_in(t, {t}, {1 << 20}, {}, {}, 1, 0));  // too many points to enumerate
 }
 
 TEST(InsertSyncs, LoopBackEdge) {

@@ -116,7 +116,7 @@ if [[ " $steps " == *" recheck "* ]]; then
   # barriers from insert_syncs.
   run_step "GPU tests: pointers, sync_grid, tile ops" recheck_tests.log "$PY" -m pytest -q -m gpu \
     tests/gpu/test_pointer_params_gpu.py tests/gpu/test_warp_vote_gpu.py tests/gpu/test_sync_grid_gpu.py \
-    tests/gpu/test_tile_ops_more_gpu.py
+    tests/gpu/test_tile_ops_more_gpu.py tests/gpu/test_scan_reducer_classify_gpu.py
   run_step "example flash_attention_fp8 (both P forms)" recheck_fp8.log "$PY" examples/flash_attention_fp8.py
   for tool in memcheck racecheck synccheck; do
     run_step "sanitizer $tool flash_attention_fp8" "recheck_san_$tool.log" env TILEC_EXAMPLE_QUICK=1 \

@@ -9,8 +9,8 @@ over the keys, which is why V comes transposed (keys contiguous). P is rounded t
 in [0, 1]) and reaches P V through shared memory, or with p_in_registers=True in registers as
 FlashAttention-3 does: T.copy of the float32 scores into an fp8 fragment becomes a rounding and a
 shuffle within each quad of threads into the register layout of the fp8 wgmma's A operand. The
-scales are applied to the scores (q_scale * k_scale) and to the output (v_scale). Causal masking is top-left aligned; key lengths that are not a multiple of the
-block are masked.
+scales are applied to the scores (q_scale * k_scale) and to the output (v_scale). Causal masking
+is top-left aligned; key lengths that are not a multiple of the block are masked.
 
 Run: python examples/flash_attention_fp8.py            (checks against torch on a Hopper GPU)
      python examples/flash_attention_fp8.py --compile-only

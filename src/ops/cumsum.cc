@@ -154,7 +154,8 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
       for (const auto& g : f->digits)
         if (g.dim == a.dim && g.on_thread) local_dim = false;
     TILEC_USER_CHECK(local_dim, loc, "copy the fragment into a shared buffer and scan that")
-        << a.name() << " of fragment '" << a.src.buffer->name << "' along a dimension spread over threads is not supported";
+        << a.name() << " of fragment '" << a.src.buffer->name
+        << "' along a dimension spread over threads is not supported";
     std::vector<int> kept;
     for (int d = 0; d < static_cast<int>(a.shape.size()); ++d)
       if (d != a.dim) kept.push_back(d);
@@ -230,7 +231,9 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   Expr pos2 = part * int_imm(C) + y;
   Stmt add = make_for(y, int_imm(0), int_imm(C), ForKind::kSerial,
                       if_then_else(pos2 < int_imm(n),
-                                   ctx.store(a.dst.buffer, elem_at(pos2), a.combine(phys_load(a.dst.buffer, pos2), acc0, loc)), nullptr,
+                                   ctx.store(a.dst.buffer, elem_at(pos2),
+                                             a.combine(phys_load(a.dst.buffer, pos2), acc0, loc)),
+                                   nullptr,
                                    loc),
                       loc);
   Stmt phase2 = guarded(seq({offset, add}));

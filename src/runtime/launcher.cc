@@ -428,7 +428,8 @@ void Kernel::bind_scalar(int pos, const ArgValue& a, BoundCall& call) const {
       }
       return;
     }
-    if (a.kind != ArgValue::kInt) arg_error(pos, std::string("expected a tensor or an integer address, got ") + kind_text(a));
+    if (a.kind != ArgValue::kInt)
+      arg_error(pos, std::string("expected a tensor or an integer address, got ") + kind_text(a));
     if (a.int_value < 0) arg_error(pos, "the address " + std::to_string(a.int_value) + " is negative");
     return;
   }

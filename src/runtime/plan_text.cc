@@ -324,7 +324,8 @@ void check_launch_plan(const LaunchPlan& p) {
   }
   for (const auto& s : p.scalars) {
     if (!is_identifier(s.name)) fail("scalar name '" + s.name + "' is not an identifier");
-    if (s.dtype.lanes() != 1 || !(s.dtype.is_integer() || s.dtype.is_bool() || s.dtype.is_float() || s.dtype.is_handle())) {
+    const bool scalar_type = s.dtype.is_integer() || s.dtype.is_bool() || s.dtype.is_float() || s.dtype.is_handle();
+    if (s.dtype.lanes() != 1 || !scalar_type) {
       fail("scalar '" + s.name + "' has unsupported type " + s.dtype.str());
     }
   }

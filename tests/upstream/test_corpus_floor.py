@@ -42,7 +42,9 @@ import run_corpus
 # thread): 91 pass on a fresh clone through scripts/run_corpus.sh (torch 2.15, which now also installs
 # einops / scipy / tqdm / packaging: without einops 75 passed); the persistent MLA decode
 # and gemv now pass.
-FLOOR = 87
+# 2026-12-02 (twelfth session): 90 on this machine with other work running (deepseek_mhc bwd, which
+# takes 121-134 s alone here, ran past the 120 s limit); the floor rises by one.
+FLOOR = 88
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the corpus harness needs torch"),

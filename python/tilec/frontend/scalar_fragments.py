@@ -27,8 +27,8 @@ from typing import Any
 
 _TILE_OPS_OK_AS_DST = {"copy", "fill", "clear"}
 _TILE_OPS = {"copy", "fill", "clear", "gemm", "gemm_v1", "gemm_v2", "wgmma_gemm", "reduce", "reduce_max",
-             "reduce_min", "reduce_sum", "reduce_abssum", "reduce_absmax", "cumsum", "atomic_add", "atomic_max",
-             "atomic_min", "tma_copy"}
+             "reduce_min", "reduce_sum", "reduce_abssum", "reduce_absmax", "cumsum", "cummax", "atomic_add",
+             "atomic_max", "atomic_min", "tma_copy"}
 
 
 def _call_name(node: ast.AST) -> str:

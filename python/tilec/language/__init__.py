@@ -10,7 +10,7 @@ from .ops import (  # noqa: A004 (abs, max, min, print are T names)
     Broadcast, Cast, GemmWarpPolicy, Kernel, Parallel, Pipelined, Ramp, Select, abs, alloc_buffer, alloc_fragment,
     alloc_local, alloc_shared, alloc_tmem, alloc_var, annotate, annotate_layout, assume, atomic_add, atomic_max,
     atomic_min, bitwise_and, bitwise_or, bitwise_xor, call_intrin, cast, ceil, ceildiv, clamp, clear, copy, cos,
-    cummax, cumsum, erf, evaluate, exp, exp2, fill, isfinite, isinf, isnan, floor, floordiv, floormod, func_attr, gemm, gemm_sp, gemm_sp_v2, gemm_v1,
+    erf, evaluate, exp, exp2, fill, isfinite, isinf, isnan, floor, floordiv, floormod, func_attr, gemm, gemm_sp, gemm_sp_v2, gemm_v1,
     gemm_v2, get_block_binding, get_block_bindings, get_thread_binding, get_thread_bindings, if_then_else, infinity,
     log, log2, log10, max, min, pow, round, rsqrt, serial, shift_left, shift_right, sigmoid, sin, sqrt, tanh,
     tcgen05_gemm, thread_binding, tma_copy, trunc, truncdiv, truncmod, unroll, use_swizzle, vectorized, wgmma_gemm,
@@ -28,6 +28,7 @@ from .async_copy import access_ptr, cp_async_barrier_noinc, ptx_cp_async
 from .extern import call_extern, import_source
 from .rng import rng_init, rng_rand
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
+from .scans import cummax, cumsum
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .logical import all_of, any_of
 from .bitcast import reinterpret

@@ -402,22 +402,6 @@ def clear(buffer: Any):
     _tile_op("fill", [buffer, 0], {})
 
 
-@primitive
-def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None,
-           op: str = "sum"):
-    """Inclusive prefix sums along `dim`; `op="max"` (how T.cummax prints) takes running maxima."""
-    if op not in ("sum", "max"):
-        raise CompileError(f"T.cumsum: op {op!r} is not a scan tilec has", hint="op='sum' or 'max' (T.cummax)")
-    _tile_op("cumsum", [src, src if dst is None else dst], {"dim": dim, "reverse": reverse, "op": op})
-
-
-@primitive
-def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None):
-    """Running maxima along `dim` (from the end with reverse), in place without `dst`; NaN-ignoring
-    as T.max. The cumsum scan with max (src/ops/cumsum.cc)."""
-    cumsum(src, dst, dim, reverse, op="max")
-
-
 def _region_like(point: BufferAccess, other: Any) -> BufferAccess:
     """`point` (all indices) as the region of `other`'s extents, aligned on the last dimensions."""
     if isinstance(other, Buffer):

@@ -1,7 +1,8 @@
 """T.cummax / T.cumsum over swizzled shared tiles and fragments (insert_syncs now proves the swizzled
-same-thread accesses private: 3 barriers instead of one per element), TileLang's reducer v2 and
-T.isnan / isinf / isfinite on the GPU, against numpy, outputs poisoned — the programs of
-tests/python/test_cummax.py, test_reducers.py and test_float_classification.py.
+same-thread accesses private: 3 barriers instead of one per element), TileLang's reducer v2,
+T.isnan / isinf / isfinite and T.atomic_load / atomic_store on the GPU, against numpy, outputs
+poisoned — the programs of tests/python/test_cummax.py, test_reducers.py,
+test_float_classification.py and test_atomic_order.py.
 
     pytest -m gpu tests/gpu/test_scan_reducer_classify_gpu.py
 """
@@ -66,3 +67,15 @@ def test_classification(dtype):
     xf = x.float().cpu()
     want = torch.stack([torch.isnan(xf), torch.isinf(xf), torch.isfinite(xf)]).int()
     assert torch.equal(y.cpu(), want), (y, want)
+
+
+def test_atomic_load_and_store_with_orders():
+    from test_atomic_order import flags
+
+    for load_order, store_order, dtype in (("acquire", "release", torch.int32), ("relaxed", "seq_cst", torch.float64)):
+        kernel = tilec.compile(flags(load_order, store_order, str(dtype).replace("torch.", "")), target="auto")
+        f = torch.tensor([1, 7, 0, 0], dtype=dtype, device="cuda")
+        o = torch.zeros(4, dtype=dtype, device="cuda")
+        kernel(f, o)
+        torch.cuda.synchronize()
+        assert f.tolist() == [1, 7, 12, 0] and o[0].item() == 12

@@ -29,6 +29,7 @@ from .extern import call_extern, import_source
 from .rng import rng_init, rng_rand
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .scans import cummax, cumsum
+from .atomic_order import atomic_load, atomic_store
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .logical import all_of, any_of
 from .bitcast import reinterpret

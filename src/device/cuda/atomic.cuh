@@ -131,4 +131,44 @@ TL_DEVICE __nv_bfloat16 atomic_min(__nv_bfloat16* address, __nv_bfloat16 value) 
   return detail::atomic_update_if<__nv_bfloat16, unsigned short>(address, value, detail::Less());
 }
 
+// Loads and stores with a memory order at GPU scope (T.atomic_load / T.atomic_store), as
+// libcu++ maps C++'s orders to PTX: relaxed -> ld/st.relaxed.gpu, acquire -> ld.acquire.gpu,
+// release -> st.release.gpu, seq_cst -> fence.sc.gpu then ld.acquire / st.relaxed. ORDER:
+// 0 relaxed, 2 acquire, 3 release, 5 seq_cst. 32- and 64-bit types, through their bits.
+template <int ORDER, typename T>
+TL_DEVICE T atomic_load(const T* address) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "tl::atomic_load: 32- or 64-bit values");
+  if constexpr (ORDER == 5) asm volatile("fence.sc.gpu;" ::: "memory");
+  T out;
+  if constexpr (sizeof(T) == 4) {
+    unsigned int bits;
+    if constexpr (ORDER == 0) asm volatile("ld.relaxed.gpu.b32 %0, [%1];" : "=r"(bits) : "l"(address) : "memory");
+    else asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(bits) : "l"(address) : "memory");
+    memcpy(&out, &bits, 4);
+  } else {
+    unsigned long long bits;
+    if constexpr (ORDER == 0) asm volatile("ld.relaxed.gpu.b64 %0, [%1];" : "=l"(bits) : "l"(address) : "memory");
+    else asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(bits) : "l"(address) : "memory");
+    memcpy(&out, &bits, 8);
+  }
+  return out;
+}
+
+template <int ORDER, typename T>
+TL_DEVICE void atomic_store(T* address, T value) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "tl::atomic_store: 32- or 64-bit values");
+  if constexpr (ORDER == 5) asm volatile("fence.sc.gpu;" ::: "memory");
+  if constexpr (sizeof(T) == 4) {
+    unsigned int bits;
+    memcpy(&bits, &value, 4);
+    if constexpr (ORDER == 3) asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"(address), "r"(bits) : "memory");
+    else asm volatile("st.relaxed.gpu.b32 [%0], %1;" ::"l"(address), "r"(bits) : "memory");
+  } else {
+    unsigned long long bits;
+    memcpy(&bits, &value, 8);
+    if constexpr (ORDER == 3) asm volatile("st.release.gpu.b64 [%0], %1;" ::"l"(address), "l"(bits) : "memory");
+    else asm volatile("st.relaxed.gpu.b64 [%0], %1;" ::"l"(address), "l"(bits) : "memory");
+  }
+}
+
 }  // namespace tl

@@ -95,6 +95,22 @@ Value scalar_atomic(Machine& m, const CallNode* c) {
   return Value{};
 }
 
+// tl.atomic_load(order, tl.address_of(B[i...])) / tl.atomic_store(order, address, value): blocks
+// run one at a time, so a plain load / store (the order changes nothing here).
+Value ordered_access(Machine& m, const CallNode* c) {
+  auto* addr = c->args[1].as<CallNode>();
+  const BufferLoadNode* target = addr && addr->op == "tl.address_of" ? addr->args[0].as<BufferLoadNode>() : nullptr;
+  if (!target) m.not_supported(c->op + " on something else than an element", c->loc);
+  std::vector<int64_t> idx;
+  for (const Expr& i : target->indices) idx.push_back(m.eval_int(i));
+  if (c->op == "tl.atomic_load") return m.load(target->buffer, idx, c->loc);
+  DataType t = target->buffer->dtype;
+  Value v = m.eval(c->args[2]);
+  if (c->args[2]->dtype != t) v = convert(v, c->args[2]->dtype, t);
+  m.store(target->buffer, idx, v, c->loc);
+  return Value{};
+}
+
 Value print(Machine& m, const CallNode* c) {
   std::string line = "[target=cpu " + m.kernel_name() + "]";
   for (const Expr& a : c->args) {
@@ -143,6 +159,7 @@ Value Machine::call(const CallNode* c) {
   if (op == "tl.reinterpret") return reinterpret(*this, c);
   if (op.rfind("tl.bitwise_", 0) == 0 || op == "tl.shift_left" || op == "tl.shift_right") return bitwise(*this, c);
   if (op == "tl.atomic_add" || op == "tl.atomic_max" || op == "tl.atomic_min") return scalar_atomic(*this, c);
+  if (op == "tl.atomic_load" || op == "tl.atomic_store") return ordered_access(*this, c);
   if (is_block_noop(op)) return Value{};
   if (op == "tl.sync_grid") {
     sync_grid(c->loc);

@@ -56,3 +56,16 @@ def test_warp_reductions(op, dtype):
     kernel(x)
     torch.cuda.synchronize()
     torch.testing.assert_close(x, want, rtol=1e-4 if dtype == torch.float32 else 0, atol=1e-4 if dtype == torch.float32 else 0)
+
+
+@pytest.mark.parametrize("n", [0, 32, 128])
+def test_shuffle_elect(n):
+    from test_warp_vote import elect
+
+    kernel = tilec.compile(elect(n), target="auto")
+    o = torch.full((256,), -1, dtype=torch.int32, device="cuda")
+    kernel(o)
+    torch.cuda.synchronize()
+    want = torch.zeros(256, dtype=torch.int32)
+    want[:: (n or 256)] = 1
+    assert torch.equal(o.cpu(), want)

@@ -95,3 +95,18 @@ def test_a_float_predicate_is_refused(intrinsic):
 def test_bit_reductions_take_integers():
     with pytest.raises(tilec.CompileError, match="T.warp_reduce_bitand takes an integer value, got float32"):
         warp_reduce("bitand", "float32")
+
+
+def elect(n):
+    @T.prim_func
+    def main(O: T.Tensor((256,), "int32")):
+        with T.Kernel(1, threads=256):
+            tx = T.get_thread_binding(0)
+            O[tx] = T.if_then_else(T.shuffle_elect(n), 1, 0)
+
+    return main
+
+
+@pytest.mark.parametrize("n, condition", [(0, "tx == 0"), (32, "tx % 32 == 0"), (128, "tx % 128 == 0")])
+def test_shuffle_elect_picks_the_first_thread_of_each_group(n, condition):
+    assert f"T.if_then_else({condition}, 1, 0)" in elect(n).script()

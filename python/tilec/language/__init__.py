@@ -43,7 +43,7 @@ globals().update(_SM100_UNSUPPORTED)  # T.PersistentTileScheduler, T.WSSchedule,
 from .warp import shfl_down, shfl_sync, shfl_up, shfl_xor, tvm_warp_shuffle, tvm_warp_shuffle_down, tvm_warp_shuffle_up
 from .warp_vote import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and, syncthreads_count,
                         syncthreads_or, warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
-                        warp_reduce_sum)
+                        warp_reduce_sum, shuffle_elect)
 from .warp_vote import ffs as __ffs, fns as __fns  # noqa: F401  (TileLang's T.__ffs / T.__fns)
 
 c2d_im2col = im2col

@@ -132,3 +132,28 @@ def warp_reduce_bitand(value: Any):
 @primitive
 def warp_reduce_bitor(value: Any):
     return _warp_reduce("bitor", value, integer_only=True)
+
+
+@primitive
+def shuffle_elect(thread_extent: Any):
+    """True in one thread of each group of `thread_extent` consecutive threads (the first, as
+    TileLang's elect.sync picks with every lane active); 0: one thread of the whole block."""
+    from ..frontend import context
+    from ..frontend.values import const_int
+
+    n = const_int(thread_extent, "T.shuffle_elect: the group size")
+    ctx = context.require("T.shuffle_elect")
+    tvars = ctx.builder.thread_vars()
+    if not tvars:
+        raise CompileError("T.shuffle_elect is used inside a T.Kernel with threads")
+    extents = list(getattr(ctx, "kernel_threads", []) or [])
+    linear, stride = None, 1
+    for i, v in enumerate(tvars):
+        extent = extents[i] if i < len(extents) else 1
+        if extent > 1 or linear is None:
+            term = v if stride == 1 else v * stride
+            linear = term if linear is None else linear + term
+        stride *= extent
+    if n < 0:
+        raise CompileError(f"T.shuffle_elect({n}): the group size is 0 (the block) or positive")
+    return linear == 0 if n == 0 else linear % n == 0

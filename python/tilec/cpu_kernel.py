@@ -129,10 +129,7 @@ class CpuKernel:
                 raise _tilec.KernelArgumentError(
                     f"argument {pos} ('{param.name}') of kernel {self.func.name} is a pointer: target=cpu takes the "
                     "array itself (a numpy array or a CPU tensor), not an address it cannot check")
-            arr, dtype = self._as_numpy(pos, value)
-            keep.append(arr)
-            itemsize = arr.dtype.itemsize
-            return (int(arr.ctypes.data), dtype, list(arr.shape), [s // itemsize for s in arr.strides])
+            return self._host_array(pos, value, keep)[0]
         if not hasattr(param, "shape"):  # a scalar parameter
             if _is_torch_tensor(value) or hasattr(value, "item"):
                 value = value.item()
@@ -143,15 +140,19 @@ class CpuKernel:
             if isinstance(value, int):
                 symbols[param.name] = value
             return value
-        arr, dtype = self._as_numpy(pos, value)
-        keep.append(arr)
-        itemsize = arr.dtype.itemsize
-        strides = [s // itemsize for s in arr.strides]
+        marshalled, arr = self._host_array(pos, value, keep)
         for d, dim in enumerate(param.shape):
             name = getattr(dim, "name", None)
             if name is not None and d < arr.ndim:
                 symbols.setdefault(name, int(arr.shape[d]))
-        return (int(arr.ctypes.data), dtype, list(arr.shape), strides)
+        return marshalled
+
+    def _host_array(self, pos: int, value: Any, keep: list):
+        """(address, dtype, shape, strides in elements) of an array argument, and the array (kept alive)."""
+        arr, dtype = self._as_numpy(pos, value)
+        keep.append(arr)
+        itemsize = arr.dtype.itemsize
+        return (int(arr.ctypes.data), dtype, list(arr.shape), [s // itemsize for s in arr.strides]), arr
 
     def _as_numpy(self, pos: int, value: Any):
         import numpy as np

@@ -246,32 +246,13 @@ class JITImpl:
         input order, a failed one None with ignore_error (else its error is raised). The front
         end runs here, one set after another; the C++ compiles run in parallel. Placeholders for
         runtime parameters (`T.ptr()`, tensors) only need to be accepted: nothing is launched."""
-        import concurrent.futures
-        import os
-
-        thunks = []
+        jobs = []
         for config in configs:
             try:
-                thunks.append((self.prepare_compile(**dict(config)), None))
+                jobs.append(self.prepare_compile(**dict(config)))
             except CompileError as e:
-                thunks.append((None, e))
-
-        def one(item):
-            thunk, error = item
-            if error is not None:
-                return None, error
-            try:
-                return thunk(), None
-            except CompileError as e:
-                return None, e
-
-        workers = max(1, min(num_workers or os.cpu_count() or 1, len(thunks) or 1))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilec-compile") as pool:
-            results = list(pool.map(one, thunks))
-        for _, error in results:
-            if error is not None and not ignore_error:
-                raise error
-        return [kernel for kernel, _ in results]
+                jobs.append(e)
+        return _compile_in_parallel(jobs, num_workers, ignore_error)
 
     def _kernel(self, args: tuple, kwargs: dict):
         key = _cache_key(args, kwargs)
@@ -363,22 +344,30 @@ def par_compile(funcs: Any, out_idx=None, target: Any = "auto", target_host: Any
     """Compiles several PrimFuncs (TileLang's par_compile) on `num_workers` threads (default:
     every core; the C++ compile releases the GIL); results in the input order. A failed one is
     None with ignore_error, else its error is raised (the first in input order)."""
+    jobs = [lambda f=f: compile(f, out_idx=out_idx, target=target, pass_configs=pass_configs,
+                                compile_flags=compile_flags) for f in funcs]
+    return _compile_in_parallel(jobs, num_workers, ignore_error)
+
+
+def _compile_in_parallel(jobs: list, num_workers: Optional[int], ignore_error: bool) -> list:
+    """Runs compile thunks on `num_workers` threads (default: every core; the C++ compile releases
+    the GIL); a job may instead be the CompileError its preparation raised. Kernels in input
+    order; a failed one is None with ignore_error, else the first error in input order is raised."""
     import concurrent.futures
     import os
 
-    funcs = list(funcs)
-
-    def one(func):
+    def one(job):
+        if isinstance(job, CompileError):
+            return None, job
         try:
-            return compile(func, out_idx=out_idx, target=target, pass_configs=pass_configs,
-                           compile_flags=compile_flags), None
+            return job(), None
         except CompileError as e:
             return None, e
 
-    workers = max(1, min(num_workers or os.cpu_count() or 1, len(funcs) or 1))
+    workers = max(1, min(num_workers or os.cpu_count() or 1, len(jobs) or 1))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilec-compile") as pool:
-        results = list(pool.map(one, funcs))
-    for kernel, error in results:
+        results = list(pool.map(one, jobs))
+    for _, error in results:
         if error is not None and not ignore_error:
             raise error
     return [kernel for kernel, _ in results]

@@ -32,10 +32,7 @@ struct ScanArgs {
   std::vector<int64_t> shape;
   const char* name() const { return max ? "T.cummax" : "T.cumsum"; }
   // The scan's combination and its identity, in the destination's dtype.
-  Expr combine(const Expr& a, const Expr& b, const SourceLoc& loc) const {
-    (void)loc;
-    return max ? ir::max(a, b) : a + b;
-  }
+  Expr combine(const Expr& a, const Expr& b) const { return max ? ir::max(a, b) : a + b; }
   Expr identity(DataType t) const {
     if (!max) return typed_const(0, t);
     if (t.is_float()) return typed_const(-std::numeric_limits<double>::infinity(), t);
@@ -165,7 +162,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
     Var x = make_var("x", DataType::Int(32), loc);
     Stmt body = seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc),
                      make_for(x, int_imm(0), int_imm(n), ForKind::kUnrolled,
-                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x), loc), loc),
+                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x)), loc),
                                    buffer_store(a.dst.buffer, element(a, line_idx, x), acc0, loc)}),
                               loc)});
     return ctx.lower_parallel(rest_vars, rest, body, loop, false);
@@ -178,7 +175,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
     Var x = make_var("x", DataType::Int(32), loc);
     Stmt body = seq({buffer_store(acc, {int_imm(0)}, a.identity(t), loc),
                      make_for(x, int_imm(0), int_imm(n), ForKind::kSerial,
-                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x), loc), loc),
+                              seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, load_src(x)), loc),
                                    buffer_store(a.dst.buffer, element(a, line_idx, x), acc0, loc)}),
                               loc)});
     return ctx.lower_parallel(rest_vars, rest, body, layout::coalesced_layout(rest, T, 1), false);
@@ -208,7 +205,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   Stmt scan_chunk = make_for(
       x, int_imm(0), int_imm(C), ForKind::kSerial,
       if_then_else(pos < int_imm(n),
-                   seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, phys_load(a.src.buffer, pos), loc), loc),
+                   seq({buffer_store(acc, {int_imm(0)}, a.combine(acc0, phys_load(a.src.buffer, pos)), loc),
                         ctx.store(a.dst.buffer, elem_at(pos), acc0)}),
                    nullptr, loc),
       loc);
@@ -223,7 +220,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
                      make_for(q, int_imm(0), int_imm(P), ForKind::kSerial,
                               if_then_else(q < part,
                                            buffer_store(acc, {int_imm(0)},
-                                                        a.combine(acc0, buffer_load(totals, {line * int_imm(P) + q}, loc), loc),
+                                                        a.combine(acc0, buffer_load(totals, {line * int_imm(P) + q}, loc)),
                                                         loc),
                                            nullptr, loc),
                               loc)});
@@ -232,7 +229,7 @@ Stmt scan_lower(const TileOpNode& op, LowerContext& ctx) {
   Stmt add = make_for(y, int_imm(0), int_imm(C), ForKind::kSerial,
                       if_then_else(pos2 < int_imm(n),
                                    ctx.store(a.dst.buffer, elem_at(pos2),
-                                             a.combine(phys_load(a.dst.buffer, pos2), acc0, loc)),
+                                             a.combine(phys_load(a.dst.buffer, pos2), acc0)),
                                    nullptr,
                                    loc),
                       loc);

@@ -133,8 +133,7 @@ class SyncPlanner {
     for (size_t i = 0; i < kernel->thread_vars.size(); ++i) {
       divergent_.insert(kernel->thread_vars[i].get());
       if (kernel->threads[i] > 1) {
-        active_threads_.push_back({kernel->thread_vars[i].get(), kernel->threads[i]});
-        thread_var_objects_.push_back({kernel->thread_vars[i], kernel->threads[i]});
+        active_threads_.push_back({kernel->thread_vars[i], kernel->threads[i]});
       }
     }
     find_async_buffers(kernel->body);
@@ -203,7 +202,7 @@ class SyncPlanner {
     if (back::reads_memory(idx)) return false;
     Expr rest = idx;
     for (const auto& [v, extent] : active_threads_) {
-      auto aff = back::affine_in(rest, v);
+      auto aff = back::affine_in(rest, v.get());
       if (!aff || aff->coeff == 0) return false;  // all threads of that axis hit one address
       terms.push_back({std::abs(aff->coeff), extent});
       rest = aff->rest;
@@ -245,14 +244,12 @@ class SyncPlanner {
     // address in all those threads: not private).
     std::vector<Var> varying, fixed;
     std::vector<int64_t> varying_ext, fixed_ext;
-    for (const auto& [t, extent] : thread_var_objects_) varying.push_back(t), varying_ext.push_back(extent);
+    for (const auto& [t, extent] : active_threads_) varying.push_back(t), varying_ext.push_back(extent);
     for (const Var& v : back::free_vars(idx)) {
-      auto thread = std::find_if(active_threads_.begin(), active_threads_.end(),
-                                 [&](const auto& t) { return t.first == v.get(); });
+      auto is_thread = [&](const auto& t) { return t.first.same_as(v); };
+      if (std::any_of(active_threads_.begin(), active_threads_.end(), is_thread)) continue;  // already varying
       auto range = loop_extent_.find(v.get());
-      if (thread != active_threads_.end()) {
-        continue;  // already varying
-      } else if (range != loop_extent_.end() && range->second > 0 && from_zero_.count(v.get())) {
+      if (range != loop_extent_.end() && range->second > 0 && from_zero_.count(v.get())) {
         const bool tainted = earlier.tainted.count(v.get()) > 0;
         (tainted ? varying : fixed).push_back(v);
         (tainted ? varying_ext : fixed_ext).push_back(range->second);
@@ -930,8 +927,7 @@ class SyncPlanner {
 
   std::unordered_map<const BufferNode*, std::pair<int64_t, int64_t>> ranges_;
   mutable arith::Analyzer az_;
-  std::vector<std::pair<const VarNode*, int64_t>> active_threads_;  // (index, extent > 1)
-  std::vector<std::pair<Var, int64_t>> thread_var_objects_;          // the same, as Vars
+  std::vector<std::pair<Var, int64_t>> active_threads_;  // (index, extent > 1)
   std::unordered_map<const VarNode*, int64_t> loop_extent_;           // constant trip counts
   VarSet from_zero_;                                                  // loop variables starting at 0
   VarSet divergent_;

@@ -172,7 +172,7 @@ class GemmOperandStager : public IRMutator {
     });
     if (!gemm || gemm->args.size() < 3) return;
     auto* c = std::get_if<BufferRegion>(&gemm->args[2]);
-    if (!c) return;
+    if (!c || c->buffer->dtype != DataType::Float(32)) return;  // only float32 accumulators become fp8 A
     back::PassOpEnv env(ctx_, threads_);
     auto plan = wgmma_plan(ops::analyze_gemm(*gemm, env).query);
     if (plan) accumulators_[c->buffer.get()] = {threads_, plan->wg_m, plan->wg_n};

@@ -68,3 +68,13 @@ def test_cummax_prints_and_parses_back():
     assert 'T.cumsum(s, s, dim=1, op="max")' in text
     again = tilec.from_script(text)
     assert again.script() == text
+
+
+def test_a_scan_op_tilec_lacks_is_an_error():
+    with pytest.raises(tilec.CompileError, match="T.cumsum: op 'min' is not a scan tilec has"):
+        @T.prim_func
+        def k(A: T.Tensor((8, 256), "float32")):
+            with T.Kernel(1, threads=128):
+                s = T.alloc_shared((8, 256), "float32")
+                T.copy(A, s)
+                T.cumsum(s, dim=1, op="min")

@@ -164,3 +164,22 @@ def test_eager_pointer_parameters_and_par_compile():
     assert gemm_ptr.par_compile([bad], ignore_error=True) == [None]
     with pytest.raises(tilec.CompileError):
         gemm_ptr.par_compile([bad])
+
+
+def test_pointers_into_on_chip_memory_are_refused():
+    with pytest.raises(tilec.CompileError, match="T.ptr\\(storage_scope='shared'\\): tilec's pointer parameters "
+                                                 "address global memory"):
+        T.ptr("float16", storage_scope="shared")
+
+
+def test_the_cpu_target_refuses_a_negative_stride_view():
+    @T.prim_func
+    def backwards(x: T.handle, y: T.Tensor((8,), "float32")):
+        X = T.match_buffer(x, (8,), "float32", strides=(-1,))
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(8):
+                y[i] = X[i]
+
+    with pytest.raises(tilec.CompileError, match=r"T.make_tensor with a negative stride \('X'\) is not supported "
+                                                 "on target=cpu"):
+        tilec.compile(backwards, target="cpu")(np.zeros(8, np.float32), np.zeros(8, np.float32))

@@ -224,3 +224,27 @@ def test_v2_update_of_a_plain_fragment_is_an_error():
                 T.reducer_init(acc)
                 for i in T.Parallel(8):
                     T.reducer_update(f[0], A[i])
+
+
+def test_v2_misuses_are_errors():
+    with pytest.raises(CompileError, match="T.reducer_init takes a buffer made by T.alloc_reducer"):
+        @T.prim_func
+        def not_a_reducer(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=32):
+                f = T.alloc_fragment((1,), T.float32)
+                T.reducer_init(f)
+    with pytest.raises(CompileError, match="T.finalize_reducer: batch must be >= 1, got 0"):
+        @T.prim_func
+        def bad_batch(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), T.float32, op="sum")
+                T.reducer_init(acc)
+                T.finalize_reducer(acc, batch=0)
+    with pytest.raises(CompileError, match="T.reducer_update takes the reducer element and the value"):
+        @T.prim_func
+        def three_args(A: T.Tensor((8,), T.float32)):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), T.float32, op="sum")
+                T.reducer_init(acc)
+                for i in T.Parallel(8):
+                    T.reducer_update(acc[0], A[i], A[i])

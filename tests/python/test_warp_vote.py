@@ -110,3 +110,10 @@ def elect(n):
 @pytest.mark.parametrize("n, condition", [(0, "tx == 0"), (32, "tx % 32 == 0"), (128, "tx % 128 == 0")])
 def test_shuffle_elect_picks_the_first_thread_of_each_group(n, condition):
     assert f"T.if_then_else({condition}, 1, 0)" in elect(n).script()
+
+
+def test_shuffle_elect_of_a_negative_group_and_ffs_of_a_float_are_errors():
+    with pytest.raises(tilec.CompileError, match=r"T.shuffle_elect\(-1\): the group size is 0 \(the block\) or positive"):
+        elect(-1)
+    with pytest.raises(tilec.CompileError, match="T.__ffs takes a 32- or 64-bit integer, got float32"):
+        T.__ffs(T.float32(1.0))

@@ -21,8 +21,9 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 
-def _attention_like(p_dtype="float8_e4m3", qk_policy=T.GemmWarpPolicy.FullRow, p_from="copy"):
-    """S = Q K^T (fp8), P = fp8 of S, O = P Vt^T; 256 threads, 128 x 128 tiles."""
+def _attention_like(p_dtype="float8_e4m3", qk_policy=T.GemmWarpPolicy.FullRow, p_from="copy", explicit_pv=False):
+    """S = Q K^T (fp8), P = fp8 of S, O = P Vt^T; 256 threads, 128 x 128 tiles. `explicit_pv`: the
+    P V gemm as T.wgmma_gemm (nothing is staged for it)."""
     fp8 = "float8_e4m3"
 
     @T.prim_func
@@ -44,7 +45,10 @@ def _attention_like(p_dtype="float8_e4m3", qk_policy=T.GemmWarpPolicy.FullRow, p
             else:
                 for i, j in T.Parallel(128, 128):
                     P[i, j] = S[i, j] * 0.5
-            T.gemm(P, Vs, Oa, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            if explicit_pv:
+                T.wgmma_gemm(P, Vs, Oa, transpose_B=True, clear_accum=True)
+            else:
+                T.gemm(P, Vs, Oa, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
             T.copy(Oa, O)
 
     return attn
@@ -109,25 +113,5 @@ def test_explicit_register_a_from_another_layout_is_a_layout_conflict():
     # With the gemm's instruction given, nothing is staged: S split along N cannot become P's
     # register-A layout by a shuffle within quads, and the compiler says so instead of copying
     # registers that other threads hold.
-    fp8 = "float8_e4m3"
-
-    @T.prim_func
-    def attn(Q: T.Tensor((128, 64), fp8), K: T.Tensor((128, 64), fp8), Vt: T.Tensor((64, 128), fp8),
-             O: T.Tensor((128, 64), "float32")):
-        with T.Kernel(1, threads=256) as bx:
-            Qs = T.alloc_shared((128, 64), fp8)
-            Ks = T.alloc_shared((128, 64), fp8)
-            Vs = T.alloc_shared((64, 128), fp8)
-            S = T.alloc_fragment((128, 128), "float32")
-            P = T.alloc_fragment((128, 128), fp8)
-            Oa = T.alloc_fragment((128, 64), "float32")
-            T.copy(Q, Qs)
-            T.copy(K, Ks)
-            T.copy(Vt, Vs)
-            T.gemm(Qs, Ks, S, transpose_B=True, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
-            T.copy(S, P)
-            T.wgmma_gemm(P, Vs, Oa, transpose_B=True, clear_accum=True)
-            T.copy(Oa, O)
-
     with pytest.raises(tilec.CompileError, match="layout conflict on fragment 'P'"):
-        tilec.compile(attn, target="sm_90a")
+        tilec.compile(_attention_like(qk_policy=T.GemmWarpPolicy.FullCol, explicit_pv=True), target="sm_90a")

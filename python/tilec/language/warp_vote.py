@@ -14,7 +14,8 @@ from typing import Any
 
 from .. import _tilec
 from ..errors import CompileError
-from ..frontend.values import to_expr
+from ..frontend import context
+from ..frontend.values import const_int, to_expr
 from .ops import _loc, primitive
 
 _FULL_WARP_MASK = 0xFFFFFFFF
@@ -138,10 +139,9 @@ def warp_reduce_bitor(value: Any):
 def shuffle_elect(thread_extent: Any):
     """True in one thread of each group of `thread_extent` consecutive threads (the first, as
     TileLang's elect.sync picks with every lane active); 0: one thread of the whole block."""
-    from ..frontend import context
-    from ..frontend.values import const_int
-
     n = const_int(thread_extent, "T.shuffle_elect: the group size")
+    if n < 0:
+        raise CompileError(f"T.shuffle_elect({n}): the group size is 0 (the block) or positive")
     ctx = context.require("T.shuffle_elect")
     tvars = ctx.builder.thread_vars()
     if not tvars:
@@ -154,6 +154,4 @@ def shuffle_elect(thread_extent: Any):
             term = v if stride == 1 else v * stride
             linear = term if linear is None else linear + term
         stride *= extent
-    if n < 0:
-        raise CompileError(f"T.shuffle_elect({n}): the group size is 0 (the block) or positive")
     return linear == 0 if n == 0 else linear % n == 0

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "target/cpu/machine.h"
+#include "tilec/runtime/launch_plan.h"
 
 namespace tilec::cpu {
 
@@ -129,18 +130,14 @@ void Machine::bind_pointer_tensor(const Buffer& b, const SourceLoc& loc) {
   for (const Expr& e : b->shape) s.shape.push_back(eval_int(e));
   std::vector<Expr> strides = buffer_strides(b);
   for (const Expr& e : strides) s.strides.push_back(eval_int(e));
-  // The view's reach in bytes (its last element's end) against the array's.
-  int64_t last = 0, array_elems = 1;
-  bool empty = false;
-  for (size_t d = 0; d < s.shape.size(); ++d) {
-    empty |= s.shape[d] == 0;
-    last += (s.shape[d] - 1) * s.strides[d];
-  }
-  for (size_t d = 0; d < a.shape.size(); ++d) array_elems *= a.shape[d];
-  const int64_t need = empty ? 0 : (last + 1) * storage_bytes(b->dtype);
-  const int64_t have = array_elems * storage_bytes(a.dtype);
   for (int64_t st : s.strides)
     if (st < 0) not_supported("T.make_tensor with a negative stride ('" + b->name + "')", loc);
+  // The view's reach in bytes (its last element's end) against the array's.
+  auto span = [](const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+    return runtime::tensor_span(static_cast<int>(shape.size()), shape.data(), strides.data());
+  };
+  const int64_t need = span(s.shape, s.strides) * storage_bytes(b->dtype);
+  const int64_t have = span(a.shape, a.strides) * storage_bytes(a.dtype);
   if (need > have)
     throw_user_error("target=cpu: kernel '" + kernel_name() + "': T.make_tensor('" + b->name + "') of shape " +
                          index_str(s.shape) + " " + b->dtype.str() + " reaches " + std::to_string(need) +

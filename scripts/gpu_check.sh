@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|recheck]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|recheck|recheck1|recheck2|recheck3]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -107,26 +107,29 @@ if want bench; then
   fi
 fi
 
-if [[ " $steps " == *" recheck "* ]]; then
-  # What changed since the last GPU run, in one device call (each session keeps this list
-  # current; not part of `all`). Since the eleventh session's last call: fp8 P in registers
-  # (the example checks both forms; sanitizers; SASS; both timed against cuDNN), pointer
-  # parameters, warp votes, T.sync_grid's split T.Parallel and the T.alloc_var fill fix
-  # (upstream's persistent MLA decode), the eager autotune of gemv, the disk-cache hit, fewer
-  # barriers from insert_syncs.
+# What changed since the last GPU run (each session keeps this list current; not part of `all`),
+# in three parts that each fit one device call: recheck1, recheck2, recheck3 (recheck: all three).
+# Since the eleventh session's last call: fp8 P in registers (the example checks both forms;
+# sanitizers; SASS; both timed against cuDNN), pointer parameters, warp votes, T.sync_grid's split
+# T.Parallel and the T.alloc_var fill fix (upstream's persistent MLA decode), the eager autotune of
+# gemv, the disk-cache hit, fewer barriers from insert_syncs.
+rc_want() { [[ " $steps " == *" recheck "* || " $steps " == *" recheck$1 "* ]]; }
+if rc_want 1; then
   run_step "GPU tests: pointers, sync_grid, tile ops" recheck_tests.log "$PY" -m pytest -q -m gpu \
     tests/gpu/test_pointer_params_gpu.py tests/gpu/test_warp_vote_gpu.py tests/gpu/test_sync_grid_gpu.py \
     tests/gpu/test_tile_ops_more_gpu.py tests/gpu/test_scan_reducer_classify_gpu.py
   run_step "example flash_attention_fp8 (both P forms)" recheck_fp8.log "$PY" examples/flash_attention_fp8.py
-  for tool in memcheck racecheck synccheck; do
-    run_step "sanitizer $tool flash_attention_fp8" "recheck_san_$tool.log" env TILEC_EXAMPLE_QUICK=1 \
-      compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_fp8.py
-  done
   run_step "SASS (Hopper kernels)" recheck_sass.log "$PY" scripts/gpu_hopper_sass.py
   tail -n 8 "$OUT/recheck_sass.log"
   run_step "fp8 attention, P in shared vs registers" recheck_bench_fp8.log "$PY" bench/bench_attention_more.py \
     --part fp8 --json "$OUT/recheck_fp8.json"
   tail -n 8 "$OUT/recheck_bench_fp8.log"
+fi
+if rc_want 2; then
+  for tool in memcheck racecheck synccheck; do
+    run_step "sanitizer $tool flash_attention_fp8" "recheck_san_$tool.log" env TILEC_EXAMPLE_QUICK=1 \
+      compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_fp8.py
+  done
   up="${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples"
   if [ -d "$up" ]; then
     for ex in deepseek_mla/example_mla_decode_persistent.py gemv/example_gemv.py; do
@@ -136,6 +139,8 @@ if [[ " $steps " == *" recheck "* ]]; then
   fi
   run_step "compile times and disk-cache hit" recheck_compile.log "$PY" bench/bench_compile.py
   tail -n 12 "$OUT/recheck_compile.log"
+fi
+if rc_want 3; then
   # insert_syncs now proves non-affine (swizzled) same-thread accesses private by evaluation,
   # so fewer barriers: racecheck the scan example and a differential fuzz sample.
   run_step "sanitizer racecheck cumsum" recheck_san_cumsum.log env TILEC_EXAMPLE_QUICK=1 \

@@ -65,7 +65,7 @@ def mla_counts(batch, seqlen, h_q=128, dim=576, dv=512):
 
 
 PASS_CONFIGS = {}  # --pass-configs: for every program timed (variants of tilec)
-BWD_OPTIONS = {}   # --bwd-ds-first: program options of the backward (candidates)
+BWD_OPTIONS = {}   # --bwd-ds-first, --bwd-options: program options of the backward (candidates)
 
 
 def roofline(flops, bytes_):
@@ -328,7 +328,11 @@ def main():
                     help="backward main-kernel blocks to time, e.g. default,128x64x256 (keys x queries x threads)")
     ap.add_argument("--bwd-ds-first", action="store_true",
                     help="the backward candidate ds_to_shared_first (dS to shared memory before the dK gemm)")
+    ap.add_argument("--bwd-options", default="",
+                    help="JSON dict of flash_attention_bwd options (candidates), e.g. '{\"overlap_softmax\": true}'")
     args = ap.parse_args()
+    if args.bwd_options:
+        BWD_OPTIONS.update(json.loads(args.bwd_options))
     if args.bwd_ds_first:
         BWD_OPTIONS["ds_to_shared_first"] = True
     if args.pass_configs:

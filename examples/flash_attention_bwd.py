@@ -44,10 +44,16 @@ CASES = [
     (2, 4, 512, 64, True, "bfloat16", None, None, (64, 32, 128)),
     (1, 6, 401, 128, True, "float16", 3, 390, (64, 32, 128)),
     (1, 4, 300, 128, False, "bfloat16", None, None, (64, 32, 128)),
+    # (..., options): the candidates of flash_attention_bwd (LSE / Delta rows through shared
+    # memory, read by the consumer threads from the producer's tiles; P computed while dP^T runs)
+    (1, 4, 300, 64, False, "float16", None, None, None, {"rows_in_shared": True, "overlap_softmax": True}),
+    (2, 4, 512, 128, True, "bfloat16", None, None, None, {"rows_in_shared": True, "overlap_softmax": True}),
+    (1, 6, 400, 128, True, "float16", 3, 390, None, {"rows_in_shared": True}),
+    (1, 2, 197, 64, True, "bfloat16", None, None, None, {"overlap_softmax": True}),
 ]
 
 
-def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None, blocks=None):
+def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None, blocks=None, options=None):
     import torch
 
     tdt = getattr(torch, dtype)
@@ -57,7 +63,8 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
                                            heads_kv=hkv, seq_len_kv=skv))
     sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype,
-                                                                  heads_kv=hkv, seq_len_kv=skv, **sizes))
+                                                                  heads_kv=hkv, seq_len_kv=skv, **sizes,
+                                                                  **(options or {})))
     shape, kv_shape = (batch, seq_len, heads, dim), (batch, skv, hkv, dim)
     q, do = (torch.randn(shape, dtype=tdt, device="cuda") for _ in range(2))
     k, v = (torch.randn(kv_shape, dtype=tdt, device="cuda") for _ in range(2))
@@ -75,7 +82,7 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
     refs = reference(*(x.double() for x in (q, k, v, do)), is_causal)
     delta_ref = (o.double() * do.double()).sum(-1).transpose(1, 2)
     label = (f"flash_attention_bwd b={batch} h={heads}/{hkv} seq={seq_len}/{skv} dim={dim} causal={is_causal} "
-             f"{dtype}")
+             f"{dtype}{' ' + ','.join(options) if options else ''}")
     tol = GRAD_TOLERANCE[dtype]
     for name, got, want in [("Delta", delta, delta_ref)] + list(zip(("dQ", "dK", "dV"), (dq, dk, dv), refs)):
         if not torch.isfinite(got).all():

@@ -1,7 +1,7 @@
 // Pass stage_shared_reductions: T.reduce_* whose input or output is in shared memory
 // (TileLang reduces shared tiles too) reduces register fragments in between.
 //
-// Input:  tile IR after inject_pipeline (reduce_max / min / sum / abssum / absmax tile ops).
+// Input:  tile IR before pipeline_planning (reduce_max / min / sum / abssum / absmax tile ops).
 // Output: every reduce with a shared input or output becomes
 //             Allocate(src_frag: fragment, the input region's extents,      (shared input)
 //             Allocate(dst_frag: fragment, the output region's extents,     (shared output)
@@ -14,7 +14,10 @@
 //         against other threads' writes and reads of the shared tiles. Reductions of
 //         fragments (and of other scopes: their own error) are unchanged, so programs that
 //         compiled before keep their generated code byte for byte.
-// Runs after: inject_pipeline (the copies are not pipelined). Before: layout_inference.
+// Runs before: pipeline_planning, warp_specialize and inject_pipeline. A pipelined shared tile
+//   gets a leading slot dimension there; staged here first, the reduction reads a fragment of
+//   the region's own rank and only the copy into it sees the versioned tile. The staging copies
+//   are ordinary T.copy statements of the loop body (later-stage readers of the tile).
 #include <string>
 
 #include "tilec/ir/mutator.h"

@@ -26,7 +26,9 @@
 //                               for k: barrier_wait(full[slot], phase)
 //                                      <the loop's later-stage statements, dst -> dst[slot]>
 //                                      barrier_arrive(empty[slot])   (after the last reader, by
-//                                      thread 0 of each consumer warpgroup)
+//                                      thread 0 of each consumer warpgroup; when a reader
+//                                      is the threads' own loads: __syncwarp, then lane 0 of
+//                                      each consumer warp, and the empty barrier counts warps)
 //         With a cluster along one grid dimension (T.Kernel(..., cluster_dims=)), a copy whose
 //         source does not depend on that block index is split into one band of rows per CTA
 //         of the cluster, each multicast to all of them (tma_copy cluster_mask); consumers
@@ -64,7 +66,8 @@
 //   statements are all T.copy global -> shared that TMA can do (no disable_tma, no other
 //   prefer_instruction), into distinct shared buffers without a user layout that nothing
 //   outside the loop touches; every later-stage reader of those buffers is a T.gemm that
-//   selects wgmma on T threads; the kernel calls no T.sync_grid() (every thread must reach it,
+//   selects wgmma on T threads or a statement that only loads from them (a T.Parallel loop, a
+//   T.copy, a reduction; at least one reader is such a gemm); the kernel calls no T.sync_grid() (every thread must reach it,
 //   and the grid must stay as written); the copies' regions and the wrapper Lets read no memory
 //   (with tilec.ws_indirect_copies: none but global tensors the kernel never writes).
 // Everything else is left to inject_pipeline (cp.async on sm_80+).
@@ -97,6 +100,14 @@ using namespace ws;
 
 // Selection queries on the consumers' threads.
 using ConsumerEnv = back::PassOpEnv;
+
+// A tile op whose reads of a copied tile are the threads' own loads, done when the thread
+// moves on (so a __syncwarp covers them): a copy into registers or shared memory, a reduction.
+// Not a copy to global memory (a TMA store reads the tile later, asynchronously).
+bool is_plain_reader(const TileOpNode& op) {
+  if (op.op == "copy") return region_arg(op, 1).buffer->scope != Scope::kGlobal;
+  return op.op.rfind("reduce_", 0) == 0 || op.op == "cumsum";
+}
 
 
 class WarpSpecializer : public IRMutator {
@@ -187,23 +198,31 @@ class WarpSpecializer : public IRMutator {
       p.producers.push_back(j);
     }
     if (p.producers.empty() || p.consumers.empty()) return no("the loop has no copies or nothing after them");
-    // Readers: wgmma gemms only.
+    // Readers: wgmma gemms, and statements that only read the tiles (the threads' own loads:
+    // attention's backward reads its LSE / Delta rows); at least one gemm.
+    bool gemm_reads = false;
     for (size_t j : p.consumers) {
       pl::Access acc = pl::accesses(p.body.stmts[j]);
       bool touches = false;
       for (const auto& [b, w] : writer) touches |= acc.reads.count(b) || acc.writes.count(b);
       if (!touches) continue;
-      const TileOpNode* op = tile_op(p.body.stmts[j]);
-      if (!op || op->op != "gemm")
-        return no("a copied buffer is read by something other than T.gemm (" + describe(p.body.stmts[j]) + ")");
       for (const auto& [b, w] : writer)
         if (acc.writes.count(b)) return no("a copied buffer is written in the loop (" + describe(p.body.stmts[j]) + ")");
+      const TileOpNode* op = tile_op(p.body.stmts[j]);
+      if (!op || op->op != "gemm") {
+        if (op && !is_plain_reader(*op))
+          return no("a copied buffer is read by a " + op->op + " (" + describe(p.body.stmts[j]) +
+                    "): only T.gemm and the threads' own loads read the producer's tiles");
+        continue;
+      }
+      gemm_reads = true;
       ops::GemmOp g = ops::analyze_gemm(*op, env);
       cuda::GemmPlan gp = cuda::select_gemm(g.query, ctx_.target());
       if (gp.inst != cuda::GemmInst::kWgmma)
         return no("the gemm reading the copies (" + describe(p.body.stmts[j]) + ") does not use wgmma");
       p.widest_atom = std::max(p.widest_atom, gp.atom_n);
     }
+    if (!gemm_reads) return no("no T.gemm reads the copied buffers");
     // The copied buffers: not used outside the loop, no user layout.
     bool outside = false, user_layout = false;
     for_each_node(kernel_body, [&](const Node* n) {

@@ -185,13 +185,16 @@ std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
       if (!seen) c.first_reader = q;
       c.last_reader = q;
       seen = true;
-      if (auto* g = tile_op(p.body.stmts[p.consumers[q]])) c.waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+      const TileOpNode* g = tile_op(p.body.stmts[p.consumers[q]]);
+      if (g && g->op == "gemm") c.waits_pending |= attr_int(*g, "wg_wait", 0) != 0;
+      else c.thread_readers = true;
     }
     if (single && !groups.empty()) {
       CopyGroup& all = groups[0];
       all.producers.push_back(j);
       all.last_reader = std::max(all.last_reader, c.last_reader);
       all.waits_pending |= c.waits_pending;
+      all.thread_readers |= c.thread_readers;
       continue;
     }
     if (single) c.first_reader = 0;
@@ -203,6 +206,7 @@ std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
     } else {
       same->producers.push_back(j);
       same->waits_pending |= c.waits_pending;
+      same->thread_readers |= c.thread_readers;
     }
   }
   return groups;

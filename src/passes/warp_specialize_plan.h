@@ -54,6 +54,7 @@ struct CopyGroup {
   std::vector<size_t> producers;  // indices into the body, in body order
   size_t first_reader = 0, last_reader = 0;  // indices into p.consumers
   bool waits_pending = false;                // a reader leaves its wgmmas running (wg_wait != 0)
+  bool thread_readers = false;               // a reader is not a gemm: the threads' own loads
   ir::Buffer full, empty;
 };
 

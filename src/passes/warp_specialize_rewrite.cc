@@ -206,8 +206,9 @@ class KernelRewrite {
   }
 
   // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
-  // CTA of the cluster when tiles are multicast.
-  Stmt release_on(const Buffer& empty, const Expr& which) const {
+  // CTA of the cluster when tiles are multicast. When the threads read the slot themselves
+  // (thread_readers), each warp syncs and its lane 0 releases: the warp's loads are done.
+  Stmt release_on(const Buffer& empty, const Expr& which, bool thread_readers = false) const {
     Expr bar = buffer_load(empty, {which}, loc_);
     Stmt arrive;
     if (multicast_) {
@@ -218,10 +219,14 @@ class KernelRewrite {
     } else {
       arrive = back::call_stmt("barrier_arrive", {bar}, loc_);
     }
-    return if_then_else(binary(NodeKind::kEQ, floormod(tx_, int_imm(128, tx_->dtype)), int_imm(0, tx_->dtype)),
-                        arrive, nullptr, loc_);
+    const int64_t releaser = thread_readers ? 32 : 128;
+    Stmt once = if_then_else(binary(NodeKind::kEQ, floormod(tx_, int_imm(releaser, tx_->dtype)), int_imm(0, tx_->dtype)),
+                             arrive, nullptr, loc_);
+    return thread_readers ? seq({back::call_stmt("tl.syncwarp", {}, loc_), once}, loc_) : once;
   }
-  Stmt release(const CopyGroup& grp, const Expr& which) const { return release_on(grp.empty, which); }
+  Stmt release(const CopyGroup& grp, const Expr& which) const {
+    return release_on(grp.empty, which, grp.thread_readers);
+  }
 
   Stmt turn_wait() const {
     const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
@@ -448,9 +453,11 @@ class KernelRewrite {
           make_tile_op("barrier_init", {whole(head_empty_)}, {{"arrive_count", std::vector<int64_t>{releases}}}, loc_));
     }
     for (const CopyGroup& grp : groups_) {
+      // A group the threads read themselves: one arrival per consumer warp.
+      const int64_t arrivals = grp.thread_readers ? releases * 4 : releases;
       top.push_back(make_tile_op("barrier_init", {whole(grp.full)}, {{"arrive_count", std::vector<int64_t>(S_, 1)}}, loc_));
       top.push_back(
-          make_tile_op("barrier_init", {whole(grp.empty)}, {{"arrive_count", std::vector<int64_t>(S_, releases)}}, loc_));
+          make_tile_op("barrier_init", {whole(grp.empty)}, {{"arrive_count", std::vector<int64_t>(S_, arrivals)}}, loc_));
     }
     // The other CTAs arrive on these barriers and write into this CTA's shared memory: the
     // barriers are initialised cluster-wide before, and no CTA exits before all are done.

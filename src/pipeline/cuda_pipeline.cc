@@ -22,6 +22,10 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       order_blocks_by_work_pass(),
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)
       lower_register_budgets_pass(),  // T.set_max_nreg: setmaxnreg (unless tilec.honor_set_max_nreg=False)
+      // TileLang reduces shared tiles too: through fragments shaped like them. Before the
+      // pipeline passes, which give a pipelined tile one version per stage (a leading slot
+      // dimension the reduction's `dim` does not count).
+      stage_shared_reductions_pass(),
       pipeline_planning_pass(),
   };
   // sm_90: a GEMM's result tile leaves through shared memory and a TMA store.
@@ -40,8 +44,6 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   // A register-fragment A that no gemm instruction can read from registers goes through
   // shared memory (a tf32 / int8 / transposed A, or too few rows per warp).
   list.push_back(stage_gemm_operands_pass());
-  // TileLang reduces shared tiles too: through fragments shaped like them.
-  list.push_back(stage_shared_reductions_pass());
   list.push_back(layout_inference_pass());  // layoutops
   list.push_back(lower_tile_ops_pass());     // layoutops
   // ---- second half: lowered IR -> IR ready for CUDA codegen ----

@@ -233,12 +233,14 @@ def test_argument_errors():
         kernel(np.zeros(4), np.zeros(4))
 
 
-@pytest.mark.parametrize("seq,blocks,ds_first", [(80, (32, 32, 128), False), (200, (128, 64, 256), False),
-                                                 (200, (128, 64, 256), True)])
-def test_flash_attention_backward_with_atomics(seq, blocks, ds_first):
+@pytest.mark.parametrize("seq,blocks,options", [
+    (80, (32, 32, 128), {}), (200, (128, 64, 256), {}), (200, (128, 64, 256), {"ds_to_shared_first": True}),
+    (200, (128, 64, 256), {"rows_in_shared": True, "overlap_softmax": True})])
+def test_flash_attention_backward_with_atomics(seq, blocks, options):
     """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks; also
-    the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU, and the candidate
-    that stores dS to shared memory before the dK gemm."""
+    the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU, and the
+    candidates (dS to shared memory before the dK gemm; LSE / Delta rows in shared memory with
+    P computed between the two gemms' waits)."""
     torch = pytest.importorskip("torch")
     import flash_attention as fwd
     import flash_attention_bwd as fab
@@ -246,7 +248,6 @@ def test_flash_attention_backward_with_atomics(seq, blocks, ds_first):
     batch, heads, dim, causal = 1, 2, 64, True
     block_M, block_N, threads = blocks
     forward = cpu(fwd.flash_attention(batch, heads, seq, dim, causal, return_lse=True, block_M=32, block_N=32))
-    options = {"ds_to_shared_first": True} if ds_first else {}
     prep, bwd, post = (cpu(f) for f in fab.flash_attention_bwd(batch, heads, seq, dim, causal, block_M=block_M,
                                                                block_N=block_N, threads=threads, **options))
     shape = (batch, seq, heads, dim)

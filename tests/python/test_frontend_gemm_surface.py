@@ -38,6 +38,50 @@ def test_wait_wgmma_waits_on_sm90a():
     assert "if (k == 0)" in src
 
 
+def _wait_after_gemm():
+    """A gemm left pending (wg_wait=-1) and the wait that ends it, in a program for any target."""
+    @T.prim_func
+    def g(A: T.Tensor((64, 64), T.float16), B: T.Tensor((64, 64), T.float16), C: T.Tensor((64, 64), T.float32)):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((64, 64), T.float16)
+            Bs = T.alloc_shared((64, 64), T.float16)
+            Cl = T.alloc_fragment((64, 64), T.float32)
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cl, transpose_B=True, clear_accum=True, wg_wait=-1)
+            T.wait_wgmma(0)
+            for i, j in T.Parallel(64, 64):
+                Cl[i, j] = Cl[i, j] * 2
+            T.copy(Cl, C)
+
+    return g
+
+
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_wait_wgmma_is_nothing_where_gemms_do_not_use_wgmma(target, tmp_path, monkeypatch):
+    """Upstream Hopper programs call T.wait_wgmma; on sm_80 / plain sm_90 every gemm is done when
+    it returns, so the wait compiles to nothing (before: ptxas rejected wgmma.wait_group)."""
+    monkeypatch.setenv("TILEC_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEC_DISABLE_CACHE", "1")
+    k = tilec.compile(_wait_after_gemm(), target=target)
+    assert "tl::wgmma_wait<0>();" in k.get_kernel_source()
+    ptx = next(tmp_path.rglob("*.ptx")).read_text()
+    assert "wgmma.wait_group" not in ptx and "mma.sync" in ptx
+
+
+def test_wait_wgmma_is_nothing_on_the_cpu_target():
+    import numpy as np
+
+    k = tilec.compile(_wait_after_gemm(), target="cpu")
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    c = np.full((64, 64), np.nan, np.float32)
+    k(a, b, c)
+    want = 2 * (a.astype(np.float64) @ b.astype(np.float64).T)
+    assert np.abs(c - want).max() <= 1e-3 * np.abs(want).max()
+
+
 def test_wait_wgmma_needs_a_constant_count():
     with pytest.raises(CompileError, match="must be >= 0"):
         @T.prim_func

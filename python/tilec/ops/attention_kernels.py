@@ -169,14 +169,19 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, bl
 
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
                         threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
-                        ds_to_shared_first=False):
+                        ds_to_shared_first=False, overlap_softmax=False, rows_in_shared=False):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
     backward_blocks(seq_len, seq_len_kv, dim); they do not spill registers on sm_90a.
     ds_to_shared_first (a candidate, off): dS goes to shared memory before the dK gemm reads it
     from registers, not after, so nothing waits for the dK gemm before the dQ gemm's operand
-    is in place (bench_attention_more.py --bwd-ds-first times it against the default)."""
+    is in place (bench_attention_more.py --bwd-ds-first times it against the default).
+    overlap_softmax (a candidate, off): the P^T = K Q^T and dP^T = V dO^T gemms are issued
+    together and P^T is computed while the second runs (T.wait_wgmma on sm_90a; elsewhere the
+    gemms complete in order and the program means the same).
+    rows_in_shared (a candidate, off): each step copies its block_N values of LSE and Delta to
+    shared memory (the pipeline's loads) instead of reading them from global memory per element."""
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
@@ -221,6 +226,9 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
             q = T.alloc_shared((block_N, dim), dtype)
             do = T.alloc_shared((block_N, dim), dtype)
             dsT_shared = T.alloc_shared((block_M, block_N), dtype)
+            if rows_in_shared:
+                lse_shared = T.alloc_shared((1, block_N), accum_dtype)
+                delta_shared = T.alloc_shared((1, block_N), accum_dtype)
             qkT = T.alloc_fragment((block_M, block_N), accum_dtype)
             dpT = T.alloc_fragment((block_M, block_N), accum_dtype)
             pT_cast = T.alloc_fragment((block_M, block_N), dtype)
@@ -241,18 +249,37 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
             for k in T.Pipelined(loop_st, loop_end, num_stages=num_stages):
                 T.copy(Q[bz, k * block_N:(k + 1) * block_N, by, :], q)
                 T.copy(dO[bz, k * block_N:(k + 1) * block_N, by, :], do)
+                if rows_in_shared:
+                    T.copy(LSE[bz, by:by + 1, k * block_N:(k + 1) * block_N], lse_shared)
+                    T.copy(Delta[bz, by:by + 1, k * block_N:(k + 1) * block_N], delta_shared)
+                wait = -1 if overlap_softmax else 0
                 T.clear(qkT)
-                T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, wg_wait=wait)
                 T.clear(dpT)
-                T.gemm(V_shared, do, dpT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(V_shared, do, dpT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, wg_wait=wait)
                 # P^T[i, j] for key bx*block_M + i, query k*block_N + j; LSE and Delta read in place
-                # (clamped index: masked entries read a valid row they then ignore).
-                for i, j in T.Parallel(block_M, block_N):
-                    key, query = bx * block_M + i, k * block_N + j
-                    row = T.min(query, seq_len - 1)
-                    live = (key < seq_len_kv) and (query < seq_len) and ((key <= query) if is_causal else True)
-                    qkT[i, j] = T.if_then_else(live, T.exp2(qkT[i, j] * scale - LSE[bz, by, row] * LOG2E), 0)
-                    dpT[i, j] = qkT[i, j] * (dpT[i, j] - Delta[bz, by, row]) * sm_scale
+                # (clamped index: masked entries read a valid row they then ignore) or from shared.
+                if overlap_softmax:
+                    T.wait_wgmma(1)
+                    for i, j in T.Parallel(block_M, block_N):
+                        key, query = bx * block_M + i, k * block_N + j
+                        live = (key < seq_len_kv) and (query < seq_len) and ((key <= query) if is_causal else True)
+                        lse = lse_shared[0, j] if rows_in_shared else LSE[bz, by, T.min(query, seq_len - 1)]
+                        qkT[i, j] = T.if_then_else(live, T.exp2(qkT[i, j] * scale - lse * LOG2E), 0)
+                    T.wait_wgmma(0)
+                    for i, j in T.Parallel(block_M, block_N):
+                        row = T.min(k * block_N + j, seq_len - 1)
+                        delta = delta_shared[0, j] if rows_in_shared else Delta[bz, by, row]
+                        dpT[i, j] = qkT[i, j] * (dpT[i, j] - delta) * sm_scale
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        key, query = bx * block_M + i, k * block_N + j
+                        row = T.min(query, seq_len - 1)
+                        live = (key < seq_len_kv) and (query < seq_len) and ((key <= query) if is_causal else True)
+                        qkT[i, j] = T.if_then_else(live, T.exp2(qkT[i, j] * scale - (
+                            lse_shared[0, j] if rows_in_shared else LSE[bz, by, row]) * LOG2E), 0)
+                        dpT[i, j] = qkT[i, j] * (dpT[i, j] - (
+                            delta_shared[0, j] if rows_in_shared else Delta[bz, by, row])) * sm_scale
                 T.copy(qkT, pT_cast)
                 T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(dpT, dsT_cast)

@@ -62,9 +62,13 @@ struct WgTile {
 
 TL_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 TL_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// T.wait_wgmma(n) in a program compiled for a target without wgmma (sm_80, plain sm_90): every
+// T.gemm there completes before it returns, so no group is pending and the wait is nothing.
 template <int N>
 TL_DEVICE void wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 // Compiler-only barriers that keep register accesses of the accumulator on their side of

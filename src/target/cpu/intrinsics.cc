@@ -41,10 +41,11 @@ const std::map<std::string, Unary>& unary_math() {
 }
 
 // Thread-level calls that are no-ops when a block runs as one.
-// (T.set_max_nreg's register budget too: it never changes results.)
+// (T.set_max_nreg's register budget too: it never changes results; T.wait_wgmma too: a T.gemm
+// here is done when it returns, so no group is ever pending.)
 bool is_block_noop(const std::string& op) {
   return op == "tl.syncthreads" || op == "tl.syncwarp" || op == "tl.syncwarp_mask" || op == "tl.user_setmaxnreg" ||
-         op == "tl.pdl_trigger" || op == "tl.pdl_sync";
+         op == "tl.pdl_trigger" || op == "tl.pdl_sync" || op == "tl.wgmma_wait";
 }
 
 Value reinterpret(Machine& m, const CallNode* c) {

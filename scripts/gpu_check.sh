@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|recheck|recheck1|recheck2|recheck3]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|recheck|recheck1|recheck2|recheck3]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -151,6 +151,28 @@ if rc_want 3; then
   run_step "sanitizer racecheck fuzz sample" recheck_fuzz_race.log "$PY" -m tools.fuzz --mode gpu \
     --sanitize racecheck --count 16 --seed 100000 --jobs 4 --timeout 240 --no-minimize \
     --report "$OUT/recheck_fuzz_race.json"
+fi
+
+if [[ " $steps " == *" bwdcand "* ]]; then
+  # The backward's candidates (rows_in_shared: LSE / Delta rows from the producer's tiles, read
+  # by the consumer threads; overlap_softmax: P computed while dP^T runs), each against the
+  # default in its own process with cuDNN beside it; the example's cases (12-15 use them) and
+  # the sanitizers on two of them. Then how parallel compiles scale with threads (issue 11).
+  run_step "example flash_attention_bwd (with candidates)" bwd_ex.log "$PY" examples/flash_attention_bwd.py
+  tail -n 5 "$OUT/bwd_ex.log"
+  for tool in memcheck racecheck synccheck; do
+    run_step "sanitizer $tool bwd candidates" "bwd_san_$tool.log" env TILEC_EXAMPLE_CASES=12,13 \
+      compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
+  done
+  run_step "backward, default" bwd_default.log "$PY" bench/bench_attention_more.py --part bwd \
+    --json "$OUT/bwd_default.json"
+  run_step "backward, both candidates" bwd_both.log "$PY" bench/bench_attention_more.py --part bwd \
+    --bwd-options '{"rows_in_shared": true, "overlap_softmax": true}' --json "$OUT/bwd_both.json"
+  run_step "backward, overlap_softmax" bwd_overlap.log "$PY" bench/bench_attention_more.py --part bwd \
+    --bwd-options '{"overlap_softmax": true}' --json "$OUT/bwd_overlap.json"
+  tail -n 1 "$OUT/bwd_default.log" "$OUT/bwd_both.log" "$OUT/bwd_overlap.log"
+  run_step "compile scaling (threads, processes)" compile_scaling.log "$PY" bench/compile_scaling.py --configs 96
+  cat "$OUT/compile_scaling.log"
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then

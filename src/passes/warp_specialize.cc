@@ -217,7 +217,16 @@ class WarpSpecializer : public IRMutator {
       }
       gemm_reads = true;
       ops::GemmOp g = ops::analyze_gemm(*op, env);
-      cuda::GemmPlan gp = cuda::select_gemm(g.query, ctx_.target());
+      cuda::GemmPlan gp;
+      try {
+        gp = cuda::select_gemm(g.query, ctx_.target());
+      } catch (const UserError&) {
+        // As written no instruction takes it: stage_gemm_operands moves a register operand
+        // to shared memory later (an int8 A, too few rows for wgmma), or the gemm's own error
+        // comes where it is lowered.
+        return no("the gemm reading the copies (" + describe(p.body.stmts[j]) +
+                  ") takes a register operand no instruction reads from registers");
+      }
       if (gp.inst != cuda::GemmInst::kWgmma)
         return no("the gemm reading the copies (" + describe(p.body.stmts[j]) + ") does not use wgmma");
       p.widest_atom = std::max(p.widest_atom, gp.atom_n);

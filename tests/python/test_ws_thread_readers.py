@@ -108,3 +108,27 @@ def test_a_tile_copied_to_global_memory_is_not_left_to_the_consumers():
 def test_a_loop_without_a_gemm_reading_the_copies_is_not_warp_specialized():
     text = _compile(scaled_gemm(256, "parallel", with_gemm=False)).explain(show=False)
     assert "no T.gemm reads the copied buffers" in text
+
+
+def test_a_gemm_whose_register_operand_is_staged_later_keeps_the_plain_pipeline():
+    """Upstream's int4 x int8 dequantizing GEMM: the threads read a copied tile into registers,
+    and the gemm's int8 register A (32 rows) goes through shared memory later
+    (stage_gemm_operands); warp specialization declines it instead of failing on the gemm."""
+    @T.prim_func
+    def f(A: T.Tensor((32, 256), "int8"), B: T.Tensor((128, 256), "int8"), C: T.Tensor((32, 128), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((32, 64), "int8")
+            Bs = T.alloc_shared((128, 64), "int8")
+            Af = T.alloc_fragment((32, 64), "int8")
+            acc = T.alloc_fragment((32, 128), "int32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[0, k * 64], As)
+                T.copy(B[0, k * 64], Bs)
+                T.copy(As, Af)
+                T.gemm(Af, Bs, acc, transpose_B=True)
+            T.copy(acc, C)
+
+    text = _compile(f).explain(show=False)
+    assert "not warp-specialized (TMA producer + wgmma consumers): the gemm reading the copies" in text
+    assert "takes a register operand no instruction reads from registers" in text

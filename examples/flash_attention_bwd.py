@@ -44,12 +44,13 @@ CASES = [
     (2, 4, 512, 64, True, "bfloat16", None, None, (64, 32, 128)),
     (1, 6, 401, 128, True, "float16", 3, 390, (64, 32, 128)),
     (1, 4, 300, 128, False, "bfloat16", None, None, (64, 32, 128)),
-    # (..., options): the candidates of flash_attention_bwd (LSE / Delta rows through shared
-    # memory, read by the consumer threads from the producer's tiles; P computed while dP^T runs)
-    (1, 4, 300, 64, False, "float16", None, None, None, {"rows_in_shared": True, "overlap_softmax": True}),
-    (2, 4, 512, 128, True, "bfloat16", None, None, None, {"rows_in_shared": True, "overlap_softmax": True}),
-    (1, 6, 400, 128, True, "float16", 3, 390, None, {"rows_in_shared": True}),
-    (1, 2, 197, 64, True, "bfloat16", None, None, None, {"overlap_softmax": True}),
+    # (..., options): flash_attention_bwd's options switched off one at a time (both on is the
+    # default: LSE / Delta rows through shared memory, read by the consumer threads from the
+    # producer's tiles; P computed while dP^T runs)
+    (1, 4, 300, 64, False, "float16", None, None, None, {"rows_in_shared": False, "overlap_softmax": False}),
+    (2, 4, 512, 128, True, "bfloat16", None, None, None, {"rows_in_shared": False}),
+    (1, 6, 400, 128, True, "float16", 3, 390, None, {"overlap_softmax": False}),
+    (1, 2, 197, 64, True, "bfloat16", None, None, None, {"rows_in_shared": False}),
 ]
 
 

@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|recheck|recheck1|recheck2|recheck3]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -154,25 +154,37 @@ if rc_want 3; then
 fi
 
 if [[ " $steps " == *" bwdcand "* ]]; then
-  # The backward's candidates (rows_in_shared: LSE / Delta rows from the producer's tiles, read
-  # by the consumer threads; overlap_softmax: P computed while dP^T runs), each against the
-  # default in its own process with cuDNN beside it; the example's cases (12-15 use them) and
-  # the sanitizers on two of them. Then how parallel compiles scale with threads (issue 11).
-  run_step "example flash_attention_bwd (with candidates)" bwd_ex.log "$PY" examples/flash_attention_bwd.py
-  tail -n 5 "$OUT/bwd_ex.log"
-  for tool in memcheck racecheck synccheck; do
-    run_step "sanitizer $tool bwd candidates" "bwd_san_$tool.log" env TILEC_EXAMPLE_CASES=12,13 \
+  # The backward's options (on by default since the thirteenth session: rows_in_shared, LSE /
+  # Delta rows from the producer's tiles read by the consumer threads; overlap_softmax, P
+  # computed while dP^T runs) against the earlier form, each in its own process with cuDNN beside
+  # it; the example's cases and the sanitizers on two of them.
+  run_step "example flash_attention_bwd" bwd_ex.log "$PY" examples/flash_attention_bwd.py
+  tail -n 3 "$OUT/bwd_ex.log"
+  for tool in racecheck synccheck; do
+    run_step "sanitizer $tool bwd" "bwd_san_$tool.log" env TILEC_EXAMPLE_CASES=0,9 \
       compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
   done
-  run_step "backward, default" bwd_default.log "$PY" bench/bench_attention_more.py --part bwd \
-    --json "$OUT/bwd_default.json"
-  run_step "backward, both candidates" bwd_both.log "$PY" bench/bench_attention_more.py --part bwd \
-    --bwd-options '{"rows_in_shared": true, "overlap_softmax": true}' --json "$OUT/bwd_both.json"
-  run_step "backward, overlap_softmax" bwd_overlap.log "$PY" bench/bench_attention_more.py --part bwd \
-    --bwd-options '{"overlap_softmax": true}' --json "$OUT/bwd_overlap.json"
-  tail -n 1 "$OUT/bwd_default.log" "$OUT/bwd_both.log" "$OUT/bwd_overlap.log"
-  run_step "compile scaling (threads, processes)" compile_scaling.log "$PY" bench/compile_scaling.py --configs 96
+  if [ -n "${BWD_BENCH:-}" ]; then
+    run_step "backward, default" bwd_default.log "$PY" bench/bench_attention_more.py --part bwd \
+      --json "$OUT/bwd_default.json"
+    run_step "backward, earlier form" bwd_earlier.log "$PY" bench/bench_attention_more.py --part bwd \
+      --bwd-options '{"rows_in_shared": false, "overlap_softmax": false}' --json "$OUT/bwd_earlier.json"
+    tail -n 1 "$OUT/bwd_default.log" "$OUT/bwd_earlier.log"
+  fi
+fi
+if [[ " $steps " == *" compilespeed "* ]]; then
+  # Parallel compiles (issue 11): threads against processes and par_compile (worker processes
+  # fill the disk cache, threads collect); the autotune target program and upstream's gemv
+  # example (720 configurations), unmodified, cold caches.
+  run_step "compile scaling" compile_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16
   cat "$OUT/compile_scaling.log"
+  if [ -f "${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples/gemm/example_gemm_autotune.py" ]; then
+    run_step "autotune upstream GEMM example" autotune.log env \
+      "$PY" bench/autotune_upstream_example.py --json "$OUT/autotune.json"
+    tail -n 4 "$OUT/autotune.log"
+    run_step "upstream gemv example" gemv.log env TILEC_CACHE_DIR=/tmp/tilec-cache-gemv timeout 150 "$PY" -m tilec.run \
+      "${TILEC_UPSTREAM_DIR:-../shared/upstream}/tilelang/examples/gemv/example_gemv.py"
+  fi
 fi
 
 if [[ " $steps " == *" candidates "* ]]; then

@@ -139,6 +139,17 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
             return i, None, str(e).splitlines()[0] if str(e) else type(e).__name__
 
     n = max(1, min(workers or os.cpu_count() or 1, len(candidates)))
+    # Worker processes compile first and fill the disk cache (threads alone stop scaling at
+    # about 3x); the threads below then mostly find the cubins there (compile_workers.py).
+    from .compile_workers import warm_disk_cache
+
+    def silenced(t):
+        def job():
+            with spill_warnings_silenced():
+                return t()
+        return job
+
+    warm_disk_cache([silenced(t) for t in thunks if not isinstance(t, Exception)], n)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=n, thread_name_prefix="tilec-autotune") as pool:
             for i, kernel, reason in pool.map(run, range(len(candidates))):

@@ -351,7 +351,8 @@ def par_compile(funcs: Any, out_idx=None, target: Any = "auto", target_host: Any
 
 def _compile_in_parallel(jobs: list, num_workers: Optional[int], ignore_error: bool) -> list:
     """Runs compile thunks on `num_workers` threads (default: every core; the C++ compile releases
-    the GIL); a job may instead be the CompileError its preparation raised. Kernels in input
+    the GIL), after worker processes filled the disk cache with them where that helps
+    (compile_workers.py); a job may instead be the CompileError its preparation raised. Kernels in input
     order; a failed one is None with ignore_error, else the first error in input order is raised."""
     import concurrent.futures
     import os
@@ -365,6 +366,9 @@ def _compile_in_parallel(jobs: list, num_workers: Optional[int], ignore_error: b
             return None, e
 
     workers = max(1, min(num_workers or os.cpu_count() or 1, len(jobs) or 1))
+    from .compile_workers import warm_disk_cache
+
+    warm_disk_cache([job for job in jobs if not isinstance(job, CompileError)], workers)  # processes first
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tilec-compile") as pool:
         results = list(pool.map(one, jobs))
     for _, error in results:

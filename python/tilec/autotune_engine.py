@@ -92,13 +92,13 @@ def spills(kernel: Any) -> int:
 class _Progress:
     """tqdm when installed; else a line on stderr at every quarter (for 8 or more items)."""
 
-    def __init__(self, total: int, what: str):
+    def __init__(self, total: int, what: str, doing: str = "compiling"):
         self.total, self.what, self.done, self.failed = total, what, 0, 0
         self.bar = None
         try:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=f"autotune {what}: compiling", leave=False)
+            self.bar = tqdm(total=total, desc=f"autotune {what}: {doing}", leave=False)
         except ImportError:
             pass
 
@@ -125,7 +125,6 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
             thunks.append(prepare_one(config))
         except _SKIPPED as e:
             thunks.append(e)
-    progress = _Progress(len(candidates), what)
     out: list = [None] * len(candidates)
 
     def run(i):
@@ -141,7 +140,7 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
     n = max(1, min(workers or os.cpu_count() or 1, len(candidates)))
     # Worker processes compile first and fill the disk cache (threads alone stop scaling at
     # about 3x); the threads below then mostly find the cubins there (compile_workers.py).
-    from .compile_workers import warm_disk_cache
+    from .compile_workers import usable, warm_disk_cache
 
     def silenced(t):
         def job():
@@ -149,7 +148,14 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
                 return t()
         return job
 
-    warm_disk_cache([silenced(t) for t in thunks if not isinstance(t, Exception)], n)
+    jobs = [silenced(t) for t in thunks if not isinstance(t, Exception)]
+    if usable(len(jobs), n):
+        warming = _Progress(len(jobs), what, f"compiling in {n} processes")
+        try:
+            warm_disk_cache(jobs, n, on_done=lambda: warming.step(True))
+        finally:
+            warming.close()
+    progress = _Progress(len(candidates), what, "collecting" if usable(len(jobs), n) else "compiling")
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=n, thread_name_prefix="tilec-autotune") as pool:
             for i, kernel, reason in pool.map(run, range(len(candidates))):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from . import knobs
 
@@ -31,18 +31,24 @@ def usable(jobs: int, workers: int) -> bool:
             and not knobs.disable_cache())
 
 
-def warm_disk_cache(jobs: Sequence[Callable[[], object]], workers: int, deadline_s: float = 600.0) -> int:
+def warm_disk_cache(jobs: Sequence[Callable[[], object]], workers: int, deadline_s: float = 600.0,
+                    on_done: Optional[Callable[[], None]] = None) -> int:
     """Runs jobs[1:] in `workers` forked processes (job i in worker i % workers) after running
     jobs[0] here; returns how many workers were started (0: not used). Exceptions in the jobs
-    are ignored here: the caller runs every job again and sees them."""
+    are ignored here: the caller runs every job again and sees them. `on_done` is called here
+    once per job finished (job 0 and each worker's, through a pipe): a progress bar."""
     if not usable(len(jobs), workers):
         return 0
     try:
         jobs[0]()  # here: the target is resolved (and NVRTC loaded) before the fork
     except Exception:
         return 0  # the caller reports it; a failing first job says nothing about the others
+    if on_done:
+        on_done()
     rest = list(jobs[1:])
     workers = min(workers, len(rest))
+    done_r, done_w = os.pipe()
+    os.set_blocking(done_r, False)
     pids = []
     with warnings.catch_warnings():
         # Python 3.12 warns about fork in a process with threads (torch's): a worker runs only
@@ -53,17 +59,30 @@ def warm_disk_cache(jobs: Sequence[Callable[[], object]], workers: int, deadline
             if pid == 0:  # a worker: compile its share, write the cache, leave without cleanup
                 code = 0
                 try:
+                    os.close(done_r)
                     for job in rest[w::workers]:
                         try:
                             job()
                         except BaseException:
                             code = 1
+                        os.write(done_w, b".")
                 finally:
                     os._exit(code)
             pids.append(pid)
+    os.close(done_w)
     end = time.monotonic() + deadline_s
     running = set(pids)
+
+    def report():
+        try:
+            n = len(os.read(done_r, 1 << 16))
+        except BlockingIOError:
+            n = 0
+        for _ in range(n if on_done else 0):
+            on_done()
+
     while running:
+        report()
         for pid in list(running):
             done, _ = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -78,4 +97,6 @@ def warm_disk_cache(jobs: Sequence[Callable[[], object]], workers: int, deadline
             break
         if running:
             time.sleep(0.01)
+    report()
+    os.close(done_r)
     return workers

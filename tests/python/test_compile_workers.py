@@ -86,3 +86,9 @@ def test_a_crashing_worker_changes_nothing(fresh_cache):
 
     assert compile_workers.warm_disk_cache([job(i) for i in range(9)], 4) == 4
     assert ran_here == [0]
+
+
+def test_progress_counts_every_job_once(fresh_cache):
+    seen = []
+    assert compile_workers.warm_disk_cache([lambda: None] * 11, 4, on_done=lambda: seen.append(1)) == 4
+    assert len(seen) == 11  # job 0 here, ten through the workers' pipe

@@ -42,7 +42,7 @@ def warm_disk_cache(jobs: Sequence[Callable[[], object]], workers: int, deadline
     try:
         jobs[0]()  # here: the target is resolved (and NVRTC loaded) before the fork
     except Exception:
-        return 0  # the caller reports it; a failing first job says nothing about the others
+        pass  # the caller reports it; a failing configuration says nothing about the others
     if on_done:
         on_done()
     rest = list(jobs[1:])

@@ -92,3 +92,12 @@ def test_progress_counts_every_job_once(fresh_cache):
     seen = []
     assert compile_workers.warm_disk_cache([lambda: None] * 11, 4, on_done=lambda: seen.append(1)) == 4
     assert len(seen) == 11  # job 0 here, ten through the workers' pipe
+
+
+def test_a_failing_first_job_still_leaves_the_rest_to_the_workers(fresh_cache):
+    def fail():
+        raise tilec.CompileError("this configuration does not compile")
+
+    seen = []
+    assert compile_workers.warm_disk_cache([fail] + [lambda: None] * 8, 4, on_done=lambda: seen.append(1)) == 4
+    assert len(seen) == 9

@@ -67,8 +67,9 @@
 //   prefer_instruction), into distinct shared buffers without a user layout that nothing
 //   outside the loop touches; every later-stage reader of those buffers is a T.gemm that
 //   selects wgmma on T threads or a statement that only loads from them (a T.Parallel loop, a
-//   T.copy, a reduction; at least one reader is such a gemm); the kernel calls no T.sync_grid() (every thread must reach it,
-//   and the grid must stay as written); the copies' regions and the wrapper Lets read no memory
+//   T.copy, a reduction; at least one reader is such a gemm); the kernel calls no
+//   T.sync_grid() (every thread must reach it, and the grid must stay as written); the
+//   copies' regions and the wrapper Lets read no memory
 //   (with tilec.ws_indirect_copies: none but global tensors the kernel never writes).
 // Everything else is left to inject_pipeline (cp.async on sm_80+).
 // Before: pipeline_planning.  After: inject_pipeline, layout_inference, lower_tile_ops.

@@ -45,6 +45,18 @@ def test_backward_blocks():
     assert default.get_kernel_source() == given.get_kernel_source()
 
 
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+@pytest.mark.parametrize("seq,rows_in_shared", [(512, True), (333, False)])
+def test_backward_reads_lse_rows_from_shared_where_tma_can_load_them(seq, rows_in_shared):
+    """rows_in_shared's default: on when the LSE / Delta rows (seq_len float32 values) have a
+    stride TMA takes (16-byte multiples); else in place, so that the loop stays warp-specialized."""
+    k = tilec.compile(K.flash_attention_bwd(1, 2, seq, 64, True)[1], target="sm_90a")
+    src = k.get_kernel_source()
+    assert ("tma_load(&lse_shared[" in src) == rows_in_shared
+    assert "setmaxnreg_inc" in src and "tl::wgmma_wait<1>();" in src  # warp-specialized, P overlapped
+    assert k.ptxas_info["spill_stores_bytes"] == 0
+
+
 def test_backward_option_errors():
     with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
         K.flash_attention_bwd(1, 8, 256, 64, heads_kv=3)

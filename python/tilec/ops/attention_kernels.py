@@ -169,7 +169,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, bl
 
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
                         threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
-                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=True):
+                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
@@ -180,10 +180,15 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
     overlap_softmax (on): the P^T = K Q^T and dP^T = V dO^T gemms are issued together and P^T
     is computed while the second runs (T.wait_wgmma on sm_90a; elsewhere the gemms complete in
     order and the program means the same).
-    rows_in_shared (on): each step copies its block_N values of LSE and Delta to shared memory
-    (the producer's TMA loads on sm_90a, read by the consumer threads) instead of reading them
-    from global memory per element. The two together: 0.59 -> 0.76x cuDNN on the H200
-    (docs/PERFORMANCE.md, thirteenth session); off, the program is the earlier default."""
+    rows_in_shared (None: on when seq_len % 4 == 0): each step copies its block_N values of LSE
+    and Delta to shared memory (the producer's TMA loads on sm_90a, read by the consumer
+    threads) instead of reading them from global memory per element. TMA needs the rows' stride
+    (seq_len float32 values) to be a multiple of 16 bytes; where it is not, the copies would
+    keep the whole loop off the warp-specialized path, so the default reads in place there.
+    The two together: 0.59 -> 0.76x cuDNN on the H200 (docs/PERFORMANCE.md, thirteenth
+    session); both off, the program is the earlier default."""
+    if rows_in_shared is None:
+        rows_in_shared = seq_len % 4 == 0
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:

@@ -195,6 +195,10 @@ if [[ " $steps " == *" candidates "* ]]; then
   tail -n 8 "$OUT"/cand_mla.log "$OUT"/cand_mla_off.log "$OUT"/cand_dec.log "$OUT"/cand_dec_off.log
   run_step "backward, tilec.defer_gemm_waits" cand_bwd_defer.log "$PY" bench/bench_attention_more.py --part bwd \
     --pass-configs '{"tilec.defer_gemm_waits": true}' --json "$OUT/cand_bwd_defer.json"
+  # dV issued before dS and left running across it (thirteenth session; compile-checked only).
+  run_step "backward, dv_before_ds + defer_gemm_waits" cand_bwd_dv.log "$PY" bench/bench_attention_more.py \
+    --part bwd --bwd-options '{"dv_before_ds": true}' --pass-configs '{"tilec.defer_gemm_waits": true}' \
+    --json "$OUT/cand_bwd_dv.json"
   tail -n 14 "$OUT/cand_bwd_defer.log"
   run_step "backward blocks default vs 64x32x128" cand_bwd.log "$PY" bench/bench_attention_more.py --part bwd \
     --bwd-blocks default,64x32x128 --json "$OUT/cand_bwd.json"

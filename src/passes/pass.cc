@@ -88,7 +88,8 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.defer_gemm_waits", false,
      "In a warp-specialized consumer step, a gemm whose next statement does not touch its accumulator or "
      "register operand (nor write its shared operands) is left running; its wait goes before the first "
-     "statement that does. Off by default: not yet measured on the GPU (the attention backward's dV / dK)."},
+     "statement that does; gemms the program leaves running (wg_wait=-1) are tracked too, and T.wait_wgmma(n) "
+     "retires all but the n newest. Off by default (the attention backward: no gain in the eighth session)."},
     {"tilec.honor_set_max_nreg", true,
      "T.set_max_nreg / T.inc_max_nreg / T.dec_max_nreg set the register budget of the warpgroup that runs "
      "them (setmaxnreg, sm_90a), as upstream TileLang does, and such a kernel is not warp-specialized by "

@@ -24,16 +24,26 @@ namespace {
 using namespace ir;
 namespace pl = pipeline;
 
+// n of a statement `tl.wgmma_wait(n)` (T.wait_wgmma), else nothing.
+std::optional<int64_t> wgmma_wait_count(const Stmt& st) {
+  auto* e = st.as<EvaluateNode>();
+  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  if (!c || c->op != "tl.wgmma_wait" || c->args.size() != 1) return std::nullopt;
+  const int64_t* n = as_const_int(c->args[0]);
+  return n && *n >= 0 ? std::optional<int64_t>(*n) : std::nullopt;
+}
+
 // Named barriers 14 and 15: the turns of two consumer warpgroups (tl.pingpong_wait/pass);
 // the roles' own barriers count up from 1.
 constexpr int64_t kPingpongBarrier = 14;
 
-// Gemms left in flight in a consumer step (tilec.defer_gemm_waits) and what a later statement
-// must not touch before they are done: their accumulators and register operands (PTX: not
-// even read, before the wait), and, for writes, their shared operands.
+// Gemms left in flight in a consumer step (tilec.defer_gemm_waits), oldest first, and what a
+// later statement must not touch before they are done: their accumulators and register
+// operands (PTX: not even read, before the wait), and, for writes, their shared operands.
 struct InFlight {
   pl::BufferSet touch, write;
-  std::vector<size_t> gemms;  // consumer indices
+  std::vector<size_t> gemms;             // consumer indices
+  std::vector<const TileOpNode*> ops;    // the gemms, in issue order (one wgmma group each)
   static InFlight of(const TileOpNode* g) {
     InFlight f;
     f.add(g, 0);
@@ -47,6 +57,18 @@ struct InFlight {
     (a->scope == Scope::kFragment ? touch : write).insert(a.get());
     write.insert(b.get());
     gemms.push_back(q);
+    ops.push_back(g);
+  }
+  // After a wait that leaves at most n groups pending: the older gemms are done. Returns
+  // their consumer indices; the rest stay in flight.
+  std::vector<size_t> retire_all_but(size_t n) {
+    if (gemms.size() <= n) return {};
+    const size_t done = gemms.size() - n;
+    std::vector<size_t> retired(gemms.begin(), gemms.begin() + done);
+    InFlight rest;
+    for (size_t i = done; i < gemms.size(); ++i) rest.add(ops[i], gemms[i]);
+    *this = std::move(rest);
+    return retired;
   }
   bool hazard(const pl::Access& acc) const {
     for (const pl::BufferSet* s : {&acc.reads, &acc.writes})
@@ -260,7 +282,9 @@ class KernelRewrite {
     // tilec.defer_gemm_waits: a gemm whose next statement leaves its wgmmas alone stays in
     // flight (wg_wait -1) until the first statement that reads or writes its accumulator or
     // its register operand, or writes its shared operands; one wgmma_wait(0) goes there (or at
-    // the step's end), and the slots the gemms in flight read are released after it.
+    // the step's end), and the slots the gemms in flight read are released after it. Gemms
+    // the program leaves running (wg_wait=-1) are in flight too, and its T.wait_wgmma(n)
+    // retires all but the n newest (their slots are released there).
     std::vector<Stmt> steps;
     for (size_t q = 0; q < p_.consumers.size(); ++q)
       steps.push_back(pl::VersionAccesses(p_.versioned, slot_).mutate(substitute(p_.body.stmts[p_.consumers[q]], rename_)));
@@ -292,6 +316,19 @@ class KernelRewrite {
       if (defer && gemm && q + 1 < steps.size() && !InFlight::of(g).hazard(pl::accesses(steps[q + 1]))) {
         consume.push_back(with_wg_wait(st, -1));
         flight.add(g, q);
+        continue;
+      }
+      // The program's own waits: a gemm it leaves running (wg_wait=-1) is in flight like a
+      // deferred one; after T.wait_wgmma(n) only the n newest gemms in flight still run.
+      if (defer && gemm && attr_int(*g, "wg_wait", 0) < 0) {
+        consume.push_back(st);
+        flight.add(g, q);
+        continue;
+      }
+      if (std::optional<int64_t> n = defer ? wgmma_wait_count(st) : std::nullopt; n && !flight.gemms.empty()) {
+        consume.push_back(st);
+        for (size_t r : flight.retire_all_but(static_cast<size_t>(*n))) release_done(r);
+        release_done(q);
         continue;
       }
       if (deferred_) st = with_wg_wait(st, -1);

@@ -57,7 +57,26 @@ def test_backward_reads_lse_rows_from_shared_where_tma_can_load_them(seq, rows_i
     assert k.ptxas_info["spill_stores_bytes"] == 0
 
 
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+def test_backward_dv_gemm_runs_across_ds_under_deferred_waits():
+    """dv_before_ds: the dV gemm is left running (wg_wait=-1) and T.wait_wgmma(1) waits for dP^T
+    only. With tilec.defer_gemm_waits the consumer step honors that (the gemm's slot is released
+    after the dK gemm's wait); without it the slot release waits for the gemm at once."""
+    main = K.flash_attention_bwd(1, 2, 512, 64, False, dv_before_ds=True)[1]
+    deferred = tilec.compile(main, target="sm_90a", pass_configs={"tilec.defer_gemm_waits": True})
+    src = deferred.get_kernel_source()
+    after_dv = src[src.index("(&pT_cast[0], &do_["):]
+    between = after_dv[:after_dv.index("(&dsT_cast[0], &q[")]  # up to the dK gemm
+    assert "tl::wgmma_wait<1>();" in between and "tl::wgmma_wait<0>();" not in between, between
+    assert deferred.ptxas_info["spill_stores_bytes"] == 0
+    plain = tilec.compile(main, target="sm_90a").get_kernel_source()
+    after_dv = plain[plain.index("(&pT_cast[0], &do_["):]
+    assert "tl::wgmma_wait<0>();" in after_dv[:after_dv.index("(&dsT_cast[0], &q[")]
+
+
 def test_backward_option_errors():
+    with pytest.raises(ValueError, match=r"dv_before_ds needs overlap_softmax=True"):
+        K.flash_attention_bwd(1, 2, 256, 64, overlap_softmax=False, dv_before_ds=True)
     with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
         K.flash_attention_bwd(1, 8, 256, 64, heads_kv=3)
     with pytest.raises(ValueError, match=r"head dim 96 is not supported"):

@@ -169,7 +169,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, bl
 
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
                         threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
-                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None):
+                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None, dv_before_ds=False):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
@@ -186,9 +186,16 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
     (seq_len float32 values) to be a multiple of 16 bytes; where it is not, the copies would
     keep the whole loop off the warp-specialized path, so the default reads in place there.
     The two together: 0.59 -> 0.76x cuDNN on the H200 (docs/PERFORMANCE.md, thirteenth
-    session); both off, the program is the earlier default."""
+    session); both off, the program is the earlier default.
+    dv_before_ds (a candidate, off; needs overlap_softmax): the dV gemm is issued before dS is
+    computed and left running (wg_wait=-1, then T.wait_wgmma(1) for dP^T), so the tensor cores
+    work while the threads compute dS; the gemm's slot is released after the dK gemm's wait
+    only under tilec.defer_gemm_waits (without it, right after the gemm). Not measured yet:
+    gpu_check.sh candidates (no spills at d64; 36 bytes at d128 non-causal on sm_90a)."""
     if rows_in_shared is None:
         rows_in_shared = seq_len % 4 == 0
+    if dv_before_ds and not overlap_softmax:
+        raise ValueError("flash_attention_bwd: dv_before_ds needs overlap_softmax=True")
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
@@ -273,7 +280,12 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                         live = (key < seq_len_kv) and (query < seq_len) and ((key <= query) if is_causal else True)
                         lse = lse_shared[0, j] if rows_in_shared else LSE[bz, by, T.min(query, seq_len - 1)]
                         qkT[i, j] = T.if_then_else(live, T.exp2(qkT[i, j] * scale - lse * LOG2E), 0)
-                    T.wait_wgmma(0)
+                    if dv_before_ds:
+                        T.copy(qkT, pT_cast)
+                        T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                        T.wait_wgmma(1)  # dP^T done; dV may still run
+                    else:
+                        T.wait_wgmma(0)
                     for i, j in T.Parallel(block_M, block_N):
                         row = T.min(k * block_N + j, seq_len - 1)
                         delta = delta_shared[0, j] if rows_in_shared else Delta[bz, by, row]
@@ -287,8 +299,9 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                             lse_shared[0, j] if rows_in_shared else LSE[bz, by, row]) * LOG2E), 0)
                         dpT[i, j] = qkT[i, j] * (dpT[i, j] - (
                             delta_shared[0, j] if rows_in_shared else Delta[bz, by, row])) * sm_scale
-                T.copy(qkT, pT_cast)
-                T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                if not dv_before_ds:
+                    T.copy(qkT, pT_cast)
+                    T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(dpT, dsT_cast)
                 if ds_to_shared_first:
                     T.copy(dsT_cast, dsT_shared)

@@ -24,6 +24,7 @@ after the deadline is discarded.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
@@ -142,20 +143,15 @@ def _compile_all(candidates: list, prepare_one: Callable, what: str, workers: Op
     # about 3x); the threads below then mostly find the cubins there (compile_workers.py).
     from .compile_workers import usable, warm_disk_cache
 
-    def silenced(t):
-        def job():
-            with spill_warnings_silenced():
-                return t()
-        return job
-
-    jobs = [silenced(t) for t in thunks if not isinstance(t, Exception)]
-    if usable(len(jobs), n):
+    jobs = [functools.partial(run, i) for i, t in enumerate(thunks) if not isinstance(t, Exception)]
+    workers_used = usable(len(jobs), n)
+    if workers_used:
         warming = _Progress(len(jobs), what, f"compiling in {n} processes")
         try:
             warm_disk_cache(jobs, n, on_done=lambda: warming.step(True))
         finally:
             warming.close()
-    progress = _Progress(len(candidates), what, "collecting" if usable(len(jobs), n) else "compiling")
+    progress = _Progress(len(candidates), what, "collecting" if workers_used else "compiling")
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=n, thread_name_prefix="tilec-autotune") as pool:
             for i, kernel, reason in pool.map(run, range(len(candidates))):

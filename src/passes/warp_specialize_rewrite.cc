@@ -491,7 +491,7 @@ class KernelRewrite {
     }
     for (const CopyGroup& grp : groups_) {
       // A group the threads read themselves: one arrival per consumer warp.
-      const int64_t arrivals = grp.thread_readers ? releases * 4 : releases;
+      const int64_t arrivals = grp.thread_readers ? releases * (128 / 32) : releases;
       top.push_back(make_tile_op("barrier_init", {whole(grp.full)}, {{"arrive_count", std::vector<int64_t>(S_, 1)}}, loc_));
       top.push_back(
           make_tile_op("barrier_init", {whole(grp.empty)}, {{"arrive_count", std::vector<int64_t>(S_, arrivals)}}, loc_));

@@ -50,7 +50,10 @@ std::vector<TileOpSchema> builtin_schemas() {
                 {"clear_accum", AttrKind::kBool, false},
                 {"k_pack", AttrKind::kInt, int64_t{1}},
                 {"wg_wait", AttrKind::kInt, int64_t{0}},
-                {"instruction", AttrKind::kString, {}}}});
+                {"instruction", AttrKind::kString, {}},
+                // A run-time condition: when it holds, C is cleared first (fuse_clear_into_gemm
+                // folds `if c: T.clear(C)` before the gemm into it).
+                {"clear_if", AttrKind::kExpr, {}}}});
   // T.gemm_sp: C (+)= dense(A) @ B, A given 2:4-compressed (the kept values and their
   // metadata E). lower_sparse_gemm rebuilds dense A in shared memory and runs a T.gemm.
   v.push_back({"gemm_sp",
@@ -224,6 +227,10 @@ int64_t attr_int(const TileOpNode& op, const std::string& key, int64_t fallback)
 std::string attr_string(const TileOpNode& op, const std::string& key, const std::string& fallback) {
   auto* v = find_attr(op.attrs, key);
   return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : fallback;
+}
+Expr attr_expr(const TileOpNode& op, const std::string& key) {
+  auto* v = find_attr(op.attrs, key);
+  return v && std::holds_alternative<Expr>(*v) ? std::get<Expr>(*v) : Expr();
 }
 
 }  // namespace tilec::ir

@@ -21,8 +21,25 @@ LayoutProposals fill_infer(const TileOpNode& op, const LayoutInferenceState& sta
   return {};
 }
 
+bool is_unspecified(const Expr& v) {
+  auto* c = v.as<CallNode>();
+  return c && c->op == "tl.unspecified";
+}
+
 Stmt fill_lower(const TileOpNode& op, LowerContext& ctx) {
   const BufferRegion& r = region_arg(op, 0);
+  if (is_unspecified(expr_arg(op, 1))) {
+    // Nothing to store. A whole float / int32 fragment is marked undefined for the compiler
+    // (fuse_clear_into_gemm's branch before a clearing gemm: the old values die there).
+    const Buffer lb = ctx.lowered_buffer(r.buffer);
+    const int64_t* regs = lb->shape.size() == 1 ? as_const_int(lb->shape[0]) : nullptr;
+    const DataType t = r.buffer->dtype;
+    if (r.buffer->scope != Scope::kFragment || !region_is_full(r) || !regs ||
+        !(t == DataType::Float(32) || t == DataType::Int(32)))
+      return evaluate(int_imm(0), op.loc);
+    Expr first = call(DataType::Handle(), "tl.address_of", {buffer_load(lb, {int_imm(0)})}, op.loc);
+    return evaluate(call(DataType::Void(), "tl.wgmma_undefine_operands", {int_imm(*regs), first}, op.loc), op.loc);
+  }
   RegionLoop loop = region_loop(r, "T.fill", op.loc);
   std::vector<Expr> idx = region_indices(r, loop.vars);
   ensure_nonempty(loop);

@@ -195,7 +195,22 @@ OperandStart operand_args(const Matrix& m, const TileOpNode& op, LowerContext& c
   return a;
 }
 
+// The gemm with clear_if dropped and clear_accum set to `clear`.
+Stmt with_clear(const TileOpNode& op, bool clear) {
+  AttrMap attrs;
+  for (const auto& kv : op.attrs)
+    if (kv.first != "clear_if" && kv.first != "clear_accum") attrs.push_back(kv);
+  attrs.emplace_back("clear_accum", clear);
+  return make_tile_op(op.op, op.args, attrs, op.loc);
+}
+
 Stmt gemm_lower(const TileOpNode& op, LowerContext& ctx) {
+  if (Expr clear_if = attr_expr(op, "clear_if")) {
+    // mma.sync and FMA take CLEAR as a template argument: one call for each value.
+    Stmt cleared = with_clear(op, true), accumulating = with_clear(op, false);
+    return if_then_else(clear_if, gemm_lower(*cleared.as<TileOpNode>(), ctx),
+                        gemm_lower(*accumulating.as<TileOpNode>(), ctx), op.loc);
+  }
   GemmOp g = analyze_ampere(op, ctx);
   cuda::GemmPlan plan = plan_for(g, ctx.target());
   const cuda::GemmQuery& q = g.query;

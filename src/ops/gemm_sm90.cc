@@ -24,7 +24,8 @@
 //   tl.wgmma_gemm_rs("M, N, K, WG_M, 1, TB, CLEAR, tl::WgTile<...>, KIND, ATOM_N, WAIT",
 //                     &A_frag[0], &B[tile], b_row0, b_col0, &C[0], thread)
 //   WAIT is the gemm's wg_wait (0: the gemm has finished when the call returns; n > 0: at
-//   most n groups still run; negative: not waited for).
+//   most n groups still run; negative: not waited for). A gemm with clear_if calls
+//   tl.wgmma_gemm_ss_clear_if / _rs_clear_if: the same arguments and the condition last.
 #include <sstream>
 
 #include "ops/gemm_operands.h"
@@ -178,24 +179,27 @@ Stmt wgmma_lower(const TileOpNode& op, LowerContext& ctx) {
   std::ostringstream t;
   const std::string tail = std::string(cuda::wgmma_kind_constant(plan.wgmma_kind)) + ", " +
                            std::to_string(plan.atom_n) + ", " + std::to_string(wait);
+  // clear_if (a run-time condition): the first k-step's scale-d operand, which is a register.
+  const Expr clear_if = attr_expr(op, "clear_if");
   Stmt s;
   if (plan.a_in_registers) {
     Expr a_addr = first_element_address(g.a.region->buffer, op, ctx);
     const OperandStart& b = calls[0];
     t << q.m << ", " << q.n << ", " << q.k << ", " << plan.wg_m << ", " << plan.wg_n << ", " << flag(q.trans_b) << ", "
       << flag(attr_bool(op, "clear_accum")) << ", " << b.tile << ", " << tail;
-    s = evaluate(call(DataType::Void(), "tl.wgmma_gemm_rs",
-                      {string_imm(t.str()), a_addr, b.address, b.row0, b.col0, c_addr, ctx.thread_index()}, op.loc),
+    std::vector<Expr> args = {string_imm(t.str()), a_addr, b.address, b.row0, b.col0, c_addr, ctx.thread_index()};
+    if (clear_if) args.push_back(clear_if);
+    s = evaluate(call(DataType::Void(), clear_if ? "tl.wgmma_gemm_rs_clear_if" : "tl.wgmma_gemm_rs", args, op.loc),
                  op.loc);
   } else {
     const OperandStart &a = calls[0], &b = calls[1];
     t << q.m << ", " << q.n << ", " << q.k << ", " << plan.wg_m << ", " << plan.wg_n << ", " << flag(q.trans_a) << ", "
       << flag(q.trans_b) << ", " << flag(attr_bool(op, "clear_accum")) << ", " << a.tile << ", " << b.tile << ", "
       << tail;
-    s = evaluate(call(DataType::Void(), "tl.wgmma_gemm_ss",
-                      {string_imm(t.str()), a.address, a.row0, a.col0, b.address, b.row0, b.col0, c_addr,
-                       ctx.thread_index()},
-                      op.loc),
+    std::vector<Expr> args = {string_imm(t.str()), a.address, a.row0, a.col0, b.address, b.row0, b.col0, c_addr,
+                              ctx.thread_index()};
+    if (clear_if) args.push_back(clear_if);
+    s = evaluate(call(DataType::Void(), clear_if ? "tl.wgmma_gemm_ss_clear_if" : "tl.wgmma_gemm_ss", args, op.loc),
                  op.loc);
   }
   s = annotate(passes::kWgmmaAtomKey, std::vector<int64_t>{plan.atom_n, plan.wgmma_kind}, s, op.loc);

@@ -38,7 +38,7 @@ bool async_proxy_reads_shared(const Stmt& body) {
   for_each_node(body, [&](const Node* n) {
     auto* c = dynamic_cast<const CallNode*>(n);
     if (!c) return;
-    found |= c->op == "tl.wgmma_gemm_ss" || c->op == "tl.wgmma_gemm_rs" || c->op == "tl.tma_store";
+    found |= c->op.rfind("tl.wgmma_gemm_", 0) == 0 || c->op == "tl.tma_store";
   });
   return found;
 }

@@ -117,6 +117,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "A shared buffer only T.Parallel loops touch gets the layout (row-major, a 16-byte-chunk swizzle or a "
      "4-byte-word XOR swizzle) with the fewest shared-memory bank conflicts for those loops' accesses "
      "(layout inference). False: row-major. Only speed changes."},
+    {"tilec.unswitch_uniform_conditions", true,
+     "A T.Parallel loop inside a loop that tests a condition on its indices (an attention mask) is tested "
+     "once per step: when the condition holds for the whole tile, a copy without the test runs. Only speed "
+     "changes."},
     {"tilec.fuse_clear_into_gemm", true,
      "T.clear(C) right before T.gemm(A, B, C) becomes the gemm with clear_accum=True (no zeroing loop; the "
      "gemm's first step writes C). Only speed changes."},

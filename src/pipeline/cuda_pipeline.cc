@@ -17,6 +17,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       check_grid_syncs_pass(),   // T.sync_grid: reached by every thread of every block
       check_fp4_buffers_pass(),  // float4_e2m1 rows pack two elements a byte: even extents
       narrow_guarded_parallel_loops_pass(),  // `if i < c` around a T.Parallel body: i in [0, c)
+      unswitch_uniform_conditions_pass(),  // masks that hold on a whole nest: tested once per step
       fuse_clear_into_gemm_pass(),
       rasterize_blocks_pass(),
       order_blocks_by_work_pass(),

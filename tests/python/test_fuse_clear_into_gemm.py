@@ -64,3 +64,35 @@ def test_attention_step_gemm_clears_its_accumulator_itself():
     zeroing = [ln for ln in src.splitlines() if "tl::store(&acc_s[" in ln and "broadcast<2>(0.0f)" in ln]
     assert not zeroing, zeroing
     assert any("tl::store(&acc_o[" in ln and "broadcast<2>(0.0f)" in ln for ln in src.splitlines())  # O still cleared
+
+
+def _lines(src, needle):
+    return [ln for ln in src.splitlines() if needle in ln]
+
+
+@pytest.mark.parametrize("causal,seq_kv", [(True, 512), (False, 500)])
+def test_a_mask_that_holds_on_the_whole_tile_becomes_the_gemms_clear(causal, seq_kv):
+    # unswitch_uniform_conditions + the run-time clear: on steps where no score of the tile is
+    # masked (all but the diagonal / the last block), S = Q K^T is a clearing gemm (clear_if)
+    # and the branch only marks S's old registers dead; the masked copy stays on the other side.
+    from flash_attention import flash_attention
+
+    src = _src(flash_attention(1, 2, 512, 128, is_causal=causal, seq_len_kv=seq_kv))
+    gemms = _lines(src, "tl::wgmma_gemm_ss<128, 128, 128, 2, 1, false, true, false,")
+    assert gemms and all(not g.rstrip().endswith("tx);") for g in gemms), gemms  # a condition is passed last
+    assert _lines(src, "tl::wgmma_undefine_operands<64>(&acc_s[0]);"), src
+    assert _lines(src, "tl::select("), src  # the masked steps
+    off = _src(flash_attention(1, 2, 512, 128, is_causal=causal, seq_len_kv=seq_kv),
+               **{"tilec.unswitch_uniform_conditions": False})
+    assert not _lines(off, "wgmma_undefine_operands<64>(&acc_s")
+    assert all(g.rstrip().endswith("tx);") for g in _lines(off, "tl::wgmma_gemm_ss<128, 128, 128, 2, 1, false, true,"))
+
+
+def test_on_sm80_the_unmasked_steps_clear_instead_of_masking():
+    from flash_attention import flash_attention
+
+    src = _src(flash_attention(1, 2, 512, 128, is_causal=True), "sm_80")
+    assert "tl::gemm_ss<" in src and "wgmma" not in src
+    assert _lines(src, "tl::store(&acc_s[") and _lines(src, "tl::select("), src
+    body = src[src.index("__global__"):]
+    assert "} else {" in body, body  # the unswitched mask: clear on one side, masked on the other

@@ -57,5 +57,7 @@ const Expr& expr_arg(const TileOpNode& op, size_t i);
 bool attr_bool(const TileOpNode& op, const std::string& key, bool fallback = false);
 int64_t attr_int(const TileOpNode& op, const std::string& key, int64_t fallback = 0);
 std::string attr_string(const TileOpNode& op, const std::string& key, const std::string& fallback = "");
+// An expression attribute (T.gemm's clear_if), or a null Expr when it is absent.
+Expr attr_expr(const TileOpNode& op, const std::string& key);
 
 }  // namespace tilec::ir

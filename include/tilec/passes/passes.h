@@ -62,6 +62,13 @@ Pass rasterize_blocks_pass();
 //   (fragment reads at `v + s * c` then follow the fragment). Runs before pipeline_planning.
 Pass narrow_guarded_parallel_loops_pass();
 
+// unswitch_uniform_conditions (src/passes/unswitch_uniform_conditions.cc)
+//   in:  verified tile IR.   out: a T.Parallel nest inside a sequential loop whose body tests
+//   an affine integer condition on the nest's variables becomes `if <holds on the whole nest>
+//   { nest with the test's true side } else { nest }` (a constant store to a whole fragment
+//   becomes T.fill). Config tilec.unswitch_uniform_conditions. Runs before fuse_clear_into_gemm.
+Pass unswitch_uniform_conditions_pass();
+
 // fuse_clear_into_gemm (src/passes/fuse_clear_into_gemm.cc)
 //   in:  verified tile IR.   out: T.fill(C, 0) of a whole fragment immediately followed by
 //   T.gemm(A, B, C) into the whole fragment becomes the gemm with clear_accum=True (config

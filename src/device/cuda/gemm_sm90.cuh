@@ -1,9 +1,9 @@
 // Block-level GEMM on the Hopper tensor cores: warpgroup MMA (wgmma.mma_async, sm_90a).
 //
 //   tl::wgmma_gemm_ss<M, N, K, WG_M, WG_N, TRANS_A, TRANS_B, CLEAR, TileA, TileB, KIND,
-//                     ATOM_N, WAIT>(A, a_row0, a_col0, B, b_row0, b_col0, C, thread)
+//                     ATOM_N, WAIT>(A, a_row0, a_col0, B, b_row0, b_col0, C, thread[, clear_now])
 //   tl::wgmma_gemm_rs<M, N, K, WG_M, 1, TRANS_B, CLEAR, TileB, KIND, ATOM_N, WAIT>(
-//                     A_frag, B, b_row0, b_col0, C, thread)
+//                     A_frag, B, b_row0, b_col0, C, thread[, clear_now])
 //
 //   C[M x N] (+)= op(A) * op(B), A stored K x M when TRANS_A (M-major) else M x K (K-major),
 //   B stored N x K when TRANS_B (K-major) else K x N (N-major), both read at (row0 + r,
@@ -12,7 +12,9 @@
 //   fragment (gemm_sm90_layout.cuh, part 2); thread is its index among the WG_M * WG_N * 128
 //   threads that share the GEMM. Each warpgroup issues, per K step, one
 //   m64n<ATOM_N>k<KK> wgmma for each 64-row x ATOM_N-column atom of its sub-tile; the first
-//   step of a CLEAR gemm does not accumulate (scale-d = 0). The group is committed, and
+//   step of a CLEAR gemm does not accumulate (scale-d = 0), nor that of a gemm called with
+//   clear_now true (a condition known only at run time: the scale-d operand is a register,
+//   so the choice costs nothing; T.gemm's clear_if). The group is committed, and
 //   waited for until at most WAIT groups are pending (WAIT < 0: not waited for; the caller
 //   waits with tl::wgmma_wait<n>() before it touches C or reuses the operands).
 //   With A in registers (rs) A_frag holds the thread's 16-bit A values in the accumulator
@@ -130,7 +132,7 @@ TL_DEVICE uint64 mnmajor(uint32 base, int mn, int k) {
 template <int M, int N, int K, int WG_M, int WG_N, bool TRANS_A, bool TRANS_B, bool CLEAR, class TileA, class TileB,
           int KIND, int ATOM_N, int WAIT, typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, int b_row0, int b_col0, TC* C,
-                             int thread) {
+                             int thread, bool clear_now = false) {
   constexpr int MW = M / WG_M, NW = N / WG_N, MA = MW / 64, NA = NW / ATOM_N;
   constexpr int KK = WgmmaKindTraits<KIND>::kK;
   constexpr int REGS = MA * NA * (ATOM_N / 2);
@@ -156,7 +158,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, i
         const uint64 db = TRANS_B ? wgmma_detail::kmajor<TileB, sizeof(TB)>(b_base, b_row0 + n0, b_col0 + ks * KK)
                                   : wgmma_detail::mnmajor<TileB, sizeof(TB)>(b_base, b_col0 + n0, b_row0 + ks * KK);
         WgmmaAtom<ATOM_N, KIND>::template ss<TRANS_A ? 1 : 0, TRANS_B ? 0 : 1>(C + (mi * NA + ni) * (ATOM_N / 2), da,
-                                                                             db, (CLEAR && ks == 0) ? 0 : 1);
+                                                                             db, (ks == 0 && (CLEAR || clear_now)) ? 0 : 1);
       }
     }
   }
@@ -167,7 +169,8 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_row0, int a_col0, const TB* B, i
 
 template <int M, int N, int K, int WG_M, int WG_N, bool TRANS_B, bool CLEAR, class TileB, int KIND, int ATOM_N,
           int WAIT, typename TA, typename TB, typename TC>
-TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_col0, TC* C, int thread) {
+TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_col0, TC* C, int thread,
+                             bool clear_now = false) {
   constexpr int MW = M / WG_M, NW = N / WG_N, MA = MW / 64, NA = NW / ATOM_N;
   constexpr int KK = WgmmaKindTraits<KIND>::kK;
   constexpr int REGS = MA * NA * (ATOM_N / 2);
@@ -197,7 +200,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A_frag, const TB* B, int b_row0, int b_co
                                   : wgmma_detail::mnmajor<TileB, sizeof(TB)>(b_base, b_col0 + n0, b_row0 + ks * KK);
         WgmmaAtom<ATOM_N, KIND>::template rs<TRANS_B ? 0 : 1>(C + (mi * NA + ni) * (ATOM_N / 2),
                                                               a + mi * A_REGS + ks * 4, db,
-                                                              (CLEAR && ks == 0) ? 0 : 1);
+                                                              (ks == 0 && (CLEAR || clear_now)) ? 0 : 1);
       }
     }
   }

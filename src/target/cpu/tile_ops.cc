@@ -166,7 +166,8 @@ void gemm_accumulate(Machine& m, const TileOpNode* op, const std::vector<double>
   TILEC_USER_CHECK(K == Kb && M == C.rows && N == C.cols, op->loc, "A is (M, K), B is (K, N), C is (M, N)")
       << "target=cpu: kernel '" << m.kernel_name() << "': T." << op->op << " shapes do not fit: A gives M=" << M
       << ", K=" << K << ", B gives K=" << Kb << ", N=" << N << ", C is " << C.rows << " x " << C.cols;
-  bool clear = attr_bool(*op, "clear_accum");
+  const Expr clear_if = attr_expr(*op, "clear_if");
+  const bool clear = attr_bool(*op, "clear_accum") || (clear_if && m.eval_bool(clear_if));
   DataType ct = C.box.buffer->dtype;
   std::vector<Value> out(C.data.size());
   for (int64_t i = 0; i < M; ++i) {

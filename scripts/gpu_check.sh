@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -142,6 +142,35 @@ if rc_want 3; then
   tail -n 3 "$OUT/recheck_autotune.log"
 fi
 
+if [[ " $steps " == *" masks "* ]]; then
+  # unswitch_uniform_conditions (fourteenth session): attention masks tested once per step, the
+  # unmasked steps' S gemm clearing itself at run time. Correctness of the attention examples and
+  # the op, then the forward quick rows and the backward with the pass on and off, each pair back
+  # to back (cuDNN in each process).
+  for ex in flash_attention flash_attention_bwd flash_attention_varlen; do
+    run_step "example $ex" "masks_$ex.log" "$PY" "examples/$ex.py"
+    tail -n 2 "$OUT/masks_$ex.log"
+  done
+  run_step "GPU tests: flash_attn op" masks_op.log "$PY" -m pytest -q -m gpu tests/gpu/test_flash_attn_op.py
+  # tilec.defer_accumulator_updates (O *= scale between the S and P V issues; off by default).
+  run_step "example flash_attention, deferred rescale" masks_defer_ex.log env \
+    TILEC_PASS_CONFIGS=tilec.defer_accumulator_updates=true "$PY" examples/flash_attention.py
+  tail -n 2 "$OUT/masks_defer_ex.log"
+  for variant in '"tilec.unswitch_uniform_conditions": true' '"tilec.unswitch_uniform_conditions": false' \
+                 '"tilec.defer_accumulator_updates": true'; do
+    label=$(echo "$variant" | tr -dc 'a-z_:' | tr ':' '_')
+    run_step "FA quick rows, $variant" "masks_fwd_$label.log" "$PY" bench/peer_attention.py --impl tilec --quick \
+      --label "$label" --pass-configs "{$variant}" --json "$OUT/masks_fwd_$label.json"
+    tail -n 3 "$OUT/masks_fwd_$label.log"
+  done
+  if [ -n "${MASKS_BWD:-}" ]; then
+    for on in true false; do
+      run_step "backward, unswitch $on" "masks_bwd_$on.log" "$PY" bench/bench_attention_more.py --part bwd \
+        --pass-configs "{\"tilec.unswitch_uniform_conditions\": $on}" --json "$OUT/masks_bwd_$on.json"
+      tail -n 14 "$OUT/masks_bwd_$on.log"
+    done
+  fi
+fi
 if [[ " $steps " == *" bwdcand "* ]]; then
   # The backward's options (on by default since the thirteenth session: rows_in_shared, LSE /
   # Delta rows from the producer's tiles read by the consumer threads; overlap_softmax, P

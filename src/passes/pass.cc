@@ -102,6 +102,10 @@ const std::vector<ConfigKey> kConfigKeys = {
      "A warp-specialized step S = gemm(...); softmax; O += gemm(P, V) (attention) is rotated: step k issues "
      "S_k and P_{k-1} V_{k-1} together and runs the softmax of S_k while P V runs (FlashAttention-3's "
      "intra-warpgroup overlap). Only speed changes."},
+    {"tilec.defer_accumulator_updates", false,
+     "In that rotated step, statements that only update O (the rescale O *= scale) run in the next step "
+     "right after S is issued, while it runs (FlashAttention-3's order), instead of before the next turn. "
+     "Only speed changes."},
     {"tilec.tma_multicast", true,
      "In a kernel with clusters, a tile every CTA of the cluster loads alike is loaded in bands, each multicast "
      "to all of them (one L2 read instead of one per CTA). False: each CTA loads its own copy. Only speed "

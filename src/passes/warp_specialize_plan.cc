@@ -217,6 +217,46 @@ std::vector<CopyGroup> copy_groups(const Plan& p, bool single) {
 // result read by B, and nothing before gemm1 or in B's first part touching gemm2's
 // operands or accumulator. tilec.intra_wg_overlap turns it off.
 
+namespace {
+
+bool intersects(const pl::BufferSet& a, const pl::BufferSet& b) {
+  for (const BufferNode* x : a)
+    if (b.count(x)) return true;
+  return false;
+}
+
+// Whether two statements' accesses conflict (one writes what the other reads or writes).
+bool conflict(const pl::Access& a, const pl::Access& b) {
+  return intersects(a.writes, b.reads) || intersects(a.writes, b.writes) || intersects(b.writes, a.reads);
+}
+
+}  // namespace
+
+// The statements of the rotated step's tail [touches_second, last) that write gemm2's
+// accumulator and nothing of its other operands (O *= scale, not the cast of P), and that
+// conflict with no statement they would move past: the rest of the tail and the next step's
+// statements up to and including gemm1. Moved, each runs in the next step right after gemm1
+// is issued (FlashAttention-3's order), while gemm1 runs, instead of before the next turn.
+std::vector<size_t> deferred_updates(const Plan& p, const Rotation& r, const pl::Access& second) {
+  const size_t n = p.consumers.size();
+  pl::BufferSet operands = second.reads;  // gemm2's A and B (B is versioned: never touched here)
+  for (const BufferNode* b : second.writes) operands.erase(b);
+  std::vector<pl::Access> acc(n);
+  for (size_t q = 0; q < n; ++q) acc[q] = pl::accesses(p.body.stmts[p.consumers[q]]);
+  std::vector<size_t> out;
+  for (size_t q = r.touches_second; q + 1 < n; ++q) {
+    const pl::Access& a = acc[q];
+    if (!intersects(a.writes, second.writes) || intersects(a.reads, operands) || intersects(a.writes, operands))
+      continue;
+    bool ok = true;
+    for (size_t o = r.touches_second; o + 1 < n && ok; ++o)
+      if (o != q) ok = !conflict(a, acc[o]);
+    for (size_t o = 0; o <= r.first_gemm && ok; ++o) ok = !conflict(a, acc[o]);
+    if (ok) out.push_back(q);
+  }
+  return out;
+}
+
 bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out) {
   if (!ctx.get_bool("tilec.intra_wg_overlap") || !p.body.wrappers.empty() || groups.size() != 2) return false;
   const size_t n = p.consumers.size();
@@ -267,6 +307,7 @@ bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassCon
     }
   }
   if (!reads_s) return false;
+  if (ctx.get_bool("tilec.defer_accumulator_updates")) r.deferred = deferred_updates(p, r, second);
   *out = r;
   return true;
 }

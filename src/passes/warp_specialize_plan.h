@@ -63,6 +63,9 @@ struct Rotation {
   size_t first_gemm = 0;      // index into p.consumers
   size_t touches_second = 0;  // the first statement after gemm1 touching gemm2's buffers
   size_t first_group = 0, second_group = 0;  // the copy groups gemm1 / gemm2 read
+  // Statements of [touches_second, last) that only update gemm2's accumulator (attention's
+  // O *= scale) and run one step later, right after gemm1 is issued (tilec.defer_accumulator_updates).
+  std::vector<size_t> deferred;
 };
 
 // The persistent form's tile loop.

@@ -4,6 +4,7 @@
 // builds it: the producer's loop (and head copies), the consumers' step (plain, GEMM-only with
 // one wgmma group in flight, or rotated for attention), the persistent tile loops, and the
 // kernel with its barriers and register budgets.
+#include <algorithm>
 #include <optional>
 #include <unordered_set>
 
@@ -378,12 +379,18 @@ class KernelRewrite {
     if (turn_) pro.push_back(turn_pass());
     pro.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
     pro.push_back(release(gk, at(slot_, first)));
-    for (size_t q = q1 + 1; q < q2; ++q) pro.push_back(stmt_at(q, first, true));
-    // Steps m+1 ...: S_k and P_{k-1} V_{k-1} in flight together.
+    auto deferred = [&](size_t q) {
+      return std::find(rotated_.deferred.begin(), rotated_.deferred.end(), q) != rotated_.deferred.end();
+    };
+    for (size_t q = q1 + 1; q < q2; ++q)
+      if (!deferred(q)) pro.push_back(stmt_at(q, first, true));
+    // Steps m+1 ...: S_k and P_{k-1} V_{k-1} in flight together (step k-1's deferred updates
+    // of O between the two issues).
     std::vector<Stmt> step = {wait_on(gk, k_)};
     for (size_t q = 0; q < q1; ++q) step.push_back(stmt_at(q, nullptr, false));
     if (turn_) step.push_back(turn_wait());
     step.push_back(with_wg_wait(stmt_at(q1, nullptr, false), -1));
+    for (size_t q : rotated_.deferred) step.push_back(stmt_at(q, prev, true));
     step.push_back(wait_on(gv, prev));
     step.push_back(with_wg_wait(stmt_at(q2, prev, true), -1));
     if (turn_) step.push_back(turn_pass());
@@ -392,11 +399,14 @@ class KernelRewrite {
     for (size_t q = q1 + 1; q < rotated_.touches_second; ++q) step.push_back(stmt_at(q, nullptr, false));
     step.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
     step.push_back(release(gv, at(slot_, prev)));
-    for (size_t q = rotated_.touches_second; q < q2; ++q) step.push_back(stmt_at(q, nullptr, false));
+    for (size_t q = rotated_.touches_second; q < q2; ++q)
+      if (!deferred(q)) step.push_back(stmt_at(q, nullptr, false));
     Stmt loop = make_for(k_, f_->min + int_imm(1, it_), f_->extent - int_imm(1, it_), ForKind::kSerial,
                          seq(step, loc_), loc_, {}, "", f_->annotations);
     // Epilogue: the last P V.
-    std::vector<Stmt> epi = {wait_on(gv, last), stmt_at(q2, last, true), release(gv, at(slot_, last))};
+    std::vector<Stmt> epi;
+    for (size_t q : rotated_.deferred) epi.push_back(stmt_at(q, last, true));
+    for (Stmt s : {wait_on(gv, last), stmt_at(q2, last, true), release(gv, at(slot_, last))}) epi.push_back(s);
     Expr any = binary(NodeKind::kGT, f_->extent, int_imm(0, it_));
     return seq({if_then_else(any, seq(pro, loc_), nullptr, loc_), loop, if_then_else(any, seq(epi, loc_), nullptr, loc_)},
                loc_);

@@ -186,6 +186,32 @@ def test_attention_step_is_rotated_so_softmax_overlaps_p_v():
     assert "tl::wgmma_wait<1>();" not in plain and plain.count("tl::wgmma_gemm_rs<") == 1
 
 
+def test_deferred_rescale_of_o_runs_between_the_two_issues():
+    # tilec.defer_accumulator_updates: O *= scale of step k-1 runs in step k after S_k is issued
+    # and before P_{k-1} V_{k-1} (FlashAttention-3's order); the prologue leaves it out and the
+    # epilogue runs the last one before the last P V. The cast of P stays at the end of the step.
+    from flash_attention import flash_attention
+
+    rescale = "tl::store(&acc_o["
+    for causal in (False, True):
+        src = tilec.compile(flash_attention(1, 2, 512, 128, causal), target="sm_90a",
+                            pass_configs={"tilec.defer_accumulator_updates": True}).get_kernel_source()
+        loop_at = src.index("for (int k = 1; k <")
+        pro, loop = src[:loop_at], src[loop_at:]
+        ss, rs = loop.index("tl::wgmma_gemm_ss<"), loop.index("tl::wgmma_gemm_rs<")
+        assert ss < loop.index(rescale) < rs, loop
+        assert loop.index("tl::cast<half>(tl::load<2>(&acc_s[") > loop.index("tl::wgmma_wait<0>();")
+        epi = loop[loop.index("tl::wgmma_gemm_rs<") + 1:]
+        epi = epi[epi.index("tl::wgmma_gemm_rs<") - 400:]
+        assert rescale in epi[:epi.index("tl::wgmma_gemm_rs<")], epi
+        # Not in the prologue's tail (between the first S wait and the loop).
+        first_s = pro.rindex("tl::wgmma_gemm_ss<")
+        assert rescale not in pro[first_s:], pro[first_s:]
+        default = tilec.compile(flash_attention(1, 2, 512, 128, causal), target="sm_90a").get_kernel_source()
+        dloop = default[default.index("for (int k = 1; k <"):]
+        assert dloop.index(rescale) > dloop.index("tl::wgmma_wait<0>();")
+
+
 def _turns_hold_no_barrier(src):
     pos = 0
     while (w := src.find("tl::pingpong_wait(", pos)) >= 0:

@@ -301,19 +301,26 @@ class KernelRewrite {
       Stmt st = steps[q];
       if (!flight.gemms.empty() && flight.hazard(pl::accesses(st))) settled(true);
       wait_full(q);
+      const TileOpNode* g = tile_op(st);
+      const bool gemm = g && g->op == "gemm";
       if (turn_ && q == *turn_) {
         // The turn passes once the gemm is issued (the other warpgroup's gemm queues behind
-        // it); then this warpgroup waits for its own.
+        // it); then this warpgroup waits for its own — unless the program leaves that gemm
+        // running (wg_wait=-1, waited for by its own T.wait_wgmma: the backward issues
+        // K Q^T and V dO^T back to back), which then stays in flight like outside a turn.
         consume.push_back(turn_wait());
         consume.push_back(with_wg_wait(st, -1));
         consume.push_back(turn_pass());
+        if (gemm && attr_int(*g, "wg_wait", 0) < 0) {
+          if (defer) flight.add(g, q);
+          else release_done(q);  // waits first where the slot's readers may still run
+          continue;
+        }
         consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
         settled(false);
         release_done(q);
         continue;
       }
-      const TileOpNode* g = tile_op(st);
-      const bool gemm = g && g->op == "gemm";
       if (defer && gemm && q + 1 < steps.size() && !InFlight::of(g).hazard(pl::accesses(steps[q + 1]))) {
         consume.push_back(with_wg_wait(st, -1));
         flight.add(g, q);

@@ -320,3 +320,17 @@ def test_attention_step_is_not_rotated_when_its_fragments_exceed_the_registers()
     small = tilec.compile(_attention_one_stage(block_m=64, block_n=64, dim=64), target="sm_90a",
                           pass_configs={"tilec.intra_wg_overlap": True}).get_kernel_source()
     assert "tl::wgmma_wait<1>();" in small and small.count("tl::wgmma_gemm_rs<") == 2
+
+
+def test_a_turn_gemm_the_program_leaves_running_is_not_waited_for():
+    # The backward (overlap_softmax) issues K Q^T in its ping-pong turn with wg_wait=-1 and
+    # V dO^T right after, then T.wait_wgmma(1): no wgmma_wait<0> between the two issues.
+    from tilec.ops.attention_kernels import flash_attention_bwd
+
+    for causal in (False, True):
+        main = flash_attention_bwd(1, 2, 512, 128, is_causal=causal, dtype="bfloat16")[1]
+        src = tilec.compile(main, target="sm_90a").get_kernel_source()
+        turn = src.index("tl::pingpong_pass(15 - tx / 128);")
+        second = src.index("tl::wgmma_gemm_ss<", turn)
+        assert "tl::wgmma_wait<" not in src[turn:second], src[turn:second]
+        assert src.index("tl::wgmma_wait<1>();", second) < src.index("tl::exp2(", second)

@@ -17,7 +17,8 @@
 //         one constant into a whole fragment, indexed by the nest's own variables in order,
 //         becomes T.fill (so fuse_clear_into_gemm sees attention's mask as a clear). When U
 //         simplifies to true the nest is just specialized; when it simplifies to false, or
-//         no condition has a U, the nest is unchanged.
+//         no condition has a U, the nest is unchanged. On targets without wgmma (no 240-register
+//         consumer warpgroups) only nests whose copy becomes a fill are unswitched.
 // When:   config tilec.unswitch_uniform_conditions (default on).
 // Why:    attention masks every score of every step (`acc_s = if_then_else(q >= k, 0, -inf)`
 //         for causal, `k * N + j < seq_len` for ragged keys), though only the diagonal / last
@@ -178,6 +179,9 @@ Stmt as_fill(const Nest& nest, const Stmt& body) {
 }
 
 class UnswitchUniformConditions : public IRMutator {
+ public:
+  explicit UnswitchUniformConditions(bool fills_only) : fills_only_(fills_only) {}
+
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
     if (op->for_kind != ForKind::kParallel) {
@@ -214,12 +218,15 @@ class UnswitchUniformConditions : public IRMutator {
         }
       }
       if (as_const_int(all)) return specialized;  // holds on every step
-      return if_then_else(all, specialized, s, op->loc);
+      // Two copies of a computing loop can cost registers; without setmaxnreg's 240 (sm_80:
+      // the backward's d64 body spilled) only a copy that became a fill is worth it.
+      if (!fills_only_ || specialized.as<TileOpNode>()) return if_then_else(all, specialized, s, op->loc);
     }
     return s;
   }
 
  private:
+  bool fills_only_;
   int sequential_depth_ = 0;
 };
 
@@ -228,7 +235,7 @@ class UnswitchUniformConditions : public IRMutator {
 Pass unswitch_uniform_conditions_pass() {
   return {"unswitch_uniform_conditions", [](const PrimFunc& f, PassContext& ctx) {
             if (!ctx.get_bool("tilec.unswitch_uniform_conditions")) return f;
-            return with_body(f, UnswitchUniformConditions().mutate(f->body));
+            return with_body(f, UnswitchUniformConditions(!ctx.target().has_wgmma()).mutate(f->body));
           }};
 }
 

@@ -8,6 +8,7 @@
 #include "tilec/ir/printer.h"
 #include "tilec/ir/visitor.h"
 #include "tilec/passes/passes.h"
+#include "tilec/target/target.h"
 
 using namespace tilec;
 using namespace tilec::ir;
@@ -25,7 +26,7 @@ struct Program {
 // for k in range(12): for i, j in T.Parallel(8, 4): S[i, j] = if_then_else(cond, 0, -inf)
 // (bx a block index, n a symbolic length), or `if cond: S[i, j] = 1` with `as_if`.
 Program masked(const std::function<Expr(Var k, Var bx, Var n, Var i, Var j)>& cond, bool as_if = false,
-               bool in_loop = true, bool with_let = false) {
+               bool in_loop = true, bool with_let = false, bool computing = false) {
   Program p;
   Builder b("k");
   p.n = b.dynamic("n");
@@ -44,7 +45,8 @@ Program masked(const std::function<Expr(Var k, Var bx, Var n, Var i, Var j)>& co
     b.store(S, {p.i, p.j}, float_imm(1.0));
     b.end_frame();
   } else {
-    b.store(S, {p.i, p.j}, select(c, float_imm(0.0), float_imm(-1e30)));
+    Expr kept = computing ? buffer_load(S, {p.i, p.j}) * float_imm(2.0) : float_imm(0.0);
+    b.store(S, {p.i, p.j}, select(c, kept, float_imm(-1e30)));
   }
   b.end_frame();
   if (in_loop) b.end_frame();
@@ -54,8 +56,8 @@ Program masked(const std::function<Expr(Var k, Var bx, Var n, Var i, Var j)>& co
   return p;
 }
 
-PrimFunc run(const PrimFunc& f, bool on = true) {
-  passes::PassContext ctx;
+PrimFunc run(const PrimFunc& f, bool on = true, const std::string& target = "sm_90a") {
+  passes::PassContext ctx(target::parse_target(target));
   ctx.set("tilec.unswitch_uniform_conditions", on);
   return passes::unswitch_uniform_conditions_pass().run(f, ctx);
 }
@@ -137,6 +139,20 @@ TEST(UnswitchUniformConditions, TheUnmaskedCopyOfAClearingMaskIsAFill) {
   EXPECT_NE(out.find("T.fill(S"), std::string::npos) << out;
   EXPECT_NE(out.find("else:"), std::string::npos) << out;
   EXPECT_NE(out.find("T.if_then_else("), std::string::npos) << out;  // the masked copy stays
+}
+
+TEST(UnswitchUniformConditions, AComputingCopyIsKeptOnWgmmaTargetsOnly) {
+  // S = if_then_else(c, S * 2, -inf) (the backward's P): on sm_90a the unmasked copy computes
+  // without the select; on sm_80 (no 240-register warpgroups) the nest stays as written.
+  Program p = masked([](Var k, Var bx, Var, Var i, Var j) { return ge(bx * 8 + i, k * 4 + j); }, false, true, false,
+                     /*computing=*/true);
+  check_sound(p, true);
+  std::string out = script(run(p.f));
+  EXPECT_NE(out.find("S[i, j] = S[i, j] * T.float32(2)"), std::string::npos) << out;
+  EXPECT_EQ(script(run(p.f, true, "sm_80")), script(p.f));
+  // A copy that becomes a fill is worth it everywhere.
+  Program clear = masked([](Var k, Var bx, Var, Var i, Var j) { return ge(bx * 8 + i, k * 4 + j); });
+  EXPECT_NE(script(run(clear.f, true, "sm_80")).find("T.fill(S"), std::string::npos);
 }
 
 TEST(UnswitchUniformConditions, WhatCannotBeDecidedOrIsOutsideALoopIsLeftAlone) {

@@ -35,7 +35,14 @@ def test_clear_accum_condition_clears_the_accumulator_when_it_holds():
 def test_wait_wgmma_waits_on_sm90a():
     src = tilec.compile(_kernel(), target="sm_90a").get_kernel_source()
     assert "tl::wgmma_wait<0>();" in src
-    assert "if (k == 0)" in src
+    # clear_accum=(k == 0) is the gemm's run-time clear there (fuse_clear_into_gemm: scale-d of
+    # the first k-step), not a zeroing loop under an if.
+    assert "if (k == 0)" not in src
+    assert any(ln.strip().startswith("tl::wgmma_gemm_ss<") and ln.rstrip().endswith(", k == 0);")
+               for ln in src.splitlines()), src
+    kept = tilec.compile(_kernel(), target="sm_90a",
+                         pass_configs={"tilec.fuse_clear_into_gemm": False}).get_kernel_source()
+    assert "if (k == 0)" in kept
 
 
 def _wait_after_gemm():

@@ -163,6 +163,16 @@ if [[ " $steps " == *" masks "* ]]; then
       --label "$label" --pass-configs "{$variant}" --json "$OUT/masks_fwd_$label.json"
     tail -n 3 "$OUT/masks_fwd_$label.log"
   done
+  if [ -n "${MASKS_SANITIZE:-}" ]; then
+    # The changed kernels under the sanitizers: forward causal ragged GQA (case 8) and causal with
+    # fewer keys (9); backward causal ragged (3) and causal GQA (7).
+    for tool in memcheck racecheck synccheck; do
+      run_step "sanitizer $tool fwd masks" "masks_san_fwd_$tool.log" env TILEC_EXAMPLE_CASES=8,9 \
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention.py
+      run_step "sanitizer $tool bwd masks" "masks_san_bwd_$tool.log" env TILEC_EXAMPLE_CASES=3,7 \
+        compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
+    done
+  fi
   if [ -n "${MASKS_BWD:-}" ]; then
     for on in true false; do
       run_step "backward, unswitch $on" "masks_bwd_$on.log" "$PY" bench/bench_attention_more.py --part bwd \

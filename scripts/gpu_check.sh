@@ -144,9 +144,23 @@ fi
 
 if [[ " $steps " == *" masks "* ]]; then
   # unswitch_uniform_conditions (fourteenth session): attention masks tested once per step, the
-  # unmasked steps' S gemm clearing itself at run time. Correctness of the attention examples and
-  # the op, then the forward quick rows and the backward with the pass on and off, each pair back
-  # to back (cuDNN in each process).
+  # unmasked steps' S gemm clearing itself at run time. The forward quick rows and (MASKS_BWD) the
+  # backward with the pass on and off, each pair back to back (cuDNN in each process; each row
+  # checked against SDPA), then the attention examples and the op's GPU tests.
+  for variant in '"tilec.unswitch_uniform_conditions": true' '"tilec.unswitch_uniform_conditions": false' \
+                 '"tilec.defer_accumulator_updates": true'; do
+    label=$(echo "$variant" | tr -dc 'a-z_:' | tr ':' '_')
+    run_step "FA quick rows, $variant" "masks_fwd_$label.log" "$PY" bench/peer_attention.py --impl tilec --quick \
+      --label "$label" --pass-configs "{$variant}" --json "$OUT/masks_fwd_$label.json"
+    tail -n 3 "$OUT/masks_fwd_$label.log"
+  done
+  if [ -n "${MASKS_BWD:-}" ]; then
+    for on in true false; do
+      run_step "backward, unswitch $on" "masks_bwd_$on.log" "$PY" bench/bench_attention_more.py --part bwd \
+        --pass-configs "{\"tilec.unswitch_uniform_conditions\": $on}" --json "$OUT/masks_bwd_$on.json"
+      tail -n 14 "$OUT/masks_bwd_$on.log"
+    done
+  fi
   for ex in flash_attention flash_attention_bwd flash_attention_varlen; do
     run_step "example $ex" "masks_$ex.log" "$PY" "examples/$ex.py"
     tail -n 2 "$OUT/masks_$ex.log"
@@ -156,13 +170,6 @@ if [[ " $steps " == *" masks "* ]]; then
   run_step "example flash_attention, deferred rescale" masks_defer_ex.log env \
     TILEC_PASS_CONFIGS=tilec.defer_accumulator_updates=true "$PY" examples/flash_attention.py
   tail -n 2 "$OUT/masks_defer_ex.log"
-  for variant in '"tilec.unswitch_uniform_conditions": true' '"tilec.unswitch_uniform_conditions": false' \
-                 '"tilec.defer_accumulator_updates": true'; do
-    label=$(echo "$variant" | tr -dc 'a-z_:' | tr ':' '_')
-    run_step "FA quick rows, $variant" "masks_fwd_$label.log" "$PY" bench/peer_attention.py --impl tilec --quick \
-      --label "$label" --pass-configs "{$variant}" --json "$OUT/masks_fwd_$label.json"
-    tail -n 3 "$OUT/masks_fwd_$label.log"
-  done
   if [ -n "${MASKS_SANITIZE:-}" ]; then
     # The changed kernels under the sanitizers: forward causal with more keys than queries, ragged
     # (case 8; FWD_CASES), backward causal ragged (3; BWD_CASES).
@@ -171,13 +178,6 @@ if [[ " $steps " == *" masks "* ]]; then
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention.py
       run_step "sanitizer $tool bwd masks" "masks_san_bwd_$tool.log" env TILEC_EXAMPLE_CASES=${BWD_CASES:-3} \
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
-    done
-  fi
-  if [ -n "${MASKS_BWD:-}" ]; then
-    for on in true false; do
-      run_step "backward, unswitch $on" "masks_bwd_$on.log" "$PY" bench/bench_attention_more.py --part bwd \
-        --pass-configs "{\"tilec.unswitch_uniform_conditions\": $on}" --json "$OUT/masks_bwd_$on.json"
-      tail -n 14 "$OUT/masks_bwd_$on.log"
     done
   fi
 fi

@@ -1,7 +1,7 @@
 """Issue 10's other attention targets: the FlashAttention backward against cuDNN's SDPA backward,
 and MLA decoding against the roofline (with FlashMLA's published H800 ratio as the bar).
 
-    python bench/bench_attention_more.py [--part bwd|mla|decode|fp8|all] [--quick] [--json out.json]
+    python bench/bench_attention_more.py [--part fwd|bwd|mla|decode|fp8|all] [--quick] [--json out.json]
     python bench/bench_attention_more.py --compile-only      (no GPU: builds every program for sm_90a)
 
 Backward (bf16, the FlashAttention-3 paper's grid restricted to issue 10's rows: head dim 64 and
@@ -24,6 +24,10 @@ Paged Flash-Decoding (examples/flash_decoding.py: GQA 32 query heads / 8 KV head
 64-token pages in a shuffled block table; split kernel + combine, num_split the best of --splits):
 GB/s = (K and V cache b s h_kv d + Q + O) x 2 bytes / t against the 4.8 TB/s HBM roof (decoding
 is memory-bound: 2 h/h_kv = 8 FLOP/B).
+
+Forward (--part fwd only; the forward's peer table is bench/peer_attention.py's): the program of
+examples/flash_attention.py at the block_N candidates of --fwd-block-n against cuDNN SDPA's
+forward, alternating rounds, on the FlashAttention-3 grid (head dim 64 / 128 / 256, causal and not).
 
 fp8 forward (examples/flash_attention_fp8.py: e4m3 Q, K, V^T with per-tensor scales, bf16 out;
 head dim 128, 16 heads, batch x seqlen = 16k, causal and not): TFLOP/s = 4 b h s^2 d (halved when
@@ -52,6 +56,9 @@ BWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128) for c in (Fals
 MLA_SHAPES = [(64, 1024), (64, 4096), (64, 16384), (128, 1024), (128, 8192), (128, 32768)]
 FP8_SHAPES = [(16384 // s, 16, s, 128, c) for c in (False, True) for s in (2048, 4096, 8192)]
 DECODE_SHAPES = [(64, 4096), (64, 16384), (8, 32768)]  # (batch, KV length); 32 / 8 heads, d 128
+FWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128, 256) for c in (False, True)
+              for s in (512, 1024, 2048, 4096, 8192, 16384)]
+FWD_QUICK = [(4, 32, 4096, 64, False), (4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (8, 8, 2048, 256, False)]
 
 
 def bwd_flops(b, h, s, d, causal):
@@ -244,6 +251,69 @@ def run_decode(quick, splits, heads=32, heads_kv=8, dim=128, page_size=64):
     return rows
 
 
+def parse_block_ns(text):
+    """'0,176' -> {0: [0, 176]} (every head dim); '64:0,128;128:0,176' -> {64: [0, 128], 128: [0, 176]}."""
+    out = {}
+    for part in text.split(";"):
+        dim, _, bns = part.rpartition(":")
+        out[int(dim or 0)] = [int(x) for x in bns.split(",")]
+    return out
+
+
+def run_fwd(quick, block_ns, dims=None):
+    """The forward of examples/flash_attention.py (ragged keys masked, so any block_N fits) at each
+    block_N that `block_ns` ({head dim or 0 for any: [block_N, ...]}; block_N 0: the program's
+    default) lists, in the same rounds as cuDNN SDPA."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import tilec
+    from _timing import bench_rounds
+    from tilec.ops.attention_kernels import flash_attention
+
+    rows = []
+    for (b, h, s, d, causal) in (FWD_QUICK if quick else FWD_SHAPES):
+        if dims and d not in dims:
+            continue
+        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
+        q, k, v = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+        qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2).float()
+        fns, errs = {}, {}
+        for bn in block_ns.get(d, block_ns.get(0, [0])):
+            kernel = tilec.compile(flash_attention(b, h, s, d, causal, block_N=bn or None, dtype="bfloat16",
+                                                   target="auto"),
+                                   target="auto", pass_configs=PASS_CONFIGS or None)
+            out = torch.full_like(q, float("nan"))
+            kernel(q, k, v, out)
+            torch.cuda.synchronize()
+            errs[bn] = ((out.float() - ref).abs().max() / ref.abs().max()).item()
+            fns[f"bn{bn}"] = (lambda kernel=kernel, out=out: kernel(q, k, v, out))
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+
+        med = bench_rounds({**fns, "cudnn": cudnn})
+        fl = 4.0 * b * h * s * s * d / (2 if causal else 1)
+        row = {"shape": name, "dim": d, "cudnn_tflops": fl / med["cudnn"] / 1e9}
+        for bn in errs:
+            row[f"bn{bn}"] = {"tflops": fl / med[f"bn{bn}"] / 1e9, "ratio": med["cudnn"] / med[f"bn{bn}"],
+                              "max_rel_err": errs[bn]}
+        rows.append(row)
+        print(f"  fwd {name}: cuDNN {row['cudnn_tflops']:.0f} TFLOP/s; " + "; ".join(
+            f"block_N {bn or 'default'} {row[f'bn{bn}']['tflops']:.0f} ({row[f'bn{bn}']['ratio']:.3f}, "
+            f"err {errs[bn]:.1e})" for bn in errs), flush=True)
+    for d in sorted({r["dim"] for r in rows}):
+        for key in sorted({k for r in rows if r["dim"] == d for k in r if k.startswith("bn")}):
+            ratios = [r[key]["ratio"] for r in rows if r["dim"] == d and key in r]
+            print(f"geomean forward d{d} block_N {key[2:]} / cuDNN: {statistics.geometric_mean(ratios):.3f} "
+                  f"(min {min(ratios):.3f}) over {len(ratios)} rows")
+    return rows
+
+
 def run_fp8(quick):
     import torch
     import torch.nn.functional as F
@@ -318,7 +388,9 @@ def compile_only():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=["bwd", "mla", "decode", "fp8", "all"], default="all")
+    ap.add_argument("--part", choices=["fwd", "bwd", "mla", "decode", "fp8", "all"], default="all")
+    ap.add_argument("--fwd-block-n", default="0", help="forward block_N candidates, e.g. 0,176 or 64:0,128;128:0,176 (0: the default)")
+    ap.add_argument("--dims", default="", help="forward head dims to run, e.g. 128 (default: all)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
@@ -341,6 +413,9 @@ def main():
         compile_only()
         return
     out = {}
+    if args.part == "fwd":  # not part of "all": the forward's peer table is bench/peer_attention.py's
+        out["fwd"] = run_fwd(args.quick, parse_block_ns(args.fwd_block_n),
+                             [int(x) for x in args.dims.split(",")] if args.dims else None)
     if args.part in ("bwd", "all"):
         out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks)]
     if args.part in ("mla", "all"):

@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -180,6 +180,16 @@ if [[ " $steps " == *" masks "* ]]; then
         compute-sanitizer --tool "$tool" --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
     done
   fi
+fi
+if [[ " $steps " == *" fwdblocks "* ]]; then
+  # The forward's block_N per head dim (fifteenth session; FlashAttention-3 uses 128 x 176 at d128
+  # non-causal, 128 x 80 at d256): examples/flash_attention.py's program at each candidate against
+  # cuDNN in the same rounds (FWD_BLOCKS: bench_attention_more.py --fwd-block-n; FWD_FULL=1: the
+  # whole FlashAttention-3 grid instead of the quick rows).
+  run_step "forward block_N candidates" fwdblocks.log "$PY" bench/bench_attention_more.py --part fwd \
+    ${FWD_FULL:+--dims ${FWD_DIMS:-64,128,256}} ${FWD_FULL:---quick} \
+    --fwd-block-n "${FWD_BLOCKS:-64:0,128,192;128:0,176,160;256:0,64,80}" --json "$OUT/fwdblocks.json"
+  tail -n 20 "$OUT/fwdblocks.log"
 fi
 if [[ " $steps " == *" bwdcand "* ]]; then
   # The backward's options (on by default since the thirteenth session: rows_in_shared, LSE /

@@ -38,6 +38,7 @@
 #include "tilec/runtime/nvrtc.h"
 #include "tilec/runtime/plan_text.h"
 #include "tilec/support/diag.h"
+#include "tilec/target/target.h"
 #include "tilec/support/warnings.h"
 
 namespace nb = nanobind;
@@ -536,6 +537,9 @@ void bind_runtime(nb::module_& m) {
       "(message, hint) of a failed launch, as a kernel call raises them (tests check the texts without a GPU).");
   m.def("_cuda_compile_count", &cuda_compile_count,
         "How many NVRTC / nvcc builds this process ran (tests tell cache hits from builds with it).");
+  m.def(
+      "resolve_target", [](const std::string& spec) { return target::parse_target(spec).str(); }, nb::arg("spec"),
+      "The architecture a target spec compiles for (\"auto\" and \"cuda\": this machine's GPU), e.g. \"sm_90a\".");
   m.def("driver_available", []() {
     std::string why;
     bool ok = CudaDriver::available(&why);

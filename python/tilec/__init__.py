@@ -21,7 +21,7 @@ _tilec._set_error_types(CompileError, InternalError)
 install_excepthook()
 
 from . import language  # noqa: E402
-from .jit import JITImpl, compile, jit, normalize_target, par_compile  # noqa: E402
+from .jit import JITImpl, compile, jit, normalize_target, par_compile, resolve_target  # noqa: E402
 from .layout_plot import plot_layout  # noqa: E402  (matplotlib is imported on first use)
 from .script import from_script  # noqa: E402
 
@@ -41,4 +41,4 @@ from .compat_env import disable_cache, enable_cache, env, is_cache_enabled, set_
 __version__ = "0.1.0"
 
 __all__ = ["CompileError", "InternalError", "TilecNote", "TilecWarning", "JITImpl", "JITKernel", "PassConfigKey", "TensorSupplyType",
-           "autotune", "cdiv", "compile", "from_script", "jit", "language", "next_power_of_2", "par_compile", "plot_layout"]
+           "autotune", "cdiv", "compile", "from_script", "jit", "language", "next_power_of_2", "par_compile", "plot_layout", "resolve_target"]

@@ -72,6 +72,16 @@ def normalize_target(target: Any) -> str:
                        hint='use "auto", "cuda", "sm_90a", "cuda -arch=sm_90a" or {"kind": "cuda", "arch": "sm_90a"}')
 
 
+def resolve_target(target: Any = "auto") -> str:
+    """The architecture `target` compiles for, e.g. "sm_90a": "auto" and "cuda" name this machine's
+    GPU (CompileError when there is none); "cpu" stays "cpu". Programs that choose tile sizes per
+    architecture (tilec.ops' attention kernels) ask this before they are built."""
+    spec = normalize_target(target)
+    if spec == "cpu":
+        return "cpu"
+    return _tilec.resolve_target(spec)
+
+
 def normalize_out_idx(out_idx: Union[None, int, Sequence[int]]) -> list:
     if out_idx is None:
         return []

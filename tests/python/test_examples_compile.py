@@ -199,6 +199,10 @@ FLASH_FWD_WS_CASES = {
     "gqa_ragged_lse": ((2, 8, 333, 64), {"heads_kv": 2, "seq_len_kv": 517, "return_lse": True}),
     "causal_ragged_lse_d128": ((1, 6, 401, 128, True), {"heads_kv": 3, "seq_len_kv": 390, "return_lse": True}),
     "d256": ((1, 4, 512, 256), {"dtype": "bfloat16"}),
+    # the sm_90 key blocks (ops.attention_kernels.HOPPER_BLOCK_N); 176 keys leave a ragged last step
+    "hopper_blocks_d64": ((1, 8, 1024, 64), {"target": "sm_90a"}),
+    "hopper_blocks_d128_causal": ((1, 4, 512, 128, True), {"dtype": "bfloat16", "target": "sm_90a"}),
+    "hopper_blocks_d256_causal": ((1, 4, 400, 256, True), {"dtype": "bfloat16", "target": "sm_90a"}),
 }
 
 

@@ -26,11 +26,46 @@ def test_unknown_ops_attribute_is_an_attribute_error():
 
 
 def test_forward_blocks():
-    assert K.forward_blocks(4096, 4096, 128) == (128, 128, 256)
-    assert K.forward_blocks(4096, 4096, 64) == (128, 64, 256)
-    assert K.forward_blocks(4096, 4096, 256) == (128, 32, 256)
-    assert K.forward_blocks(100, 100, 128) == (64, 64, 128)   # short queries, short keys
-    assert K.forward_blocks(64, 64, 256) == (64, 32, 128)
+    # no target / sm_80 / the CPU target: the sizes that fit sm_80
+    for target in (None, "sm_80", "cpu"):
+        assert K.forward_blocks(4096, 4096, 128, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 4096, 64, True, target=target) == (128, 64, 256)
+        assert K.forward_blocks(4096, 4096, 256, target=target) == (128, 32, 256)
+        assert K.forward_blocks(100, 100, 128, target=target) == (64, 64, 128)   # short queries, short keys
+        assert K.forward_blocks(64, 64, 256, target=target) == (64, 32, 128)
+    # sm_90: the sizes measured best on the H200 (d128 causal 176 keys), 64 when the keys are fewer
+    for target in ("sm_90a", "sm_90", {"kind": "cuda", "arch": "sm_90a"}):
+        assert K.forward_blocks(4096, 4096, 64, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 4096, 128, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 4096, 128, True, target=target) == (128, 176, 256)
+        assert K.forward_blocks(4096, 4096, 256, target=target) == (128, 80, 256)
+        assert K.forward_blocks(4096, 4096, 256, True, target=target) == (128, 64, 256)
+        assert K.forward_blocks(4096, 150, 128, True, target=target) == (128, 64, 256)
+    with pytest.raises(tilec.CompileError, match="unknown target 'sm_77'"):
+        K.forward_blocks(4096, 4096, 128, target="sm_77")
+
+
+def test_forward_program_takes_the_targets_block():
+    # block_N left out: the key block of the target named; "auto" without a GPU: the portable one
+    def src(**kw):
+        return tilec.compile(K.flash_attention(1, 2, 512, 128, True, dtype="bfloat16", **kw),
+                             target="sm_90a").get_kernel_source()
+
+    assert src(target="sm_90a") == src(block_N=176) != src(block_N=128)
+    if not tilec._tilec.driver_available()[0]:
+        assert src(target="auto") == src() == src(block_N=128)
+
+
+def test_resolve_target():
+    assert tilec.resolve_target("sm_80") == "sm_80"
+    assert tilec.resolve_target("cuda -arch=sm_90a") == "sm_90a"
+    assert tilec.resolve_target({"kind": "cuda", "arch": "sm_90"}) == "sm_90"
+    assert tilec.resolve_target("cpu") == "cpu"
+    with pytest.raises(tilec.CompileError, match="unknown target"):
+        tilec.resolve_target("sm_77")
+    if not tilec._tilec.driver_available()[0]:
+        with pytest.raises(tilec.CompileError, match="no GPU found"):
+            tilec.resolve_target("auto")
 
 
 def test_backward_blocks():

@@ -96,7 +96,7 @@ def _kernels(kind, q, k, causal, scale):
             kernels = _cache.get(key)
             if kernels is None:
                 if kind == "fwd":
-                    block_M, block_N, threads = _k.forward_blocks(sq, skv, d)
+                    block_M, block_N, threads = _k.forward_blocks(sq, skv, d, causal, target)
                     progs = [_k.flash_attention(b, h, sq, d, causal, block_M=block_M, block_N=block_N,
                                                 threads=threads, dtype=dtype, heads_kv=hkv, seq_len_kv=skv,
                                                 return_lse=True, sm_scale=scale)]

@@ -48,15 +48,46 @@ DTYPES = ("float16", "bfloat16")
 MIN_SEQ_LEN = 64
 
 
-def forward_blocks(seq_len, seq_len_kv, dim):
-    """(block_M, block_N, threads) of the forward for these lengths: the example's defaults, with
-    64-row query blocks (128 threads) below 128 queries and 64-key blocks when there are fewer keys
-    than the default block. Needs seq_len, seq_len_kv >= MIN_SEQ_LEN."""
+# The forward's key block (block_N) per head dim. On sm_90 (measured on the H200, 2026-12-03,
+# docs/PERFORMANCE.md, bench_attention_more.py --part fwd, against cuDNN in the same rounds): d64
+# 128 keys (0.79x cuDNN, against 0.66x with 64), d128 128 keys non-causal, 176 causal (1.02x against
+# 0.92x: fewer, longer steps per tile; FlashAttention-3's choice too), d256 80 keys (0.87x against
+# 0.59x with 32; causal d256 takes 64: at 80 its mask spills 192 bytes). Elsewhere (sm_80 and the
+# CPU target) the sizes that fit sm_80's registers and shared memory: 64 / 128 / 32.
+HOPPER_BLOCK_N = {(64, False): 128, (64, True): 128, (128, False): 128, (128, True): 176, (256, False): 80,
+                  (256, True): 64}
+PORTABLE_BLOCK_N = {64: 64, 128: 128, 256: 32}
+
+
+def _is_hopper(target):
+    """Whether `target` ("auto": this machine's GPU) compiles for sm_90; False for None and when it
+    names no GPU."""
+    from tilec.errors import CompileError
+    from tilec.jit import normalize_target, resolve_target
+
+    if target is None:
+        return False
+    try:
+        return resolve_target(target).startswith("sm_90")
+    except CompileError:
+        if normalize_target(target) in ("auto", "cuda"):  # no GPU here: the portable sizes
+            return False
+        raise
+
+
+def default_block_N(dim, is_causal, seq_len_kv, target=None):
+    """The forward's key block for this head dim on `target` (None: the portable sizes); 64 when
+    there are fewer keys."""
+    block_N = HOPPER_BLOCK_N[(dim, bool(is_causal))] if _is_hopper(target) else PORTABLE_BLOCK_N[dim]
+    return block_N if seq_len_kv >= block_N else 64
+
+
+def forward_blocks(seq_len, seq_len_kv, dim, is_causal=False, target=None):
+    """(block_M, block_N, threads) of the forward for these lengths on `target`: 64-row query blocks
+    (128 threads) below 128 queries, the key block of default_block_N. Needs seq_len, seq_len_kv >=
+    MIN_SEQ_LEN."""
     block_M, threads = (128, 256) if seq_len >= 128 else (64, 128)
-    block_N = {64: 64, 128: 128, 256: 32}[dim]
-    if seq_len_kv < block_N:
-        block_N = 64
-    return block_M, block_N, threads
+    return block_M, default_block_N(dim, is_causal, seq_len_kv, target), threads
 
 
 def backward_blocks(seq_len, seq_len_kv, dim):
@@ -71,17 +102,18 @@ def backward_blocks(seq_len, seq_len_kv, dim):
 
 
 def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=128, block_N=None, dtype="float16",
-                    num_stages=2, threads=256, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None):
-    """The forward program: (Q, K, V, Output[, LSE]) -> writes Output (and LSE when return_lse)."""
+                    num_stages=2, threads=256, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None,
+                    target=None):
+    """The forward program: (Q, K, V, Output[, LSE]) -> writes Output (and LSE when return_lse).
+    block_N None: default_block_N for `target`, the target the program will be compiled for
+    ("auto": this machine's GPU; None: sizes that fit every target, as on sm_80)."""
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
         raise ValueError(f"flash_attention: heads_kv ({heads_kv}) must divide heads ({heads})")
     if dim not in HEAD_DIMS:
         raise ValueError(f"flash_attention: head dim {dim} is not supported (64, 128 or 256)")
-    # Defaults without register spills on sm_80 / sm_90a (and, at head dim 256, double-buffered K and V
-    # tiles within sm_80's shared memory).
-    block_N = block_N or {64: 64, 128: 128, 256: 32}[dim]
+    block_N = block_N or default_block_N(dim, is_causal, seq_len_kv, target)
     if seq_len < block_M or seq_len_kv < block_N:
         raise ValueError(f"flash_attention: seq_len ({seq_len}) and seq_len_kv ({seq_len_kv}) must be at least "
                          f"block_M ({block_M}) and block_N ({block_N}); pass smaller blocks")

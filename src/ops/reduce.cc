@@ -319,7 +319,10 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
     }
     Buffer scratch = ctx.alloc_buffer(a.dst.buffer->name + "_red_shared", {KB * NW * P}, acc_t, Scope::kShared);
     Expr wslot = (kb * int_imm(NW) + wsel) * int_imm(P) + slot;
-    stmts.push_back(unrolled(kb, KB, if_then_else(writer, buffer_store(scratch, {wslot}, red_kb, loc), nullptr, loc), loc));
+    // Each kb writes its own slots [kb * NW * P, (kb + 1) * NW * P): no barrier between iterations
+    // (insert_syncs could not tell the slots of two kb apart for different threads, and put one in each).
+    stmts.push_back(mark_disjoint_nest(
+        unrolled(kb, KB, if_then_else(writer, buffer_store(scratch, {wslot}, red_kb, loc), nullptr, loc), loc)));
     Var w = make_var("w", DataType::Int(32), loc);
     Expr rslot = (kb * int_imm(NW) + w) * int_imm(P) + slot;
     stmts.push_back(unrolled(

@@ -10,6 +10,10 @@
 //         by a later async-proxy read only through fence.proxy.async; the writer-side
 //         placement of CUTLASS and of the issue reports in HOPPER.md section 8).
 //         Other kernels are unchanged. TMA stores fence for themselves (copy_tma.cc).
+//         Writes that cannot reach the async proxy do not count: a static shared buffer
+//         (scope shared, e.g. a reduction's cross-warp scratch) that no wgmma / TMA store names
+//         holds no operand (dynamic shared buffers all count: plan_shared_memory lets them share
+//         bytes).
 //         Hand-offs through mbarriers (programs that synchronize roles themselves): a
 //         barrier_arrive / mbarrier_arrive after such writes gets the fence before it, and a
 //         wait on an mbarrier that cp.async copies complete (T.cp_async_barrier_noinc: the
@@ -20,6 +24,7 @@
 //   the last barrier; loop bodies are walked twice (the write of one iteration reaches the
 //   barrier at the top of the next). Conservative: a write anywhere in a branch counts.
 #include <set>
+#include <string>
 
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -33,12 +38,14 @@ namespace {
 
 using namespace ir;
 
+bool is_async_proxy_read(const CallNode* c);
+
 bool async_proxy_reads_shared(const Stmt& body) {
   bool found = false;
   for_each_node(body, [&](const Node* n) {
     auto* c = dynamic_cast<const CallNode*>(n);
     if (!c) return;
-    found |= c->op.rfind("tl.wgmma_gemm_", 0) == 0 || c->op == "tl.tma_store";
+    found |= is_async_proxy_read(c);
   });
   return found;
 }
@@ -49,11 +56,42 @@ bool is_fence(const Stmt& s) {
   return c && c->op == "tl.fence_proxy_async";
 }
 
-// Whether a statement (not a barrier) writes shared memory.
-bool writes_shared(const Stmt& s) {
+// The buffers that async-proxy reads name (tl.address_of arguments of wgmma and TMA stores), by
+// node and by name.
+struct AsyncOperands {
+  std::set<const BufferNode*> nodes;
+  std::set<std::string> names;
+  // Whether a write to `b` may reach an async-proxy read (see the header).
+  bool reachable(const BufferNode* b) const {
+    if (!is_shared(b->scope)) return false;
+    return b->scope != Scope::kShared || nodes.count(b) || names.count(b->name);
+  }
+};
+
+bool is_async_proxy_read(const CallNode* c) { return c->op.rfind("tl.wgmma_gemm_", 0) == 0 || c->op == "tl.tma_store"; }
+
+AsyncOperands async_operands(const Stmt& body) {
+  AsyncOperands out;
+  for_each_node(body, [&](const Node* n) {
+    auto* c = dynamic_cast<const CallNode*>(n);
+    if (!c || !is_async_proxy_read(c)) return;
+    for (const auto& a : c->args) {
+      auto* addr = a.as<CallNode>();
+      auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>()
+                                                                              : nullptr;
+      if (!load) continue;
+      out.nodes.insert(load->buffer.get());
+      out.names.insert(load->buffer->name);
+    }
+  });
+  return out;
+}
+
+// Whether a statement (not a barrier) writes shared memory that an async-proxy read may see.
+bool writes_shared(const Stmt& s, const AsyncOperands& ops) {
   bool found = false;
   for_each_node(s, [&](const Node* n) {
-    if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) found |= is_shared(st->buffer->scope);
+    if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) found |= ops.reachable(st->buffer.get());
     auto* c = dynamic_cast<const CallNode*>(n);
     if (!c || c->op == "tl.address_of") return;
     const std::string& spec = back::intrinsic_effect(c->op);
@@ -61,7 +99,7 @@ bool writes_shared(const Stmt& s) {
       auto* addr = c->args[i].as<CallNode>();
       auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>()
                                                                               : nullptr;
-      if (!load || !is_shared(load->buffer->scope)) continue;
+      if (!load || !ops.reachable(load->buffer.get())) continue;
       const char e = back::effect_of_arg(spec, i);
       found |= e == 'w' || e == 'm' || e == 'a' || e == '?';
     }
@@ -97,7 +135,8 @@ std::set<const BufferNode*> cp_async_barriers(const Stmt& body) {
 
 class Fencer : public IRMutator {
  public:
-  explicit Fencer(std::set<const BufferNode*> cp_async_barriers) : cp_async_barriers_(std::move(cp_async_barriers)) {}
+  Fencer(std::set<const BufferNode*> cp_async_barriers, AsyncOperands ops)
+      : cp_async_barriers_(std::move(cp_async_barriers)), ops_(std::move(ops)) {}
 
  protected:
   Stmt mutate_Seq(const Stmt& s, const SeqNode* op) override {
@@ -138,11 +177,11 @@ class Fencer : public IRMutator {
       dirty_ = false;
       return s;
     }
-    dirty_ |= writes_shared(s);
+    dirty_ |= writes_shared(s, ops_);
     return s;
   }
   Stmt mutate_BufferStore(const Stmt& s, const BufferStoreNode* op) override {
-    dirty_ |= is_shared(op->buffer->scope);
+    dirty_ |= ops_.reachable(op->buffer.get());
     return s;
   }
   Stmt mutate_For(const Stmt& s, const ForNode* op) override {
@@ -172,6 +211,7 @@ class Fencer : public IRMutator {
  private:
   bool dirty_ = false;
   std::set<const BufferNode*> cp_async_barriers_;
+  AsyncOperands ops_;
 };
 
 }  // namespace
@@ -179,7 +219,7 @@ class Fencer : public IRMutator {
 Pass fence_proxy_async_pass() {
   return {"fence_proxy_async", [](const PrimFunc& f, PassContext&) {
             if (!async_proxy_reads_shared(f->body)) return f;
-            Stmt body = Fencer(cp_async_barriers(f->body)).mutate(f->body);
+            Stmt body = Fencer(cp_async_barriers(f->body), async_operands(f->body)).mutate(f->body);
             return body.same_as(f->body) ? f : with_body(f, std::move(body));
           }};
 }

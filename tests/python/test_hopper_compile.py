@@ -334,3 +334,25 @@ def test_a_turn_gemm_the_program_leaves_running_is_not_waited_for():
         second = src.index("tl::wgmma_gemm_ss<", turn)
         assert "tl::wgmma_wait<" not in src[turn:second], src[turn:second]
         assert src.index("tl::wgmma_wait<1>();", second) < src.index("tl::exp2(", second)
+
+
+def test_cross_warpgroup_reductions_take_one_barrier_and_no_fence():
+    # MLA decoding's S is split across two warpgroups along its columns (FullCol), so each
+    # step's row max and row sum go through a static shared scratch: one barrier before its
+    # reads, none between the writes of its two row slots (the slots differ), and no
+    # fence.proxy.async for it (no wgmma reads that scratch). P's store to S_shared, which the
+    # P V wgmma reads, keeps its fence before the barrier that hands it over.
+    from mla_decode import mla_decode
+
+    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+    src = tilec.compile(split, target="sm_90a").get_kernel_source()
+    step = src[src.rindex("for (int p = 0;", 0, src.index("tl::pingpong_wait(tx")):]
+    step = step[:step.index("O_partial")]
+    assert step.count("tl::named_barrier_sync(1, 256);") == 3, step
+    assert step.count("tl::fence_proxy_async();") == 1, step
+    pv = step.index("tl::wgmma_gemm_ss<64, 512, 64")
+    assert step.rindex("tl::fence_proxy_async();", 0, pv) > step.rindex("S_shared[", 0, pv), step
+    for red in ("scores_max_red_shared[kb", "scores_sum_red_shared[kb"):
+        writes = step.index(red)
+        loop = step.rindex("for (int kb", 0, writes)
+        assert "named_barrier_sync" not in step[loop:writes], step

@@ -73,6 +73,7 @@ def mla_counts(batch, seqlen, h_q=128, dim=576, dv=512):
 
 PASS_CONFIGS = {}  # --pass-configs: for every program timed (variants of tilec)
 BWD_OPTIONS = {}   # --bwd-ds-first, --bwd-options: program options of the backward (candidates)
+MLA_OPTIONS = {}   # --mla-options: program options of examples/mla_decode.py (candidates)
 
 
 def roofline(flops, bytes_):
@@ -95,7 +96,8 @@ def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
     from mla_decode import mla_decode
 
     max_pages = math.ceil(seqlen / page_size)
-    return mla_decode(batch, 128, batch * max_pages, max_pages, num_split, dtype=dtype, num_stages=2), max_pages
+    return (mla_decode(batch, 128, batch * max_pages, max_pages, num_split, dtype=dtype, num_stages=2, **MLA_OPTIONS),
+            max_pages)
 
 
 def parse_blocks(text):
@@ -400,11 +402,15 @@ def main():
                     help="backward main-kernel blocks to time, e.g. default,128x64x256 (keys x queries x threads)")
     ap.add_argument("--bwd-ds-first", action="store_true",
                     help="the backward candidate ds_to_shared_first (dS to shared memory before the dK gemm)")
+    ap.add_argument("--mla-options", default="",
+                    help="JSON dict of mla_decode options (candidates), e.g. '{\"cluster_heads\": true}'")
     ap.add_argument("--bwd-options", default="",
                     help="JSON dict of flash_attention_bwd options (candidates), e.g. '{\"overlap_softmax\": true}'")
     args = ap.parse_args()
     if args.bwd_options:
         BWD_OPTIONS.update(json.loads(args.bwd_options))
+    if args.mla_options:
+        MLA_OPTIONS.update(json.loads(args.mla_options))
     if args.bwd_ds_first:
         BWD_OPTIONS["ds_to_shared_first"] = True
     if args.pass_configs:

@@ -19,9 +19,12 @@ from flash_decoding import LOG2E, NO_SCORE, combine_splits
 
 
 def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, page_size=64, block_H=64,
-               dtype="float16", threads=256, num_stages=2):
+               dtype="float16", threads=256, num_stages=2, heads_first=True, cluster_heads=False):
     """The split kernel and the combine kernel. Shared memory: num_stages=2 needs sm_90's 227 KB,
-    num_stages=1 fits sm_80."""
+    num_stages=1 fits sm_80. The h_q / block_H blocks of one sequence read the same pages:
+    heads_first puts them next to each other in the grid (they run together and the second read
+    of a page hits L2; with them a grid row apart, each page came from HBM twice); cluster_heads
+    makes them one cluster, so each page is loaded once and multicast to both (sm_90)."""
     valid_H = min(block_H, h_q)
     if h_q % valid_H != 0:
         raise ValueError(f"mla_decode: h_q ({h_q}) must be at most block_H ({block_H}) or a multiple of it")
@@ -35,7 +38,11 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
               block_table: T.Tensor((batch, max_pages), "int32"), cache_seqlens: T.Tensor((batch,), "int32"),
               O_partial: T.Tensor((batch, h_q, num_split, dv), accum_dtype),
               LSE_partial: T.Tensor((batch, h_q, num_split), accum_dtype)):
-        with T.Kernel(batch, h_q // valid_H, num_split, threads=threads) as (bx, by, bz):
+        head_blocks = h_q // valid_H
+        grid = (head_blocks, batch, num_split) if heads_first or cluster_heads else (batch, head_blocks, num_split)
+        cluster = (head_blocks, 1, 1) if cluster_heads else None
+        with T.Kernel(*grid, threads=threads, cluster_dims=cluster) as (b0, b1, bz):
+            by, bx = (b0, b1) if heads_first or cluster_heads else (b1, b0)  # head block, sequence
             Q_shared = T.alloc_shared((block_H, dv), dtype)
             Q_pe_shared = T.alloc_shared((block_H, dpe), dtype)
             KV_shared = T.alloc_shared((page_size, dv), dtype)
@@ -114,18 +121,23 @@ CASES = [
     (2, 128, [1024, 333], 4, "float16"),
     (3, 128, [1, 64, 4097], 8, "bfloat16"),     # one token, one whole page, many pages; empty splits
     (2, 16, [500, 129], 2, "float16"),          # fewer heads than block_H (padded rows)
+    (3, 128, [1, 64, 4097], 8, "bfloat16", {"heads_first": False}),  # the grid's other order
+    (2, 128, [1024, 333], 4, "bfloat16", {"cluster_heads": True}),   # pages multicast to both head blocks
 ]
 
 
-def run_case(batch, h_q, seqlens, num_split, dtype, page_size=64):
+def run_case(batch, h_q, seqlens, num_split, dtype, options=None, page_size=64):
     import torch
 
     tdt = getattr(torch, dtype)
     max_pages = max(math.ceil(n / page_size) for n in seqlens)
     num_pages = batch * max_pages + 5
     num_stages = 2 if torch.cuda.get_device_capability()[0] >= 9 else 1
+    options = dict(options or {})
+    if options.get("cluster_heads") and torch.cuda.get_device_capability()[0] < 9:
+        options["cluster_heads"] = False  # clusters need sm_90
     split, combine = (_harness.tilec.compile(f) for f in mla_decode(batch, h_q, num_pages, max_pages, num_split,
-                                                                    dtype=dtype, num_stages=num_stages))
+                                                                    dtype=dtype, num_stages=num_stages, **options))
     q = torch.randn(batch, h_q, 576, dtype=tdt, device="cuda")
     kv_cache = torch.randn(num_pages, page_size, 576, dtype=tdt, device="cuda")
     block_table = torch.randperm(num_pages, device="cuda")[:batch * max_pages].int().reshape(batch, max_pages)
@@ -139,7 +151,7 @@ def run_case(batch, h_q, seqlens, num_split, dtype, page_size=64):
 
     out = _harness.poisoned((batch, h_q, 512), tdt)
     _harness.check(run, [q, kv_cache, block_table, cache_seqlens], [out], reference, dtype,
-                   f"mla_decode b={batch} h_q={h_q} seqlens={seqlens} split={num_split} {dtype}")
+                   f"mla_decode b={batch} h_q={h_q} seqlens={seqlens} split={num_split} {dtype} {options or ''}")
 
 
 def main():

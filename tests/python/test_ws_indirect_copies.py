@@ -37,7 +37,7 @@ def test_mla_decoding_gets_a_producer_reading_the_block_table():
     assert "tl::setmaxnreg_dec<24>();" in src
     # The page comes from the block table, read by the producer, as TMA's outermost coordinate.
     assert "tl::tma_load(&KV_shared[p % 2 * 32768], tma_KV_cache, &p_full0[p % 2], 0, 0, " in src
-    assert "block_table[bx * 16 + tl::min(last_page, bz * 8 + p)]" in src
+    assert "block_table[by * 16 + tl::min(last_page, bz * 8 + p)]" in src  # (heads_first: the sequence is by)
     assert on.ptxas_info["spill_stores_bytes"] == 0
 
 

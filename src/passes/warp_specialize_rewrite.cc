@@ -251,6 +251,21 @@ class KernelRewrite {
     return release_on(grp.empty, which, grp.thread_readers);
   }
 
+  // How many consumer statements right after the turn's gemm `q` are gemms into its
+  // accumulator that the program waits for (wg_wait 0): they join the turn.
+  size_t turn_chain(const std::vector<Stmt>& steps, size_t q) const {
+    const TileOpNode* g = tile_op(steps[q]);
+    if (!g || g->op != "gemm" || attr_int(*g, "wg_wait", 0) != 0) return 0;
+    const auto acc = pl::accesses(steps[q]).writes;
+    size_t n = 0;
+    for (size_t c = q + 1; c < steps.size(); ++c) {
+      const TileOpNode* h = tile_op(steps[c]);
+      if (!h || h->op != "gemm" || attr_int(*h, "wg_wait", 0) != 0 || pl::accesses(steps[c]).writes != acc) break;
+      ++n;
+    }
+    return n;
+  }
+
   Stmt turn_wait() const {
     const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
     return back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx_->dtype) + wg}, loc_);
@@ -308,9 +323,23 @@ class KernelRewrite {
         // it); then this warpgroup waits for its own — unless the program leaves that gemm
         // running (wg_wait=-1, waited for by its own T.wait_wgmma: the backward issues
         // K Q^T and V dO^T back to back), which then stays in flight like outside a turn.
+        // Gemms right after it into the same accumulator (MLA's S = Q K^T in a latent and a
+        // rope part) are issued in the same turn, behind it, and one wait covers them all.
+        const size_t chain = turn_chain(steps, q);
         consume.push_back(turn_wait());
         consume.push_back(with_wg_wait(st, -1));
+        for (size_t c = q + 1; c <= q + chain; ++c) {
+          wait_full(c);
+          consume.push_back(with_wg_wait(steps[c], -1));
+        }
         consume.push_back(turn_pass());
+        if (chain > 0) {
+          consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+          settled(false);
+          for (size_t c = q; c <= q + chain; ++c) release_done(c);
+          q += chain;
+          continue;
+        }
         if (gemm && attr_int(*g, "wg_wait", 0) < 0) {
           if (defer) flight.add(g, q);
           else release_done(q);  // waits first where the slot's readers may still run

@@ -356,3 +356,20 @@ def test_cross_warpgroup_reductions_take_one_barrier_and_no_fence():
         writes = step.index(red)
         loop = step.rindex("for (int kb", 0, writes)
         assert "named_barrier_sync" not in step[loop:writes], step
+
+
+def test_gemms_into_the_turns_accumulator_join_the_turn():
+    # MLA decoding's S = Q K^T is two gemms into one accumulator (the latent and the rope part):
+    # both are issued in the consumer's ping-pong turn, back to back, and one wait follows.
+    from mla_decode import mla_decode
+
+    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+    src = tilec.compile(split, target="sm_90a").get_kernel_source()
+    turn = src[src.index("tl::pingpong_wait(tx"):]
+    turn = turn[:turn.index("tl::pingpong_pass(15 - tx / 128);")]
+    assert turn.count("tl::wgmma_gemm_ss<") == 2 and "wgmma_wait" not in turn, turn
+    assert "TL_MBARRIER_WAIT(&p_full1" in turn, turn  # the rope tile's barrier, inside the turn
+    after = src[src.index("tl::pingpong_pass(15 - tx / 128);"):]
+    assert after.index("tl::wgmma_wait<0>();") < after.index("mbarrier_arrive(&p_empty1"), after
+    off = tilec.compile(split, target="sm_90a", pass_configs={"tilec.pingpong": False}).get_kernel_source()
+    assert "pingpong" not in off

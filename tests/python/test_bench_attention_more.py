@@ -25,3 +25,11 @@ def test_programs_compile_and_the_roofline_is_consistent():
     assert b.roofline(1.0, 1e9)[0] == "memory"
     assert b.bwd_flops(1, 1, 10, 8, True) == pytest.approx(2.5 * 4 * 100 * 8 * 0.5)
     assert b.decode_bytes(2, 100, heads=4, heads_kv=2, dim=8) == 2.0 * (2 * 2 * 100 * 2 * 8 + 2 * 2 * 4 * 8)
+
+
+def test_forward_block_candidates_parse_per_head_dim():
+    import bench_attention_more as b
+
+    assert b.parse_block_ns("0,176") == {0: [0, 176]}
+    assert b.parse_block_ns("64:0,128;128:0,176;256:80") == {64: [0, 128], 128: [0, 176], 256: [80]}
+    assert len(b.FWD_SHAPES) == 36 and all(bb * s == 16384 and h * d == 2048 for bb, h, s, d, _ in b.FWD_SHAPES)

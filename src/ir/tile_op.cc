@@ -16,7 +16,11 @@ TileOpSchema reduce_schema(const std::string& name) {
           {{"buffer", ArgKind::kRegion}, {"out", ArgKind::kRegion}},
           {{"dim", AttrKind::kInt, int64_t{-1}},
            {"clear", AttrKind::kBool, true},
-           {"nan_propagate", AttrKind::kBool, false}}};
+           {"nan_propagate", AttrKind::kBool, false},
+           // defer_row_sums: "own_registers" (each thread combines only the elements it holds;
+           // the holders of a row keep partials) or "across_threads" (combines the partials in
+           // `out`; `buffer` gives the layout). Default "all".
+           {"stage", AttrKind::kString, std::string("all")}}};
 }
 
 std::vector<TileOpSchema> builtin_schemas() {

@@ -13,7 +13,9 @@
 //      partials of the warps of its group (barriers come from the sync pass);
 //   4. dst = result, or dst combined with the result when clear=False.
 // Elements beyond an uneven extent contribute the identity; every holder (replica) ends
-// with the result.
+// with the result. stage="own_registers" stops after 1 (each holder of a row keeps its
+// partial); stage="across_threads" starts from dst's partials instead of 1 and ends with
+// dst = result (defer_row_sums: a running sum's threads combined once, after its loop).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -120,7 +122,8 @@ std::optional<DigitForm> output_form(const ReduceArgs& a, const DigitForm& in) {
 
 AccessRegions reduce_access(const TileOpNode& op) {
   AccessRegions r{{region_arg(op, 0)}, {region_arg(op, 1)}};
-  if (!attr_bool(op, "clear", true)) r.reads.push_back(region_arg(op, 1));
+  if (!attr_bool(op, "clear", true) || attr_string(op, "stage", "all") == "across_threads")
+    r.reads.push_back(region_arg(op, 1));
   return r;
 }
 
@@ -242,14 +245,24 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
   Expr elem = prepare(kind, buffer_load(src_regs, {ka}, loc), acc_t);
   if (coord && covered > n_red) elem = select(coord < int_imm(n_red), elem, identity_of(kind, acc_t));
 
+  const std::string stage = attr_string(op, "stage", "all");
+  TILEC_USER_CHECK(stage == "all" || stage == "own_registers" || stage == "across_threads", loc,
+                   "stage is all, own_registers or across_threads")
+      << "T." << op.op << ": unknown stage '" << stage << "'";
   std::vector<Stmt> stmts;
   Expr red_kb = buffer_load(red, {kb}, loc);
-  // 1. own registers
-  stmts.push_back(unrolled(
-      kb, KB,
-      seq({buffer_store(red, {kb}, identity_of(kind, acc_t), loc),
-           unrolled(m, MR, buffer_store(red, {kb}, combine(kind, red_kb, elem), loc), loc)}),
-      loc));
+  if (stage == "across_threads") {
+    // 1'. the partials the threads hold in dst
+    stmts.push_back(unrolled(kb, KB, buffer_store(red, {kb}, buffer_load(dst_regs, {kb}, loc), loc), loc));
+    clear = true;
+  } else {
+    // 1. own registers
+    stmts.push_back(unrolled(
+        kb, KB,
+        seq({buffer_store(red, {kb}, identity_of(kind, acc_t), loc),
+             unrolled(m, MR, buffer_store(red, {kb}, combine(kind, red_kb, elem), loc), loc)}),
+        loc));
+  }
 
   // 2. lanes, 3. warps. Warp shuffles need every thread digit to be a bit field (so the
   // xor partner differs in one digit only and digits never straddle a warp unevenly);
@@ -277,6 +290,10 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
   if (!lanes.empty()) {
     TILEC_USER_CHECK(T % 32 == 0, loc, "use a multiple of 32 threads")
         << "T." << op.op << " reduces across lanes, which needs whole warps, but the kernel has " << T << " threads";
+  }
+  if (stage == "own_registers") {  // the holders of a row keep partials (combined later)
+    lanes.clear();
+    warps.clear();
   }
   for (const auto& g : lanes) {
     for (int64_t off = g.out_stride; off < g.out_stride * g.extent; off *= 2) {

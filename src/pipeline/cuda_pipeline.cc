@@ -19,6 +19,7 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
       narrow_guarded_parallel_loops_pass(),  // `if i < c` around a T.Parallel body: i in [0, c)
       unswitch_uniform_conditions_pass(),  // masks that hold on a whole nest: tested once per step
       fuse_clear_into_gemm_pass(),
+      defer_row_sums_pass(),  // softmax's running row sum: threads combined after the loop
       rasterize_blocks_pass(),
       order_blocks_by_work_pass(),
       lower_warp_roles_pass(),  // T.ws(g): roles of warp groups (Ifs; planning keeps them in place)

@@ -68,6 +68,10 @@ Pass narrow_guarded_parallel_loops_pass();
 //   { nest with the test's true side } else { nest }` (a constant store to a whole fragment
 //   becomes T.fill). Config tilec.unswitch_uniform_conditions. Runs before fuse_clear_into_gemm.
 Pass unswitch_uniform_conditions_pass();
+// defer_row_sums (src/passes/defer_row_sums.cc): a loop's running sum of row sums
+//   (acc = acc * f + reduce_sum(src)) keeps per-thread partials; one reduction across the
+//   threads follows the loop. Config tilec.defer_row_sums. CUDA targets, before the pipeline passes.
+Pass defer_row_sums_pass();
 
 // fuse_clear_into_gemm (src/passes/fuse_clear_into_gemm.cc)
 //   in:  verified tile IR.   out: T.fill(C, 0) of a whole fragment immediately followed by

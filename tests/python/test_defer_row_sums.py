@@ -1,0 +1,88 @@
+"""defer_row_sums (tilec.defer_row_sums): a loop's running sum of row sums keeps per-thread
+partials; the threads are combined once after the loop. Checked on the generated CUDA (no GPU):
+where the pass applies, where it must not, and what it saves in MLA decoding's step."""
+import os
+import re
+import sys
+
+import pytest
+
+import tilec
+import tilec.language as T
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+ON = {"tilec.defer_row_sums": True}
+
+
+def _softmax_sum(init=0.0, part_after=False, acc_in_loop=False, n=8):
+    """A row-sum recurrence like attention's: l = l * scale + rowsum(exp2(S))."""
+
+    @T.prim_func
+    def f(A: T.Tensor((n * 64, 32), "float16"), L: T.Tensor((64,), "float32"), P: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 32), "float16")
+            s = T.alloc_fragment((64, 64), "float32")  # a gemm's accumulator: rows span threads
+            part = T.alloc_fragment((64,), "float32")
+            scale = T.alloc_fragment((64,), "float32")
+            acc = T.alloc_fragment((64,), "float32")
+            mx = T.alloc_fragment((64,), "float32")
+            T.fill(acc, init)
+            for k in T.serial(n):
+                T.copy(A[k * 64, 0], a)
+                T.gemm(a, a, s, transpose_B=True, clear_accum=True)
+                T.reduce_max(s, mx, dim=1)
+                for i in T.Parallel(64):
+                    scale[i] = T.exp2(mx[i] * 0.01)
+                T.reduce_sum(s, part, dim=1)
+                for i in T.Parallel(64):
+                    acc[i] = acc[i] * scale[i] + part[i]
+                if acc_in_loop:
+                    for i in T.Parallel(64):
+                        scale[i] = acc[i]
+            T.copy(acc, L)
+            if part_after:
+                T.copy(part, P)
+
+    return f
+
+
+def _src(f, cfg=None, target="sm_90a"):
+    return tilec.compile(f, target=target, pass_configs=cfg).get_kernel_source()
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_the_sum_leaves_the_loop(target):
+    src = _src(_softmax_sum(), ON, target)
+    loop = src[re.search(r"for \(int (\w+) = 0; \1 < 8;", src).start():src.index("acc_red")]
+    assert "tl::shfl_xor(mx_red" in loop and "part_red" in loop, loop
+    assert "tl::shfl_xor(part_red" not in loop, loop  # each thread's partial only, in the loop
+    after = src[src.index("acc_red"):]
+    assert "tl::shfl_xor(acc_red" in after, after  # the threads of a row combined once
+    default = _src(_softmax_sum(), None, target)
+    assert "acc_red" not in default and "tl::shfl_xor(part_red" in default  # off by default
+
+
+@pytest.mark.parametrize("case", [{"init": 1.0}, {"part_after": True}, {"acc_in_loop": True}])
+def test_left_alone_where_partials_would_show(case):
+    # acc not starting at zero (each holder would add the start), the row sums read after the
+    # loop, acc read inside the loop: the reduction stays whole.
+    assert _src(_softmax_sum(**case), ON) == _src(_softmax_sum(**case))
+
+
+def test_mla_decoding_step_loses_the_sum_barrier():
+    from mla_decode import mla_decode
+
+    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+
+    def step(src):
+        s = src[src.rindex("for (int p = 0;", 0, src.index("tl::pingpong_wait(tx")):]
+        return s[:s.index("mbarrier_arrive(&p_empty0")]  # one step
+
+    on, off = (step(_src(split, cfg)) for cfg in (ON, None))
+    assert off.count("tl::named_barrier_sync(1, 256);") == 3 and "scores_sum_red_shared" in off
+    assert on.count("tl::named_barrier_sync(1, 256);") == 2 and "scores_sum_red_shared" not in on, on
+    kernel = tilec.compile(split, target="sm_90a", pass_configs=ON)
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0

@@ -121,24 +121,56 @@ class Deferrer : public IRMutator {
     std::vector<Stmt> out;
     bool changed = false;
     for (size_t i = 0; i < op->stmts.size(); ++i) {
+      // A Seq nested in Lets sees this one's statements before it (the zero fill of a running
+      // sum may precede a Let of the loop's trip count); other nesting (loops, ifs) does not.
+      outer_.push_back(unwrap(op->stmts[i]).as<LetNode>() ? &out : nullptr);
       Stmt x = mutate(op->stmts[i]);
+      outer_.pop_back();
       changed |= !x.same_as(op->stmts[i]);
+      // The loop, possibly inside Lets of its trip count (`loop_range = ...`): the reductions
+      // after it go inside them, right after the loop.
+      std::vector<const LetNode*> lets;
+      Stmt inner = unwrap(x);
+      while (auto* let = inner.as<LetNode>()) {
+        lets.push_back(let);
+        inner = unwrap(let->body);
+      }
       std::vector<Stmt> after;
-      auto* loop = unwrap(x).as<ForNode>();
+      auto* loop = inner.as<ForNode>();
       if (loop && (loop->for_kind == ForKind::kSerial || loop->for_kind == ForKind::kPipelined)) {
-        Stmt rewritten = defer_in(unwrap(x), loop, out, &after);
-        if (!rewritten.same_as(unwrap(x))) {
-          x = rewritten;
+        Stmt rewritten = defer_in(inner, loop, out, &after);
+        if (!rewritten.same_as(inner)) {
+          std::vector<Stmt> tail = {rewritten};
+          tail.insert(tail.end(), after.begin(), after.end());
+          Stmt y = tail.size() == 1 ? rewritten : seq(tail, s->loc);
+          for (size_t l = lets.size(); l-- > 0;)
+            y = Stmt(std::make_shared<const LetNode>(lets[l]->var, lets[l]->value, y));
+          x = y;
           changed = true;
         }
       }
       out.push_back(x);
-      for (auto& a : after) out.push_back(a);
     }
     return changed ? seq(out, s->loc) : s;
   }
 
+  // Loops and branches stop the search for the zero fill (a fill before a loop around the
+  // running sum's loop would start its second pass at the first pass's total).
+  Stmt mutate_For(const Stmt& s, const ForNode* op) override { return opaque([&] { return IRMutator::mutate_For(s, op); }); }
+  Stmt mutate_While(const Stmt& s, const WhileNode* op) override {
+    return opaque([&] { return IRMutator::mutate_While(s, op); });
+  }
+  Stmt mutate_If(const Stmt& s, const IfNode* op) override { return opaque([&] { return IRMutator::mutate_If(s, op); }); }
+
  private:
+  template <typename F>
+  Stmt opaque(F f) {
+    outer_.push_back(nullptr);
+    Stmt r = f();
+    outer_.pop_back();
+    return r;
+  }
+
   // The loop with its running sums deferred; `after` receives the reductions to run after it.
   // `before` is what precedes the loop in its Seq (for acc's zero fill).
   Stmt defer_in(const Stmt& s, const ForNode* loop, const std::vector<Stmt>& before, std::vector<Stmt>* after) {
@@ -199,10 +231,16 @@ class Deferrer : public IRMutator {
     return changed ? seq(stmts, body->loc) : b;
   }
 
-  static bool zeroed_before(const std::vector<Stmt>& before, const BufferNode* acc) {
-    for (size_t i = before.size(); i-- > 0;) {
-      if (!touches(before[i], acc)) continue;
-      return is_zero_fill_of(before[i], acc);
+  // Whether the last statement before the loop that touches acc is T.fill(acc, 0): in the
+  // loop's Seq, else in the Seqs around it through Lets.
+  bool zeroed_before(const std::vector<Stmt>& before, const BufferNode* acc) const {
+    for (size_t i = before.size(); i-- > 0;)
+      if (touches(before[i], acc)) return is_zero_fill_of(before[i], acc);
+    for (size_t o = outer_.size(); o-- > 0;) {
+      if (!outer_[o]) return false;
+      const std::vector<Stmt>& prefix = *outer_[o];
+      for (size_t i = prefix.size(); i-- > 0;)
+        if (touches(prefix[i], acc)) return is_zero_fill_of(prefix[i], acc);
     }
     return false;
   }
@@ -220,6 +258,7 @@ class Deferrer : public IRMutator {
   }
 
   Stmt root_;
+  std::vector<const std::vector<Stmt>*> outer_;  // enclosing Seqs' prefixes (null: not through Lets only)
 };
 
 }  // namespace

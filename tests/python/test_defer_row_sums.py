@@ -17,8 +17,22 @@ pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="N
 ON = {"tilec.defer_row_sums": True}
 
 
-def _softmax_sum(init=0.0, part_after=False, acc_in_loop=False, n=8):
+def _softmax_sum(init=0.0, part_after=False, acc_in_loop=False, n=8, outer=1):
     """A row-sum recurrence like attention's: l = l * scale + rowsum(exp2(S))."""
+
+    @T.macro
+    def step(A, a, s, part, scale, acc, mx, k):
+        T.copy(A[k * 64, 0], a)
+        T.gemm(a, a, s, transpose_B=True, clear_accum=True)
+        T.reduce_max(s, mx, dim=1)
+        for i in T.Parallel(64):
+            scale[i] = T.exp2(mx[i] * 0.01)
+        T.reduce_sum(s, part, dim=1)
+        for i in T.Parallel(64):
+            acc[i] = acc[i] * scale[i] + part[i]
+        if acc_in_loop:
+            for i in T.Parallel(64):
+                scale[i] = acc[i]
 
     @T.prim_func
     def f(A: T.Tensor((n * 64, 32), "float16"), L: T.Tensor((64,), "float32"), P: T.Tensor((64,), "float32")):
@@ -30,18 +44,13 @@ def _softmax_sum(init=0.0, part_after=False, acc_in_loop=False, n=8):
             acc = T.alloc_fragment((64,), "float32")
             mx = T.alloc_fragment((64,), "float32")
             T.fill(acc, init)
-            for k in T.serial(n):
-                T.copy(A[k * 64, 0], a)
-                T.gemm(a, a, s, transpose_B=True, clear_accum=True)
-                T.reduce_max(s, mx, dim=1)
-                for i in T.Parallel(64):
-                    scale[i] = T.exp2(mx[i] * 0.01)
-                T.reduce_sum(s, part, dim=1)
-                for i in T.Parallel(64):
-                    acc[i] = acc[i] * scale[i] + part[i]
-                if acc_in_loop:
-                    for i in T.Parallel(64):
-                        scale[i] = acc[i]
+            if outer > 1:
+                for r in T.serial(outer):
+                    for k in T.serial(n):
+                        step(A, a, s, part, scale, acc, mx, k)
+            else:
+                for k in T.serial(n):
+                    step(A, a, s, part, scale, acc, mx, k)
             T.copy(acc, L)
             if part_after:
                 T.copy(part, P)
@@ -65,10 +74,11 @@ def test_the_sum_leaves_the_loop(target):
     assert "acc_red" not in default and "tl::shfl_xor(part_red" in default  # off by default
 
 
-@pytest.mark.parametrize("case", [{"init": 1.0}, {"part_after": True}, {"acc_in_loop": True}])
+@pytest.mark.parametrize("case", [{"init": 1.0}, {"part_after": True}, {"acc_in_loop": True}, {"outer": 2}])
 def test_left_alone_where_partials_would_show(case):
     # acc not starting at zero (each holder would add the start), the row sums read after the
-    # loop, acc read inside the loop: the reduction stays whole.
+    # loop, acc read inside the loop, a loop around the loop (its second pass would start every
+    # holder at the first pass's total): the reduction stays whole.
     assert _src(_softmax_sum(**case), ON) == _src(_softmax_sum(**case))
 
 
@@ -86,3 +96,15 @@ def test_mla_decoding_step_loses_the_sum_barrier():
     assert on.count("tl::named_barrier_sync(1, 256);") == 2 and "scores_sum_red_shared" not in on, on
     kernel = tilec.compile(split, target="sm_90a", pass_configs=ON)
     assert kernel.ptxas_info["spill_stores_bytes"] == 0
+
+
+def test_loops_inside_lets_of_their_trip_count_are_found():
+    # varlen attention: `loop_range = min(...)` binds the trip count around the loop; the zero
+    # fill of logsum comes before that Let.
+    from flash_attention_varlen import flash_attention_varlen
+
+    f = flash_attention_varlen(3, 4, 64, 333, 400, 200, True, 2)
+    assert "logsum_red[kb" in _src(f, ON) and "scores_sum_red" in _src(f)
+    on = _src(f, ON)
+    loop = on[on.index("for (int k"):on.index("logsum_red")]
+    assert "tl::shfl_xor(scores_sum_red" not in loop

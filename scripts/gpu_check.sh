@@ -186,9 +186,9 @@ if [[ " $steps " == *" fwdblocks "* ]]; then
   # non-causal, 128 x 80 at d256): examples/flash_attention.py's program at each candidate against
   # cuDNN in the same rounds (FWD_BLOCKS: bench_attention_more.py --fwd-block-n; FWD_FULL=1: the
   # whole FlashAttention-3 grid instead of the quick rows).
+  if [ -n "${FWD_FULL:-}" ]; then rows=(--dims "${FWD_DIMS:-64,128,256}"); else rows=(--quick); fi
   run_step "forward block_N candidates" fwdblocks.log "$PY" bench/bench_attention_more.py --part fwd \
-    ${FWD_FULL:+--dims ${FWD_DIMS:-64,128,256}} ${FWD_FULL:---quick} \
-    --fwd-block-n "${FWD_BLOCKS:-64:0,128,192;128:0,176,160;256:0,64,80}" --json "$OUT/fwdblocks.json"
+    "${rows[@]}" --fwd-block-n "${FWD_BLOCKS:-64:0,128,192;128:0,176,160;256:0,64,80}" --json "$OUT/fwdblocks.json"
   tail -n 20 "$OUT/fwdblocks.log"
 fi
 if [[ " $steps " == *" bwdcand "* ]]; then

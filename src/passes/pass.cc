@@ -125,10 +125,11 @@ const std::vector<ConfigKey> kConfigKeys = {
      "A T.Parallel loop inside a loop that tests a condition on its indices (an attention mask) is tested "
      "once per step: when the condition holds for the whole tile, a copy without the test runs. Only speed "
      "changes."},
-    {"tilec.defer_row_sums", false,
+    {"tilec.defer_row_sums", true,
      "A loop's running sum of row sums (attention's softmax denominator: l = l * scale + reduce_sum(P)) "
      "keeps each thread's partial sum; the threads are combined once after the loop instead of every step "
-     "(no shuffles, and no barrier where rows span warpgroups). The sum is reassociated. Off until measured."},
+     "(no shuffles, and no barrier where rows span warpgroups). The sum is reassociated. Measured on the "
+     "H200 (2026-12-03): MLA decoding +2%, FlashAttention forward unchanged."},
     {"tilec.fuse_clear_into_gemm", true,
      "T.clear(C) right before T.gemm(A, B, C) becomes the gemm with clear_accum=True (no zeroing loop; the "
      "gemm's first step writes C). Only speed changes."},

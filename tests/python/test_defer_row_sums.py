@@ -70,8 +70,9 @@ def test_the_sum_leaves_the_loop(target):
     assert "tl::shfl_xor(part_red" not in loop, loop  # each thread's partial only, in the loop
     after = src[src.index("acc_red"):]
     assert "tl::shfl_xor(acc_red" in after, after  # the threads of a row combined once
-    default = _src(_softmax_sum(), None, target)
-    assert "acc_red" not in default and "tl::shfl_xor(part_red" in default  # off by default
+    assert _src(_softmax_sum(), None, target) == src  # on by default
+    off = _src(_softmax_sum(), {"tilec.defer_row_sums": False}, target)
+    assert "acc_red" not in off and "tl::shfl_xor(part_red" in off
 
 
 @pytest.mark.parametrize("case", [{"init": 1.0}, {"part_after": True}, {"acc_in_loop": True}, {"outer": 2}])
@@ -91,7 +92,7 @@ def test_mla_decoding_step_loses_the_sum_barrier():
         s = src[src.rindex("for (int p = 0;"):]  # the consumers' loop (the producer's comes first)
         return s[:s.index("mbarrier_arrive(&p_empty0")]  # one step
 
-    on, off = (step(_src(split, cfg)) for cfg in (ON, None))
+    on, off = (step(_src(split, cfg)) for cfg in (ON, {"tilec.defer_row_sums": False}))
     assert off.count("tl::named_barrier_sync(1, 256);") == 3 and "scores_sum_red_shared" in off
     assert on.count("tl::named_barrier_sync(1, 256);") == 2 and "scores_sum_red_shared" not in on, on
     kernel = tilec.compile(split, target="sm_90a", pass_configs=ON)
@@ -104,7 +105,7 @@ def test_loops_inside_lets_of_their_trip_count_are_found():
     from flash_attention_varlen import flash_attention_varlen
 
     f = flash_attention_varlen(3, 4, 64, 333, 400, 200, True, 2)
-    assert "logsum_red[kb" in _src(f, ON) and "scores_sum_red" in _src(f)
+    assert "logsum_red[kb" in _src(f, ON) and "logsum_red" not in _src(f, {"tilec.defer_row_sums": False})
     on = _src(f, ON)
     loop = on[on.index("for (int k"):on.index("logsum_red")]
     assert "tl::shfl_xor(scores_sum_red" not in loop

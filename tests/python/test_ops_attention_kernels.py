@@ -40,7 +40,9 @@ def test_forward_blocks():
         assert K.forward_blocks(4096, 4096, 128, True, target=target) == (128, 176, 256)
         assert K.forward_blocks(4096, 4096, 256, target=target) == (128, 80, 256)
         assert K.forward_blocks(4096, 4096, 256, True, target=target) == (128, 64, 256)
-        assert K.forward_blocks(4096, 150, 128, True, target=target) == (128, 64, 256)
+        assert K.forward_blocks(4096, 150, 128, True, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 100, 128, True, target=target) == (128, 64, 256)
+        assert K.forward_blocks(2048, 2048, 128, True, target=target) == (128, 128, 256)  # short: 128
     with pytest.raises(tilec.CompileError, match="unknown target 'sm_77'"):
         K.forward_blocks(4096, 4096, 128, target="sm_77")
 
@@ -48,7 +50,7 @@ def test_forward_blocks():
 def test_forward_program_takes_the_targets_block():
     # block_N left out: the key block of the target named; "auto" without a GPU: the portable one
     def src(**kw):
-        return tilec.compile(K.flash_attention(1, 2, 512, 128, True, dtype="bfloat16", **kw),
+        return tilec.compile(K.flash_attention(1, 2, 4096, 128, True, dtype="bfloat16", **kw),
                              target="sm_90a").get_kernel_source()
 
     assert src(target="sm_90a") == src(block_N=176) != src(block_N=128)

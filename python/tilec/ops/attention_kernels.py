@@ -50,8 +50,8 @@ MIN_SEQ_LEN = 64
 
 # The forward's key block (block_N) per head dim. On sm_90 (measured on the H200, 2026-12-03,
 # docs/PERFORMANCE.md, bench_attention_more.py --part fwd, against cuDNN in the same rounds): d64
-# 128 keys (0.79x cuDNN, against 0.66x with 64), d128 128 keys non-causal, 176 causal (1.02x against
-# 0.92x: fewer, longer steps per tile; FlashAttention-3's choice too), d256 80 keys (0.87x against
+# 128 keys (0.79x cuDNN, against 0.66x with 64), d128 128 keys non-causal, 176 causal from 4096 keys
+# (1.02x against 0.92x: fewer, longer steps per tile; FlashAttention-3's choice too), d256 80 keys (0.87x against
 # 0.59x with 32; causal d256 takes 64: at 80 its mask spills 192 bytes). Elsewhere (sm_80 and the
 # CPU target) the sizes that fit sm_80's registers and shared memory: 64 / 128 / 32.
 HOPPER_BLOCK_N = {(64, False): 128, (64, True): 128, (128, False): 128, (128, True): 176, (256, False): 80,
@@ -77,8 +77,11 @@ def _is_hopper(target):
 
 def default_block_N(dim, is_causal, seq_len_kv, target=None):
     """The forward's key block for this head dim on `target` (None: the portable sizes); 64 when
-    there are fewer keys."""
+    there are fewer keys. Causal d128 takes 176 keys from 4096 keys on (1.01-1.10x cuDNN there;
+    below, the diagonal blocks' waste grows: 0.67x at 512 keys against 0.80x with 128)."""
     block_N = HOPPER_BLOCK_N[(dim, bool(is_causal))] if _is_hopper(target) else PORTABLE_BLOCK_N[dim]
+    if block_N == 176 and seq_len_kv < 4096:
+        block_N = 128
     return block_N if seq_len_kv >= block_N else 64
 
 

@@ -14,7 +14,8 @@
 //         is inserted right after the loop: it adds up the threads' partials of acc (src only
 //         gives the layout). Each thread holding a row runs the same recurrence on its own
 //         partial with the same factor f, and all start at 0, so the partials add up to the
-//         exact sum (reassociated, as float additions across threads always are).
+//         exact sum (reassociated, as float additions across threads always are). Only loops
+//         whose trip count is the same for every thread (no thread index in their bounds).
 // When:   config tilec.defer_row_sums; CUDA targets (the CPU target runs tile ops whole).
 // Why:    per step the sum's butterfly shuffles — and when the rows span warpgroups (MLA
 //         decoding's S split by columns), a shared-memory round trip and a barrier — leave the
@@ -137,7 +138,10 @@ class Deferrer : public IRMutator {
       }
       std::vector<Stmt> after;
       auto* loop = inner.as<ForNode>();
-      if (loop && (loop->for_kind == ForKind::kSerial || loop->for_kind == ForKind::kPipelined)) {
+      // Only loops every thread runs as often (a per-thread trip count would make the
+      // per-step reduction an error — insert_syncs says so — not a per-thread partial).
+      if (loop && (loop->for_kind == ForKind::kSerial || loop->for_kind == ForKind::kPipelined) &&
+          !per_thread(loop->min) && !per_thread(loop->extent)) {
         Stmt rewritten = defer_in(inner, loop, out, &after);
         if (!rewritten.same_as(inner)) {
           std::vector<Stmt> tail = {rewritten};
@@ -161,6 +165,15 @@ class Deferrer : public IRMutator {
     return opaque([&] { return IRMutator::mutate_While(s, op); });
   }
   Stmt mutate_If(const Stmt& s, const IfNode* op) override { return opaque([&] { return IRMutator::mutate_If(s, op); }); }
+  // Values that differ between threads: the thread indices and what Lets compute from them.
+  Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
+    for (const auto& v : op->thread_vars) per_thread_.push_back(v.get());
+    return IRMutator::mutate_KernelLaunch(s, op);
+  }
+  Stmt mutate_Let(const Stmt& s, const LetNode* op) override {
+    if (per_thread(op->value)) per_thread_.push_back(op->var.get());
+    return IRMutator::mutate_Let(s, op);
+  }
 
  private:
   template <typename F>
@@ -257,7 +270,14 @@ class Deferrer : public IRMutator {
     return n;
   }
 
+  bool per_thread(const Expr& e) const {
+    for (const VarNode* v : per_thread_)
+      if (back::uses_var(e, v)) return true;
+    return false;
+  }
+
   Stmt root_;
+  std::vector<const VarNode*> per_thread_;
   std::vector<const std::vector<Stmt>*> outer_;  // enclosing Seqs' prefixes (null: not through Lets only)
 };
 

@@ -322,6 +322,12 @@ def test_column_sum_loop_takes_two_barriers_per_step(fresh_cache):
                     acc[j] += part[j]
             T.copy(acc, B)
 
-    src = tilec.compile(colsum, target="sm_80").get_kernel_source()
+    # (tilec.defer_row_sums off: the per-step reduction as written)
+    src = tilec.compile(colsum, target="sm_80", pass_configs={"tilec.defer_row_sums": False}).get_kernel_source()
     loop = src[src.index("for (int k = 0; k < 32; ++k) {"):src.index("if (tx / 32 == 0)")]
     assert loop.count("__syncthreads();") == 2, loop
+    # By default acc (cleared, then acc += part every step) keeps per-thread partials: no barrier
+    # in the loop, one cross-warp reduction after it.
+    src = tilec.compile(colsum, target="sm_80").get_kernel_source()
+    loop = src[src.index("for (int k = 0; k < 32; ++k) {"):src.index("acc_red")]
+    assert "__syncthreads" not in loop and "acc_red_shared" in src, src

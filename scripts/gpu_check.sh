@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -133,6 +133,17 @@ if rc_want 2; then
       tail -n 2 "$OUT/recheck_$(basename "$ex" .py).log"
     done
   fi
+fi
+if rc_want 4; then
+  # Changed after the fifteenth session's last device call: the fp8 forward with
+  # tilec.defer_row_sums (on by default), causal d128 below 4096 keys back on 128-key blocks
+  # (the forward grid's causal d128 rows), the op's GPU tests.
+  run_step "example flash_attention_fp8" recheck_fp8.log "$PY" examples/flash_attention_fp8.py
+  tail -n 2 "$OUT/recheck_fp8.log"
+  run_step "forward grid d128" recheck_fwd.log "$PY" bench/bench_attention_more.py --part fwd --dims 128 \
+    --fwd-block-n 0 --json "$OUT/recheck_fwd.json"
+  grep -E "^  fwd|geomean" "$OUT/recheck_fwd.log"
+  run_step "GPU tests: flash_attn op" recheck_op.log "$PY" -m pytest -q -m gpu tests/gpu/test_flash_attn_op.py
 fi
 if rc_want 3; then
   run_step "compile scaling" recheck_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16

@@ -107,9 +107,10 @@ Expr everywhere(const Expr& c, const Nest& nest, bool holds) {
     // All of (a and b) <=> all of a and all of b; none of (a or b) likewise. The other two
     // combinations keep only a sufficient condition: either side alone.
     const bool both_needed = (b->kind == NodeKind::kAnd) == holds;
-    if (both_needed) return x && y ? binary(NodeKind::kAnd, x, y) : Expr();
-    if (x && y) return binary(NodeKind::kOr, x, y);
-    return x ? x : y;
+    // (Expr's && and || build expressions: test definedness explicitly.)
+    if (both_needed) return x.defined() && y.defined() ? binary(NodeKind::kAnd, x, y) : Expr();
+    if (x.defined() && y.defined()) return binary(NodeKind::kOr, x, y);
+    return x.defined() ? x : y;
   }
   const bool cmp = b->kind == NodeKind::kLT || b->kind == NodeKind::kLE || b->kind == NodeKind::kGT ||
                    b->kind == NodeKind::kGE;

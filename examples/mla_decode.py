@@ -39,10 +39,11 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
               O_partial: T.Tensor((batch, h_q, num_split, dv), accum_dtype),
               LSE_partial: T.Tensor((batch, h_q, num_split), accum_dtype)):
         head_blocks = h_q // valid_H
-        grid = (head_blocks, batch, num_split) if heads_first or cluster_heads else (batch, head_blocks, num_split)
+        heads_inner = heads_first or cluster_heads  # a cluster spans the head blocks of one sequence
+        grid = (head_blocks, batch, num_split) if heads_inner else (batch, head_blocks, num_split)
         cluster = (head_blocks, 1, 1) if cluster_heads else None
         with T.Kernel(*grid, threads=threads, cluster_dims=cluster) as (b0, b1, bz):
-            by, bx = (b0, b1) if heads_first or cluster_heads else (b1, b0)  # head block, sequence
+            by, bx = (b0, b1) if heads_inner else (b1, b0)  # head block, sequence
             Q_shared = T.alloc_shared((block_H, dv), dtype)
             Q_pe_shared = T.alloc_shared((block_H, dpe), dtype)
             KV_shared = T.alloc_shared((page_size, dv), dtype)

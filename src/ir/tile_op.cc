@@ -210,6 +210,14 @@ Stmt make_tile_op(const std::string& op, std::vector<TileArg> args, AttrMap attr
   return Stmt(std::shared_ptr<const TileOpNode>(std::move(n)));
 }
 
+Stmt with_attr(const TileOpNode& op, const std::string& key, AttrValue value) {
+  AttrMap attrs;
+  for (const auto& kv : op.attrs)
+    if (kv.first != key) attrs.push_back(kv);
+  attrs.emplace_back(key, std::move(value));
+  return make_tile_op(op.op, op.args, std::move(attrs), op.loc);
+}
+
 const BufferRegion& region_arg(const TileOpNode& op, size_t i) {
   TILEC_ICHECK(i < op.args.size() && std::holds_alternative<BufferRegion>(op.args[i]))
       << "T." << op.op << " argument " << i << " is not a region";

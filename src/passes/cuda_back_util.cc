@@ -126,6 +126,11 @@ int64_t shared_alloc_bytes(const Buffer& b) {
   return (n + 1023) / 1024 * 1024;
 }
 
+const Stmt& sole_statement(const Stmt& s) {
+  auto* q = s.as<ir::SeqNode>();
+  return q && q->stmts.size() == 1 ? sole_statement(q->stmts[0]) : s;
+}
+
 bool uses_var(const Expr& e, const VarNode* v) {
   return any_node(e, [&](const ExprNode* n) { return n == v; });
 }

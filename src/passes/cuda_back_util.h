@@ -31,6 +31,9 @@ struct AffineInVar {
 };
 std::optional<AffineInVar> affine_in(const Expr& e, const ir::VarNode* v);
 
+// The statement inside one-element statement lists (Seq { Seq { s } } -> s), else `s`.
+const ir::Stmt& sole_statement(const ir::Stmt& s);
+
 // Visits every expression node of `e` in pre-order (load indices and call arguments
 // included); true as soon as `fn` returns true for one.
 bool any_node(const Expr& e, const std::function<bool(const ir::ExprNode*)>& fn);

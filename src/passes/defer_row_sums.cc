@@ -22,8 +22,6 @@
 //         loop; FlashAttention-3 keeps the row sum thread-local until its epilogue the same way.
 // Before: pipeline_planning, warp_specialize and layout_inference (both reductions see
 //         src's layout; acc takes part's, the projection of src's).
-#include <unordered_set>
-
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
@@ -36,33 +34,23 @@ namespace {
 
 using namespace ir;
 
-const Stmt& unwrap(const Stmt& s) {
-  auto* q = s.as<SeqNode>();
-  return q && q->stmts.size() == 1 ? unwrap(q->stmts[0]) : s;
-}
+const TileOpNode* tile_op_of(const Stmt& s) { return back::sole_statement(s).as<TileOpNode>(); }
 
-const TileOpNode* tile_op_of(const Stmt& s) { return unwrap(s).as<TileOpNode>(); }
-
-// Every buffer a statement reads or writes (loads, stores, tile-op regions), by node.
-bool touches(const Stmt& s, const BufferNode* b) {
-  bool found = false;
-  for_each_node(s, [&](const Node* n) {
-    if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) found |= l->buffer.get() == b;
-    if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) found |= st->buffer.get() == b;
-    if (auto* t = dynamic_cast<const TileOpNode*>(n))
+// How often a statement names buffer `b`: loads, stores and tile-op regions.
+size_t uses_of(const Stmt& s, const BufferNode* b) {
+  size_t n = 0;
+  for_each_node(s, [&](const Node* x) {
+    if (auto* l = dynamic_cast<const BufferLoadNode*>(x)) n += l->buffer.get() == b;
+    if (auto* st = dynamic_cast<const BufferStoreNode*>(x)) n += st->buffer.get() == b;
+    if (auto* t = dynamic_cast<const TileOpNode*>(x))
       for (const auto& a : t->args)
-        if (auto* r = std::get_if<BufferRegion>(&a)) found |= r->buffer.get() == b;
+        if (auto* r = std::get_if<BufferRegion>(&a)) n += r->buffer.get() == b;
   });
-  return found;
+  return n;
 }
 
-bool expr_reads(const Expr& e, const BufferNode* b) {
-  bool found = false;
-  for_each_node(evaluate(e, e->loc), [&](const Node* n) {
-    if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) found |= l->buffer.get() == b;
-  });
-  return found;
-}
+bool touches(const Stmt& s, const BufferNode* b) { return uses_of(s, b) > 0; }
+bool expr_reads(const Expr& e, const BufferNode* b) { return uses_of(evaluate(e, e->loc), b) > 0; }
 
 // `buf[v]` with v the loop variable.
 bool is_row_load(const Expr& e, const BufferNode* buf, const VarNode* v) {
@@ -75,9 +63,9 @@ bool is_row_load(const Expr& e, const BufferNode* buf, const VarNode* v) {
 // A running sum: `for v in T.Parallel(n): acc[v] = acc[v] * f + part[v]` (or without f),
 // either operand order. Returns acc (null when `s` is not one).
 Buffer running_sum(const Stmt& s, const BufferNode* part) {
-  auto* loop = unwrap(s).as<ForNode>();
+  auto* loop = back::sole_statement(s).as<ForNode>();
   if (!loop || loop->for_kind != ForKind::kParallel) return Buffer();
-  auto* st = unwrap(loop->body).as<BufferStoreNode>();
+  auto* st = back::sole_statement(loop->body).as<BufferStoreNode>();
   const VarNode* v = loop->loop_var.get();
   if (!st || st->indices.size() != 1 || st->indices[0].as<VarNode>() != v) return Buffer();
   const BufferNode* acc = st->buffer.get();
@@ -124,17 +112,17 @@ class Deferrer : public IRMutator {
     for (size_t i = 0; i < op->stmts.size(); ++i) {
       // A Seq nested in Lets sees this one's statements before it (the zero fill of a running
       // sum may precede a Let of the loop's trip count); other nesting (loops, ifs) does not.
-      outer_.push_back(unwrap(op->stmts[i]).as<LetNode>() ? &out : nullptr);
+      outer_.push_back(back::sole_statement(op->stmts[i]).as<LetNode>() ? &out : nullptr);
       Stmt x = mutate(op->stmts[i]);
       outer_.pop_back();
       changed |= !x.same_as(op->stmts[i]);
       // The loop, possibly inside Lets of its trip count (`loop_range = ...`): the reductions
       // after it go inside them, right after the loop.
       std::vector<const LetNode*> lets;
-      Stmt inner = unwrap(x);
+      Stmt inner = back::sole_statement(x);
       while (auto* let = inner.as<LetNode>()) {
         lets.push_back(let);
-        inner = unwrap(let->body);
+        inner = back::sole_statement(let->body);
       }
       std::vector<Stmt> after;
       auto* loop = inner.as<ForNode>();
@@ -225,16 +213,12 @@ class Deferrer : public IRMutator {
         acc = running_sum(stmts[q], part);
       }
       // (2: the reduction's region and the running sum's load)
-      if (uses != 1 || !acc || use < r || count_touching(root_, part) != 2) continue;
+      if (uses != 1 || !acc || use < r || uses_of(root_, part) != 2) continue;
       // acc: touched by nothing else in the loop; zeroed right before it.
       bool alone = true;
       for (size_t q = 0; q < stmts.size(); ++q) alone &= q == use || !touches(stmts[q], acc.get());
       if (!alone || !zeroed_before(before, acc.get())) continue;
-      AttrMap attrs;
-      for (const auto& kv : red->attrs)
-        if (kv.first != "stage") attrs.push_back(kv);
-      attrs.emplace_back("stage", std::string("own_registers"));
-      stmts[r] = make_tile_op(red->op, red->args, attrs, red->loc);
+      stmts[r] = with_attr(*red, "stage", std::string("own_registers"));
       AttrMap across = {{"dim", attr_int(*red, "dim", -1)}, {"stage", std::string("across_threads")}};
       BufferRegion whole = dst;  // acc has part's shape: the same whole-fragment region
       whole.buffer = acc;
@@ -247,27 +231,12 @@ class Deferrer : public IRMutator {
   // Whether the last statement before the loop that touches acc is T.fill(acc, 0): in the
   // loop's Seq, else in the Seqs around it through Lets.
   bool zeroed_before(const std::vector<Stmt>& before, const BufferNode* acc) const {
-    for (size_t i = before.size(); i-- > 0;)
-      if (touches(before[i], acc)) return is_zero_fill_of(before[i], acc);
-    for (size_t o = outer_.size(); o-- > 0;) {
-      if (!outer_[o]) return false;
-      const std::vector<Stmt>& prefix = *outer_[o];
-      for (size_t i = prefix.size(); i-- > 0;)
-        if (touches(prefix[i], acc)) return is_zero_fill_of(prefix[i], acc);
-    }
+    std::vector<const std::vector<Stmt>*> prefixes = {&before};
+    for (size_t o = outer_.size(); o-- > 0 && outer_[o];) prefixes.push_back(outer_[o]);
+    for (const auto* prefix : prefixes)
+      for (size_t i = prefix->size(); i-- > 0;)
+        if (touches((*prefix)[i], acc)) return is_zero_fill_of((*prefix)[i], acc);
     return false;
-  }
-
-  static size_t count_touching(const Stmt& root, const BufferNode* b) {
-    size_t n = 0;
-    for_each_node(root, [&](const Node* x) {
-      if (auto* l = dynamic_cast<const BufferLoadNode*>(x)) n += l->buffer.get() == b;
-      if (auto* st = dynamic_cast<const BufferStoreNode*>(x)) n += st->buffer.get() == b;
-      if (auto* t = dynamic_cast<const TileOpNode*>(x))
-        for (const auto& a : t->args)
-          if (auto* r = std::get_if<BufferRegion>(&a)) n += r->buffer.get() == b;
-    });
-    return n;
   }
 
   bool per_thread(const Expr& e) const {

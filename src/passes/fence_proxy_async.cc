@@ -38,18 +38,6 @@ namespace {
 
 using namespace ir;
 
-bool is_async_proxy_read(const CallNode* c);
-
-bool async_proxy_reads_shared(const Stmt& body) {
-  bool found = false;
-  for_each_node(body, [&](const Node* n) {
-    auto* c = dynamic_cast<const CallNode*>(n);
-    if (!c) return;
-    found |= is_async_proxy_read(c);
-  });
-  return found;
-}
-
 bool is_fence(const Stmt& s) {
   auto* e = s.as<EvaluateNode>();
   auto* c = e ? e->value.as<CallNode>() : nullptr;
@@ -59,6 +47,7 @@ bool is_fence(const Stmt& s) {
 // The buffers that async-proxy reads name (tl.address_of arguments of wgmma and TMA stores), by
 // node and by name.
 struct AsyncOperands {
+  bool any = false;  // the kernel has an async-proxy read of shared memory at all
   std::set<const BufferNode*> nodes;
   std::set<std::string> names;
   // Whether a write to `b` may reach an async-proxy read (see the header).
@@ -75,6 +64,7 @@ AsyncOperands async_operands(const Stmt& body) {
   for_each_node(body, [&](const Node* n) {
     auto* c = dynamic_cast<const CallNode*>(n);
     if (!c || !is_async_proxy_read(c)) return;
+    out.any = true;
     for (const auto& a : c->args) {
       auto* addr = a.as<CallNode>();
       auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>()
@@ -218,8 +208,9 @@ class Fencer : public IRMutator {
 
 Pass fence_proxy_async_pass() {
   return {"fence_proxy_async", [](const PrimFunc& f, PassContext&) {
-            if (!async_proxy_reads_shared(f->body)) return f;
-            Stmt body = Fencer(cp_async_barriers(f->body), async_operands(f->body)).mutate(f->body);
+            AsyncOperands ops = async_operands(f->body);
+            if (!ops.any) return f;
+            Stmt body = Fencer(cp_async_barriers(f->body), std::move(ops)).mutate(f->body);
             return body.same_as(f->body) ? f : with_body(f, std::move(body));
           }};
 }

@@ -49,11 +49,6 @@ const BufferNode* cleared_fragment(const Stmt& s) {
   return r->buffer.get();
 }
 
-const Stmt& unwrap(const Stmt& s) {
-  auto* q = s.as<SeqNode>();
-  return q && q->stmts.size() == 1 ? unwrap(q->stmts[0]) : s;
-}
-
 // The gemm with `key` set to `value` (and the other clear attribute dropped).
 Stmt gemm_with(const TileOpNode& g, const char* key, AttrValue value) {
   AttrMap attrs;
@@ -86,7 +81,7 @@ class FuseClearIntoGemm : public IRMutator {
         continue;
       }
       auto* branch = q->stmts[i].as<IfNode>();
-      if (c && conditional_ && branch && cleared_fragment(unwrap(branch->then_case)) == c &&
+      if (c && conditional_ && branch && cleared_fragment(back::sole_statement(branch->then_case)) == c &&
           !back::reads_memory(branch->cond)) {
         // With an else branch the if stays, its then side now saying only that C's old value is
         // dead (both sides define C: the compiler keeps no registers alive across the step).

@@ -29,12 +29,6 @@ namespace {
 
 using namespace ir;
 
-// The statement inside one-element statement lists.
-const Stmt& unwrap(const Stmt& s) {
-  auto* q = s.as<SeqNode>();
-  return q && q->stmts.size() == 1 ? unwrap(q->stmts[0]) : s;
-}
-
 // The number of iterations of `loop` (constant min and extent) that `term` keeps when it is
 // a constant bound on the loop variable, else 0.
 int64_t kept_iterations(const Expr& term, const ForNode& loop) {
@@ -101,11 +95,11 @@ class NarrowGuardedParallelLoops : public IRMutator {
     if (op->for_kind != ForKind::kParallel) return IRMutator::mutate_For(s, op);
     // The nest, outermost first.
     std::vector<const ForNode*> nest = {op};
-    while (auto* inner = unwrap(nest.back()->body).as<ForNode>()) {
+    while (auto* inner = back::sole_statement(nest.back()->body).as<ForNode>()) {
       if (inner->for_kind != ForKind::kParallel) break;
       nest.push_back(inner);
     }
-    auto* guard = unwrap(nest.back()->body).as<IfNode>();
+    auto* guard = back::sole_statement(nest.back()->body).as<IfNode>();
     if (!guard || guard->else_case) return IRMutator::mutate_For(s, op);
     std::vector<Expr> extents;
     for (auto* l : nest) extents.push_back(l->extent);

@@ -39,11 +39,6 @@ namespace {
 
 using namespace ir;
 
-const Stmt& unwrap(const Stmt& s) {
-  auto* q = s.as<SeqNode>();
-  return q && q->stmts.size() == 1 ? unwrap(q->stmts[0]) : s;
-}
-
 using Nest = std::vector<const ForNode*>;
 
 // The smallest (lowest) or largest value of integer `e` over the nest's box; null when e is
@@ -166,7 +161,7 @@ bool is_constant(const Expr& e) {
 // `for v0, v1, ... in T.Parallel(shape): F[v0, v1, ...] = constant` over the whole
 // fragment F, as T.fill(F, constant); else null.
 Stmt as_fill(const Nest& nest, const Stmt& body) {
-  auto* st = unwrap(body).as<BufferStoreNode>();
+  auto* st = back::sole_statement(body).as<BufferStoreNode>();
   if (!st || st->buffer->scope != Scope::kFragment || !is_constant(st->value) ||
       st->indices.size() != nest.size() || st->buffer->shape.size() != nest.size())
     return nullptr;
@@ -193,7 +188,7 @@ class UnswitchUniformConditions : public IRMutator {
     }
     if (sequential_depth_ == 0) return s;
     Nest nest = {op};
-    while (auto* inner = unwrap(nest.back()->body).as<ForNode>()) {
+    while (auto* inner = back::sole_statement(nest.back()->body).as<ForNode>()) {
       if (inner->for_kind != ForKind::kParallel) break;
       nest.push_back(inner);
     }

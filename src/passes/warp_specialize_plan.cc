@@ -339,14 +339,7 @@ std::string why_not_multicast(const KernelLaunchNode& kernel, const TileOpNode& 
 }
 
 // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
-Stmt with_wg_wait(const Stmt& st, int64_t n) {
-  auto* g = st.as<TileOpNode>();
-  AttrMap attrs = g->attrs;
-  attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& kv) { return kv.first == "wg_wait"; }),
-              attrs.end());
-  attrs.emplace_back("wg_wait", n);
-  return make_tile_op(g->op, g->args, attrs, g->loc);
-}
+Stmt with_wg_wait(const Stmt& st, int64_t n) { return with_attr(*st.as<TileOpNode>(), "wg_wait", n); }
 
 // The consumer statement (index into p.consumers) at which two consumer warpgroups take
 // turns: the first gemm, when the step also runs other statements (with gemms only there

@@ -59,5 +59,7 @@ int64_t attr_int(const TileOpNode& op, const std::string& key, int64_t fallback 
 std::string attr_string(const TileOpNode& op, const std::string& key, const std::string& fallback = "");
 // An expression attribute (T.gemm's clear_if), or a null Expr when it is absent.
 Expr attr_expr(const TileOpNode& op, const std::string& key);
+// The same tile op with attribute `key` set to `value` (replaced when present).
+Stmt with_attr(const TileOpNode& op, const std::string& key, AttrValue value);
 
 }  // namespace tilec::ir

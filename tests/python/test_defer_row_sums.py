@@ -109,3 +109,17 @@ def test_loops_inside_lets_of_their_trip_count_are_found():
     on = _src(f, ON)
     loop = on[on.index("for (int k"):on.index("logsum_red")]
     assert "tl::shfl_xor(scores_sum_red" not in loop
+
+
+def test_stage_is_not_a_keyword_of_the_language():
+    # stage="own_registers" / "across_threads" is how the pass splits a reduction; a program
+    # that passes it gets TileLang's unexpected-keyword error, not partial sums.
+    with pytest.raises(tilec.CompileError, match="T.reduce_sum got an unexpected keyword argument 'stage'"):
+        @T.prim_func
+        def f(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                a = T.alloc_fragment((64, 64), "float32")
+                b = T.alloc_fragment((64,), "float32")
+                T.copy(A, a)
+                T.reduce_sum(a, b, dim=1, stage="own_registers")
+                T.copy(b, B)

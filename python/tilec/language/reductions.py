@@ -30,6 +30,9 @@ def _reduce(kind: str):
 
     def op(buffer: Any, out: Any, *args, **kwargs):
         args, kwargs = list(args), dict(kwargs)
+        if "stage" in kwargs:  # the schema's stage is the compiler's own (pass defer_row_sums)
+            raise CompileError(f"T.{kind} got an unexpected keyword argument 'stage'",
+                               hint="its keywords are: dim, clear, batch" + (", nan_propagate" if max_like else ""))
         _reduce_hints(kind, args, kwargs)
         if not max_like and "nan_propagate" in kwargs:
             raise CompileError(f"T.{kind} takes no nan_propagate (only reduce_max, reduce_min and reduce_absmax do)",

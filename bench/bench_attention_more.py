@@ -254,18 +254,30 @@ def run_decode(quick, splits, heads=32, heads_kv=8, dim=128, page_size=64):
 
 
 def parse_block_ns(text):
-    """'0,176' -> {0: [0, 176]} (every head dim); '64:0,128;128:0,176' -> {64: [0, 128], 128: [0, 176]}."""
+    """'0,176' -> {0: ['0', '176']} (every head dim); '64:0,192x128x384;128:0,176' -> {64: ['0', '192x128x384'],
+    128: ['0', '176']}. A candidate is block_N (0: the default) or block_M x block_N x threads."""
     out = {}
     for part in text.split(";"):
         dim, _, bns = part.rpartition(":")
-        out[int(dim or 0)] = [int(x) for x in bns.split(",")]
+        out[int(dim or 0)] = [x.strip() for x in bns.split(",")]
     return out
+
+
+def forward_candidate(text):
+    """flash_attention keywords of one --fwd-block-n candidate ('0': the defaults)."""
+    parts = [int(x) for x in text.split("x")]
+    if len(parts) == 1:
+        return {"block_N": parts[0] or None}
+    if len(parts) != 3:
+        raise SystemExit(f"--fwd-block-n: '{text}' is neither block_N nor block_M x block_N x threads")
+    return {"block_M": parts[0], "block_N": parts[1], "threads": parts[2]}
 
 
 def run_fwd(quick, block_ns, dims=None):
     """The forward of examples/flash_attention.py (ragged keys masked, so any block_N fits) at each
-    block_N that `block_ns` ({head dim or 0 for any: [block_N, ...]}; block_N 0: the program's
-    default) lists, in the same rounds as cuDNN SDPA."""
+    candidate that `block_ns` lists ({head dim or 0 for any: [candidate, ...]}; a candidate is
+    block_N, '0' for the program's defaults, or block_M x block_N x threads), in the same rounds as
+    cuDNN SDPA."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -284,9 +296,9 @@ def run_fwd(quick, block_ns, dims=None):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2).float()
         fns, errs = {}, {}
-        for bn in block_ns.get(d, block_ns.get(0, [0])):
-            kernel = tilec.compile(flash_attention(b, h, s, d, causal, block_N=bn or None, dtype="bfloat16",
-                                                   target="auto"),
+        for bn in block_ns.get(d, block_ns.get(0, ["0"])):
+            kernel = tilec.compile(flash_attention(b, h, s, d, causal, dtype="bfloat16", target="auto",
+                                                   **forward_candidate(bn)),
                                    target="auto", pass_configs=PASS_CONFIGS or None)
             out = torch.full_like(q, float("nan"))
             kernel(q, k, v, out)
@@ -306,7 +318,7 @@ def run_fwd(quick, block_ns, dims=None):
                               "max_rel_err": errs[bn]}
         rows.append(row)
         print(f"  fwd {name}: cuDNN {row['cudnn_tflops']:.0f} TFLOP/s; " + "; ".join(
-            f"block_N {bn or 'default'} {row[f'bn{bn}']['tflops']:.0f} ({row[f'bn{bn}']['ratio']:.3f}, "
+            f"block {bn if bn != '0' else 'default'} {row[f'bn{bn}']['tflops']:.0f} ({row[f'bn{bn}']['ratio']:.3f}, "
             f"err {errs[bn]:.1e})" for bn in errs), flush=True)
     for d in sorted({r["dim"] for r in rows}):
         for key in sorted({k for r in rows if r["dim"] == d for k in r if k.startswith("bn")}):
@@ -391,7 +403,8 @@ def compile_only():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", choices=["fwd", "bwd", "mla", "decode", "fp8", "all"], default="all")
-    ap.add_argument("--fwd-block-n", default="0", help="forward block_N candidates, e.g. 0,176 or 64:0,128;128:0,176 (0: the default)")
+    ap.add_argument("--fwd-block-n", default="0", help="forward candidates, e.g. 0,176 or 64:0,192x128x384;128:0,176 "
+                    "(block_N, or block_M x block_N x threads; 0: the defaults)")
     ap.add_argument("--dims", default="", help="forward head dims to run, e.g. 128 (default: all)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")

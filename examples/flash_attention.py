@@ -46,6 +46,9 @@ CASES = [
     (1, 4, 1000, 64, False, "bfloat16", 1, 77, False),         # MQA, keys shorter than two blocks
     (1, 4, 300, 256, False, "bfloat16", 2, 250, True),         # head dim 256
     (1, 2, 256, 256, True, "float16", None, None, False),
+    # head dim 64 from 2048 queries on sm_90 (causal from 8192): 192-row blocks, three consumer warpgroups
+    (1, 4, 2100, 64, False, "bfloat16", 2, 2050, True),       # GQA, ragged queries (2100 = 10.9 x 192) and keys
+    (1, 2, 8200, 64, True, "float16", None, None, True),      # causal, ragged
 ]
 
 

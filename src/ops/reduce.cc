@@ -264,12 +264,15 @@ Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) {
         loc));
   }
 
-  // 2. lanes, 3. warps. Warp shuffles need every thread digit to be a bit field (so the
-  // xor partner differs in one digit only and digits never straddle a warp unevenly);
-  // other layouts combine all threads through shared memory.
+  // 2. lanes, 3. warps. Warp shuffles need every thread digit inside the lane index to be a
+  // bit field (so the xor partner differs in one digit only and digits never straddle a warp
+  // unevenly); digits of whole warps may have any extent (three warpgroups: 12 warps). Other
+  // layouts combine all threads through shared memory.
   bool bit_fields = true;
-  for (const auto& g : in->digits)
-    if (g.on_thread) bit_fields &= is_pow2(g.extent) && is_pow2(g.out_stride);
+  for (const auto& g : in->digits) {
+    if (!g.on_thread) continue;
+    bit_fields &= g.out_stride >= 32 ? g.out_stride % 32 == 0 : is_pow2(g.extent) && is_pow2(g.out_stride);
+  }
   std::vector<Digit> lanes, warps;
   for (const auto& g : red_thread) {
     int64_t lo = g.out_stride, hi = g.out_stride * g.extent;

@@ -42,10 +42,11 @@
 //         their own full/empty pair (attention: K for S = Q K^T, V for O += P V): the producer
 //         waits / arrives per group, consumers wait for a group's slot right before its first
 //         reader and release it after its last one.
-//         Two consumer warpgroups (T = 256) whose steps run more than gemms take turns at the
-//         step's first gemm (tilec.pingpong; FlashAttention-3's ping-pong): tl.pingpong_wait
-//         on named barrier 14 + wg, issue (wg_wait -1), tl.pingpong_pass of 15 - wg,
-//         wgmma_wait(0); warpgroup 1 passes barrier 14 once before its first step.
+//         Two or three consumer warpgroups (T = 256, 384) whose steps run more than gemms and
+//         that own rows of the first gemm take turns at it, round robin (tilec.pingpong;
+//         FlashAttention-3's ping-pong): tl.pingpong_wait on named barrier 16 - G + wg, issue
+//         (wg_wait -1), tl.pingpong_pass of the next warpgroup's barrier, wgmma_wait(0); the
+//         last warpgroup passes barrier 16 - G once before its first step.
 //         A producer thread may run S steps ahead of the consumers; each slot's full
 //         barrier completes when the producer arrived and the TMA bytes landed, its empty
 //         barrier when all T consumer threads are done reading it.

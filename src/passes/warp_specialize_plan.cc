@@ -341,23 +341,26 @@ std::string why_not_multicast(const KernelLaunchNode& kernel, const TileOpNode& 
 // A gemm tile op with its wg_wait attribute set to `n` (-1: issue only, no wait).
 Stmt with_wg_wait(const Stmt& st, int64_t n) { return with_attr(*st.as<TileOpNode>(), "wg_wait", n); }
 
-// The consumer statement (index into p.consumers) at which two consumer warpgroups take
-// turns: the first gemm, when the step also runs other statements (with gemms only there
-// is nothing to overlap). nullopt: no turns (other warpgroup counts, tilec.pingpong off).
-// Whether the two consumer warpgroups each own rows of gemm `g`'s result: 128 or more rows
-// (64 per warpgroup) and a policy that does not put every warp along N. When they share rows
-// (MLA decoding's 64 heads split by columns, FullCol), every step meets at the barriers of the
-// rows' reductions, so a turn only delays the second warpgroup's issue (measured on the H200,
+// Whether the consumer warpgroups each own rows of gemm `g`'s result: 64 rows or more per
+// warpgroup and a policy that does not put every warp along N. When they share rows (MLA
+// decoding's 64 heads split by columns, FullCol), every step meets at the barriers of the rows'
+// reductions, so a turn only delays the other warpgroups' issue (measured on the H200,
 // 2026-12-03: MLA decoding 440 -> 462 TFLOP/s without turns).
-bool warpgroups_own_rows(const TileOpNode& g) {
+bool warpgroups_own_rows(const TileOpNode& g, int64_t groups) {
   if (attr_string(g, "policy", "Square") == "FullCol") return false;
   const auto& shape = region_arg(g, 2).buffer->shape;
   const int64_t* rows = shape.empty() ? nullptr : as_const_int(shape[0]);
-  return rows && *rows >= 128;
+  return rows && *rows >= 64 * groups;
 }
 
+// The consumer statement (index into p.consumers) at which the consumer warpgroups (two or
+// three) take turns, round robin: the first gemm, when the step also runs other statements
+// (with gemms only there is nothing to overlap). nullopt: no turns (one or four warpgroups,
+// tilec.pingpong off).
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx) {
-  if (threads != 256 || !ctx.get_bool("tilec.pingpong")) return std::nullopt;
+  const int64_t groups = threads / 128;
+  if (threads % 128 != 0 || groups < 2 || groups > kMaxTurnGroups || !ctx.get_bool("tilec.pingpong"))
+    return std::nullopt;
   std::optional<size_t> first;
   bool other = false;
   for (size_t q = 0; q < p.consumers.size(); ++q) {
@@ -369,7 +372,7 @@ std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassCo
     }
   }
   if (!other || !first) return std::nullopt;
-  if (!warpgroups_own_rows(*tile_op(p.body.stmts[p.consumers[*first]]))) return std::nullopt;
+  if (!warpgroups_own_rows(*tile_op(p.body.stmts[p.consumers[*first]]), groups)) return std::nullopt;
   return first;
 }
 

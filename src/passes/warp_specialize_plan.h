@@ -7,7 +7,7 @@
 // copy_groups      copies sharing one full/empty barrier pair (same first and last reader)
 // defer_release    whether a GEMM-only step can release its slot one iteration late
 // rotation         the rotated attention step (tilec.intra_wg_overlap)
-// pingpong_gemm    the consumer statement two warpgroups take turns at (tilec.pingpong)
+// pingpong_gemm    the consumer statement the consumer warpgroups take turns at (tilec.pingpong)
 // with_wg_wait     a gemm tile op with its wg_wait attribute replaced
 // want_persistent, tile_loop_parts, wrap_in_tile_loop: the persistent tile loop
 //                  (warp_specialize_tiles.cc)
@@ -106,6 +106,8 @@ bool defer_release(const Plan& p);
 std::vector<CopyGroup> copy_groups(const Plan& p, bool single);
 bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassContext& ctx, Rotation* out);
 ir::Stmt with_wg_wait(const ir::Stmt& st, int64_t n);
+// At most this many consumer warpgroups take turns: named barriers 16 - groups .. 15 are theirs.
+constexpr int64_t kMaxTurnGroups = 3;
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
 // Why the producer copy `copy` of `kernel` is not multicast to the cluster ("" when it is):
 // no cluster, a cluster along more than one grid dimension or of more than 16 blocks (a

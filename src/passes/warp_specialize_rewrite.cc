@@ -34,9 +34,9 @@ std::optional<int64_t> wgmma_wait_count(const Stmt& st) {
   return n && *n >= 0 ? std::optional<int64_t>(*n) : std::nullopt;
 }
 
-// Named barriers 14 and 15: the turns of two consumer warpgroups (tl.pingpong_wait/pass);
-// the roles' own barriers count up from 1.
-constexpr int64_t kPingpongBarrier = 14;
+// Named barriers 16 - G .. 15: the turns of G consumer warpgroups (tl.pingpong_wait/pass;
+// 14 and 15 for two); the roles' own barriers count up from 1.
+int64_t first_turn_barrier(int groups) { return 16 - groups; }
 
 // Gemms left in flight in a consumer step (tilec.defer_gemm_waits), oldest first, and what a
 // later statement must not touch before they are done: their accumulators and register
@@ -266,13 +266,19 @@ class KernelRewrite {
     return n;
   }
 
+  // Warpgroup w waits on barrier first + w and passes the turn to w + 1 (round robin; with two
+  // warpgroups, first + 1 - w).
   Stmt turn_wait() const {
     const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
-    return back::call_stmt("tl.pingpong_wait", {int_imm(kPingpongBarrier, tx_->dtype) + wg}, loc_);
+    return back::call_stmt("tl.pingpong_wait", {int_imm(first_turn_barrier(consumer_groups_), tx_->dtype) + wg}, loc_);
   }
   Stmt turn_pass() const {
     const Expr wg = floordiv(tx_, int_imm(128, tx_->dtype));
-    return back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier + 1, tx_->dtype) - wg}, loc_);
+    const int64_t first = first_turn_barrier(consumer_groups_);
+    const Expr next = consumer_groups_ == 2 ? int_imm(first + 1, tx_->dtype) - wg
+                                            : int_imm(first, tx_->dtype) +
+                                                  floormod(wg + int_imm(1, tx_->dtype), int_imm(consumer_groups_, tx_->dtype));
+    return back::call_stmt("tl.pingpong_pass", {next}, loc_);
   }
 
   // Consumers: the later stages, with the slot's handshake. Each group's slot is awaited right
@@ -508,11 +514,12 @@ class KernelRewrite {
       producer_stmts.push_back(back::call_stmt("tl.setmaxnreg_dec", {int_imm(24)}, loc_));
       consumer_stmts.push_back(back::call_stmt("tl.setmaxnreg_inc", {int_imm(consumer_regs)}, loc_));
     }
-    // Warpgroup 0 takes the first turn: warpgroup 1 passes it once.
+    // Warpgroup 0 takes the first turn: the last warpgroup passes it once.
     if (turn_)
-      consumer_stmts.push_back(
-          if_then_else(tx_ >= int_imm(128, tx_->dtype),
-                       back::call_stmt("tl.pingpong_pass", {int_imm(kPingpongBarrier, tx_->dtype)}, loc_), nullptr, loc_));
+      consumer_stmts.push_back(if_then_else(
+          tx_ >= int_imm(128 * (consumer_groups_ - 1), tx_->dtype),
+          back::call_stmt("tl.pingpong_pass", {int_imm(first_turn_barrier(consumer_groups_), tx_->dtype)}, loc_),
+          nullptr, loc_));
     producer_stmts.push_back(
         if_then_else(binary(NodeKind::kEQ, tx_, int_imm(threads_, tx_->dtype)),
                      annotate(kThreadRangeKey, std::vector<int64_t>{threads_, 1, 0}, producer_body, loc_), nullptr, loc_));

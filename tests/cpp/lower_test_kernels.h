@@ -77,8 +77,10 @@ inline PrimFunc cumsum_kernel(const std::vector<int64_t>& shape, int dim, bool r
   return b.finish();
 }
 
-// The mma.sync m16n8k16 accumulator of one warp, repeated over 2 x 4 tiles per warp and a
-// 2 x 2 warp grid: a 64 x 64 block fragment over 128 threads.
+// The mma.sync m16n8k16 accumulator of one warp (a 16 x 8 tile over 32 lanes)...
+Layout mma_block_layout_base();
+// ... repeated over 2 x 4 tiles per warp and a 2 x 2 warp grid: a 64 x 64 block fragment over
+// 128 threads.
 Layout mma_block_layout();
 
 }  // namespace tilec::testing

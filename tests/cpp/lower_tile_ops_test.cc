@@ -131,12 +131,15 @@ void run_reduce_case(const ReduceCase& c) {
 
 }  // namespace
 
-Layout tilec::testing::mma_block_layout() {
-  Layout base = layout::make_fragment(
+Layout tilec::testing::mma_block_layout_base() {
+  return layout::make_fragment(
       {16, 8},
       [](const std::vector<Var>& v, const Var&) { return floormod(v[0], 8) * 4 + floordiv(floormod(v[1], 8), 2); },
       [](const std::vector<Var>& v) { return floordiv(v[0], 8) * 2 + floormod(v[1], 2); });
-  return layout::repeat(layout::repeat(base, {2, 4}, layout::RepeatOn::kRegisters), {2, 2},
+}
+
+Layout tilec::testing::mma_block_layout() {
+  return layout::repeat(layout::repeat(mma_block_layout_base(), {2, 4}, layout::RepeatOn::kRegisters), {2, 2},
                         layout::RepeatOn::kThreads);
 }
 
@@ -156,6 +159,21 @@ TEST(LowerTileOps, ReductionAcrossWarpsAndUnevenShapes) {
 TEST(LowerTileOps, ReductionOverMmaAccumulatorLayout) {
   run_reduce_case({"reduce_max", {64, 64}, 1, true, 128, mma_block_layout()});
   run_reduce_case({"reduce_sum", {64, 64}, 0, false, 128, mma_block_layout()});
+}
+
+// Three warpgroups of the accumulator layout (12 warps, 192 rows): the warp digit's extent is not
+// a power of two. A row lives in one warp, so its reduction is shuffles only (no shared scratch,
+// no barrier); a column spans the 12 warps and goes through shared memory.
+TEST(LowerTileOps, ReductionOverTwelveWarps) {
+  Layout twelve_warps = layout::repeat(layout::repeat(mma_block_layout_base(), {1, 4}, layout::RepeatOn::kRegisters),
+                                       {12, 1}, layout::RepeatOn::kThreads);
+  run_reduce_case({"reduce_max", {192, 32}, 1, true, 384, twelve_warps});
+  run_reduce_case({"reduce_sum", {192, 32}, 0, false, 384, twelve_warps});
+  std::string rows = script(run_lowering(reduce_kernel("reduce_max", 192, 32, 1, true, 384, twelve_warps)));
+  EXPECT_NE(rows.find("shfl_xor"), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("_red_shared"), std::string::npos) << rows;
+  std::string cols = script(run_lowering(reduce_kernel("reduce_sum", 192, 32, 0, true, 384, twelve_warps)));
+  EXPECT_NE(cols.find("_red_shared"), std::string::npos) << cols;
 }
 
 TEST(LowerTileOps, RmsNormMatchesReference) {

@@ -140,6 +140,26 @@ def test_attention_consumers_take_turns_at_the_first_gemm():
     assert "pingpong" not in tilec.compile(_gemm(), target="sm_90a").get_kernel_source()
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_three_consumer_warpgroups_take_turns_round_robin(causal):
+    # 192 query rows on 384 threads (FlashAttention-3's head-dim-64 block): warpgroup w waits on
+    # barrier 13 + w and passes to (w + 1) % 3; the last warpgroup passes barrier 13 once. Each
+    # warpgroup owns 64 rows, so the softmax's row reductions are shuffles, with no barrier.
+    from flash_attention import flash_attention
+
+    src = tilec.compile(flash_attention(1, 2, 512, 64, causal, block_M=192, block_N=128, threads=384),
+                        target="sm_90a").get_kernel_source()
+    assert "setmaxnreg_inc<160>" in src, src
+    assert src.count("tl::pingpong_pass(13);") == 1, src
+    assert "if (tx >= 256) {\n      tl::pingpong_pass(13);" in src, src
+    loop = src[src.index("for (int k = 1; k <"):]
+    wait, passed = loop.index("tl::pingpong_wait(tx / 128 + 13);"), loop.index("tl::pingpong_pass((tx / 128 + 1) % 3 + 13);")
+    assert wait < loop.index("tl::wgmma_gemm_ss<") < passed, loop
+    assert _turns_hold_no_barrier(src), src
+    step = loop[:loop.index("tl::wgmma_wait<0>();")]
+    assert "tl::shfl_xor(" in step and "named_barrier_sync" not in step and "_red_shared" not in step, step
+
+
 def test_partial_tile_copy_into_shared_needs_no_barrier_per_element():
     # The slow path of a guarded copy (ragged query block) writes each element once: no
     # barrier inside its loops (there were 64 per tile, with 64 fences).

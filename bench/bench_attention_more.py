@@ -61,6 +61,14 @@ FWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128, 256) for c in 
 FWD_QUICK = [(4, 32, 4096, 64, False), (4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (8, 8, 2048, 256, False)]
 
 
+def fa_pass_configs():
+    """FlashAttention forward / backward compile as tilec.ops.flash_attn and the examples do
+    (attention_kernels.PASS_CONFIGS), with --pass-configs over them."""
+    from tilec.ops.attention_kernels import PASS_CONFIGS as FA
+
+    return {**FA, **PASS_CONFIGS}
+
+
 def bwd_flops(b, h, s, d, causal):
     return 2.5 * 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
 
@@ -119,7 +127,7 @@ def run_bwd(quick, blocks=None):
     rows = []
     for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None)
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=fa_pass_configs())
                                   for p in bwd_programs(b, h, s, d, causal, blocks=blocks))
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
@@ -299,7 +307,7 @@ def run_fwd(quick, block_ns, dims=None):
         for bn in block_ns.get(d, block_ns.get(0, ["0"])):
             kernel = tilec.compile(flash_attention(b, h, s, d, causal, dtype="bfloat16", target="auto",
                                                    **forward_candidate(bn)),
-                                   target="auto", pass_configs=PASS_CONFIGS or None)
+                                   target="auto", pass_configs=fa_pass_configs())
             out = torch.full_like(q, float("nan"))
             kernel(q, k, v, out)
             torch.cuda.synchronize()

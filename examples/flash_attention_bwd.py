@@ -10,7 +10,7 @@ Run: python examples/flash_attention_bwd.py            (checks against torch aut
 """
 import _harness
 import flash_attention as fwd
-from tilec.ops.attention_kernels import LOG2E, flash_attention_bwd  # noqa: F401  (the programs)
+from tilec.ops.attention_kernels import LOG2E, PASS_CONFIGS, flash_attention_bwd  # noqa: F401  (the programs)
 
 
 def reference(q, k, v, do, is_causal):
@@ -59,7 +59,8 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
 
     tdt = getattr(torch, dtype)
     hkv, skv = heads_kv or heads, seq_len_kv or seq_len
-    compile_ = _harness.tilec.compile
+    def compile_(prog):
+        return _harness.tilec.compile(prog, pass_configs=PASS_CONFIGS)
     forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
                                            heads_kv=hkv, seq_len_kv=skv))
     sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults

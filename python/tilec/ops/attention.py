@@ -103,7 +103,7 @@ def _kernels(kind, q, k, causal, scale):
                 else:
                     progs = _k.flash_attention_bwd(b, h, sq, d, causal, dtype=dtype, heads_kv=hkv,
                                                    seq_len_kv=skv, sm_scale=scale)
-                kernels = [tilec_compile(p, target=target) for p in progs]
+                kernels = [tilec_compile(p, target=target, pass_configs=_k.PASS_CONFIGS) for p in progs]
                 _cache[key] = kernels
     return kernels
 

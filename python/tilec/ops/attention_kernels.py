@@ -48,6 +48,14 @@ DTYPES = ("float16", "bfloat16")
 MIN_SEQ_LEN = 64
 
 
+# The pass configs the FlashAttention programs (forward and backward) compile with, in
+# tilec.ops.flash_attn, the examples and the benchmarks: the softmax's T.exp2 is one MUFU.EX2
+# (ex2.approx.ftz; results below 2^-126 flush to zero, as FlashAttention's -use_fast_math and
+# cuDNN do) instead of exp2f's subnormal handling around it, and T.log2 (the log-sum-exp) is
+# __log2f. A flushed term is below 2^-126 of the row's largest, which contributes 1.
+PASS_CONFIGS = {"tl.enable_fast_math": True}
+
+
 # The forward's key block (block_N) per head dim. On sm_90 (measured on the H200, 2026-12-03,
 # docs/PERFORMANCE.md, bench_attention_more.py --part fwd, against cuDNN in the same rounds): d64
 # 128 keys (0.79x cuDNN, against 0.66x with 64), d128 128 keys non-causal, 176 causal from 4096 keys

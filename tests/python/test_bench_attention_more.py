@@ -30,6 +30,12 @@ def test_programs_compile_and_the_roofline_is_consistent():
 def test_forward_block_candidates_parse_per_head_dim():
     import bench_attention_more as b
 
-    assert b.parse_block_ns("0,176") == {0: [0, 176]}
-    assert b.parse_block_ns("64:0,128;128:0,176;256:80") == {64: [0, 128], 128: [0, 176], 256: [80]}
+    assert b.parse_block_ns("0,176") == {0: ["0", "176"]}
+    assert b.parse_block_ns("64:0,192x128x384;128:0,176;256:80") == {64: ["0", "192x128x384"], 128: ["0", "176"],
+                                                                      256: ["80"]}
+    assert b.forward_candidate("0") == {"block_N": None}
+    assert b.forward_candidate("176") == {"block_N": 176}
+    assert b.forward_candidate("192x128x384") == {"block_M": 192, "block_N": 128, "threads": 384}
+    with pytest.raises(SystemExit, match="192x128"):
+        b.forward_candidate("192x128")
     assert len(b.FWD_SHAPES) == 36 and all(bb * s == 16384 and h * d == 2048 for bb, h, s, d, _ in b.FWD_SHAPES)

@@ -61,12 +61,12 @@ FWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128, 256) for c in 
 FWD_QUICK = [(4, 32, 4096, 64, False), (4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (8, 8, 2048, 256, False)]
 
 
-def fa_pass_configs():
-    """FlashAttention forward / backward compile as tilec.ops.flash_attn and the examples do
+def attention_pass_configs():
+    """The attention programs compile as tilec.ops.flash_attn and the examples do
     (attention_kernels.PASS_CONFIGS), with --pass-configs over them."""
-    from tilec.ops.attention_kernels import PASS_CONFIGS as FA
+    from tilec.ops.attention_kernels import PASS_CONFIGS as ATTENTION
 
-    return {**FA, **PASS_CONFIGS}
+    return {**ATTENTION, **PASS_CONFIGS}
 
 
 def bwd_flops(b, h, s, d, causal):
@@ -127,7 +127,7 @@ def run_bwd(quick, blocks=None):
     rows = []
     for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=fa_pass_configs())
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs())
                                   for p in bwd_programs(b, h, s, d, causal, blocks=blocks))
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
@@ -181,7 +181,7 @@ def run_mla(quick, splits):
         best = None
         for ns in splits:
             (split_p, combine_p), max_pages = mla_programs(batch, seqlen, ns)
-            split, combine = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None)
+            split, combine = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs())
                               for p in (split_p, combine_p))
             num_pages = batch * max_pages
             q = torch.randn(batch, 128, 576, dtype=torch.bfloat16, device="cuda")
@@ -237,7 +237,7 @@ def run_decode(quick, splits, heads=32, heads_kv=8, dim=128, page_size=64):
         lens = torch.full((batch,), seqlen, dtype=torch.int32, device="cuda")
         out = torch.empty(batch, heads, dim, dtype=torch.bfloat16, device="cuda")
         for ns in splits:
-            split, combine = (tilec.compile(p, target="auto", pass_configs=PASS_CONFIGS or None) for p in
+            split, combine = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs()) for p in
                               flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size, ns,
                                              dtype="bfloat16"))
             o_part = torch.empty(batch, heads, ns, dim, dtype=torch.float32, device="cuda")
@@ -307,7 +307,7 @@ def run_fwd(quick, block_ns, dims=None):
         for bn in block_ns.get(d, block_ns.get(0, ["0"])):
             kernel = tilec.compile(flash_attention(b, h, s, d, causal, dtype="bfloat16", target="auto",
                                                    **forward_candidate(bn)),
-                                   target="auto", pass_configs=fa_pass_configs())
+                                   target="auto", pass_configs=attention_pass_configs())
             out = torch.full_like(q, float("nan"))
             kernel(q, k, v, out)
             torch.cuda.synchronize()
@@ -349,9 +349,9 @@ def run_fp8(quick):
     for (b, h, s, d, causal) in (FP8_SHAPES[1:2] if quick else FP8_SHAPES):
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
         kernel = tilec.compile(flash_attention_fp8(b, h, s, d, causal), target="auto",
-                               pass_configs=PASS_CONFIGS or None)
+                               pass_configs=attention_pass_configs())
         kernel_regs = tilec.compile(flash_attention_fp8(b, h, s, d, causal, p_in_registers=True), target="auto",
-                                    pass_configs=PASS_CONFIGS or None)
+                                    pass_configs=attention_pass_configs())
         q8, qs = quantize(torch.randn(b, s, h, d, device="cuda"), torch)
         k8, ks = quantize(torch.randn(b, s, h, d, device="cuda"), torch)
         vt8, vs = quantize(torch.randn(b, h, d, s, device="cuda"), torch)

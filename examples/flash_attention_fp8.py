@@ -19,6 +19,7 @@ Run: python examples/flash_attention_fp8.py            (checks against torch on 
 """
 import _harness
 import tilec.language as T
+from tilec.ops.attention_kernels import PASS_CONFIGS  # the softmax's exp2 as one MUFU.EX2 (fast math)
 
 LOG2E = 1.4426950408889634
 
@@ -130,7 +131,8 @@ def run_variant(batch, heads, seq_len, dim, is_causal, p_in_registers):
     import torch
 
     kernel = _harness.tilec.compile(flash_attention_fp8(batch, heads, seq_len, dim, is_causal,
-                                                        p_in_registers=p_in_registers), target="auto")
+                                                        p_in_registers=p_in_registers), target="auto",
+                                    pass_configs=PASS_CONFIGS)
     q8, qs = quantize(torch.randn(batch, seq_len, heads, dim, device="cuda"), torch)
     k8, ks = quantize(torch.randn(batch, seq_len, heads, dim, device="cuda"), torch)
     vt8, vs = quantize(torch.randn(batch, heads, dim, seq_len, device="cuda"), torch)

@@ -18,6 +18,7 @@ import math
 
 import _harness
 import tilec.language as T
+from tilec.ops.attention_kernels import PASS_CONFIGS  # the softmax's exp2 as one MUFU.EX2 (fast math)
 
 LOG2E = 1.44269504088896340736
 NO_SCORE = -1e30  # the running max before any key: finite, so a split whose keys are all masked stays NaN-free
@@ -161,7 +162,7 @@ def run_case(batch, heads, heads_kv, dim, seqlens, num_split, dtype, page_size=6
     tdt = getattr(torch, dtype)
     max_pages = max(math.ceil(n / page_size) for n in seqlens)
     num_pages = batch * max_pages + 3
-    split, combine = (_harness.tilec.compile(f) for f in flash_decoding(
+    split, combine = (_harness.tilec.compile(f, pass_configs=PASS_CONFIGS) for f in flash_decoding(
         batch, heads, heads_kv, dim, num_pages, max_pages, page_size, num_split, dtype=dtype))
     q = torch.randn(batch, heads, dim, dtype=tdt, device="cuda")
     k_cache, v_cache = (torch.randn(num_pages, page_size, heads_kv, dim, dtype=tdt, device="cuda") for _ in range(2))

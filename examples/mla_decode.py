@@ -15,6 +15,7 @@ import math
 
 import _harness
 import tilec.language as T
+from tilec.ops.attention_kernels import PASS_CONFIGS  # the softmax's exp2 as one MUFU.EX2 (fast math)
 from flash_decoding import LOG2E, NO_SCORE, combine_splits
 
 
@@ -137,7 +138,7 @@ def run_case(batch, h_q, seqlens, num_split, dtype, options=None, page_size=64):
     options = dict(options or {})
     if options.get("cluster_heads") and torch.cuda.get_device_capability()[0] < 9:
         options["cluster_heads"] = False  # clusters need sm_90
-    split, combine = (_harness.tilec.compile(f) for f in mla_decode(batch, h_q, num_pages, max_pages, num_split,
+    split, combine = (_harness.tilec.compile(f, pass_configs=PASS_CONFIGS) for f in mla_decode(batch, h_q, num_pages, max_pages, num_split,
                                                                     dtype=dtype, num_stages=num_stages, **options))
     q = torch.randn(batch, h_q, 576, dtype=tdt, device="cuda")
     kv_cache = torch.randn(num_pages, page_size, 576, dtype=tdt, device="cuda")

@@ -48,8 +48,8 @@ DTYPES = ("float16", "bfloat16")
 MIN_SEQ_LEN = 64
 
 
-# The pass configs the FlashAttention programs (forward and backward) compile with, in
-# tilec.ops.flash_attn, the examples and the benchmarks: the softmax's T.exp2 is one MUFU.EX2
+# The pass configs the attention programs compile with, in tilec.ops.flash_attn, the examples
+# (FlashAttention forward, backward, varlen, fp8, Flash-Decoding, MLA) and the benchmarks: the softmax's T.exp2 is one MUFU.EX2
 # (ex2.approx.ftz; results below 2^-126 flush to zero, as FlashAttention's -use_fast_math and
 # cuDNN do) instead of exp2f's subnormal handling around it, and T.log2 (the log-sum-exp) is
 # __log2f. A flushed term is below 2^-126 of the row's largest, which contributes 1.

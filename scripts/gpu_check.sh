@@ -137,7 +137,8 @@ fi
 if rc_want 4; then
   # Changed after the fifteenth session's last device call: the fp8 forward with
   # tilec.defer_row_sums (on by default), causal d128 below 4096 keys back on 128-key blocks
-  # (the forward grid's causal d128 rows), the op's GPU tests.
+  # (the forward grid's causal d128 rows), the op's GPU tests. (Ran in the sixteenth session's
+  # call 1: all pass.)
   run_step "example flash_attention_fp8" recheck_fp8.log "$PY" examples/flash_attention_fp8.py
   tail -n 2 "$OUT/recheck_fp8.log"
   run_step "forward grid d128" recheck_fwd.log "$PY" bench/bench_attention_more.py --part fwd --dims 128 \
@@ -193,13 +194,14 @@ if [[ " $steps " == *" masks "* ]]; then
   fi
 fi
 if [[ " $steps " == *" fwdblocks "* ]]; then
-  # The forward's block_N per head dim (fifteenth session; FlashAttention-3 uses 128 x 176 at d128
-  # non-causal, 128 x 80 at d256): examples/flash_attention.py's program at each candidate against
+  # The forward's blocks per head dim (fifteenth and sixteenth sessions; FlashAttention-3 uses
+  # 192 x 128 on three consumer warpgroups at d64, 128 x 176 at d128 non-causal, 128 x 80 at d256;
+  # a candidate is block_N or block_M x block_N x threads): examples/flash_attention.py's program at each candidate against
   # cuDNN in the same rounds (FWD_BLOCKS: bench_attention_more.py --fwd-block-n; FWD_FULL=1: the
   # whole FlashAttention-3 grid instead of the quick rows).
   if [ -n "${FWD_FULL:-}" ]; then rows=(--dims "${FWD_DIMS:-64,128,256}"); else rows=(--quick); fi
   run_step "forward block_N candidates" fwdblocks.log "$PY" bench/bench_attention_more.py --part fwd \
-    "${rows[@]}" --fwd-block-n "${FWD_BLOCKS:-64:0,128,192;128:0,176,160;256:0,64,80}" --json "$OUT/fwdblocks.json"
+    "${rows[@]}" --fwd-block-n "${FWD_BLOCKS:-64:0,128x128x256,192x192x384;128:0,144;256:0,64}" --json "$OUT/fwdblocks.json"
   tail -n 20 "$OUT/fwdblocks.log"
 fi
 if [[ " $steps " == *" bwdcand "* ]]; then

@@ -12,7 +12,9 @@ torch.compile(fullgraph=True) (fake implementations give the output shapes):
   tilec::flash_attn_fwd(q, k, v, causal, scale) -> (out, lse)          lse (batch, heads, seq_q) f32
   tilec::flash_attn_bwd(dout, q, k, v, out, lse, causal, scale) -> (dq, dk, dv)
 Kernels are compiled on first use per (shapes, dtype, causal, scale, GPU) and kept in a dict
-(tilec's disk cache makes a new process's first compile cheap too).
+(tilec's disk cache makes a new process's first compile cheap too), with the attention pass
+configs (attention_kernels.PASS_CONFIGS: the softmax's exp2 is the hardware's approximate one,
+terms below 2^-126 of a row's largest flush to zero, as in FlashAttention and cuDNN).
 This module imports torch; `tilec.ops` imports it only when `flash_attn` is first looked up.
 """
 from __future__ import annotations

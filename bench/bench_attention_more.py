@@ -180,9 +180,8 @@ def run_mla(quick, splits):
     for (batch, seqlen) in (MLA_SHAPES[:1] + MLA_SHAPES[4:5] if quick else MLA_SHAPES):
         best = None
         for ns in splits:
-            (split_p, combine_p), max_pages = mla_programs(batch, seqlen, ns)
-            split, combine = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs())
-                              for p in (split_p, combine_p))
+            programs, max_pages = mla_programs(batch, seqlen, ns)  # one kernel at split 1, else split + combine
+            kernels = [tilec.compile(p, target="auto", pass_configs=attention_pass_configs()) for p in programs]
             num_pages = batch * max_pages
             q = torch.randn(batch, 128, 576, dtype=torch.bfloat16, device="cuda")
             kv = torch.randn(num_pages, 64, 576, dtype=torch.bfloat16, device="cuda")
@@ -192,9 +191,12 @@ def run_mla(quick, splits):
             lse_part = torch.empty(batch, 128, ns, dtype=torch.float32, device="cuda")
             out = torch.empty(batch, 128, 512, dtype=torch.bfloat16, device="cuda")
 
-            def run():
-                split(q, kv, table, lens, o_part, lse_part)
-                combine(o_part, lse_part, out)
+            def run(kernels=kernels, o_part=o_part, lse_part=lse_part, out=out):
+                if len(kernels) == 1:
+                    kernels[0](q, kv, table, lens, out)
+                    return
+                kernels[0](q, kv, table, lens, o_part, lse_part)
+                kernels[1](o_part, lse_part, out)
 
             t = bench(run, warmup=5, rep=30) / 1e3
             if best is None or t < best[0]:
@@ -394,7 +396,7 @@ def compile_only():
             tilec.compile(p, target="sm_90a")
             n += 1
     for (batch, seqlen) in MLA_SHAPES[:1]:
-        for p in mla_programs(batch, seqlen, 2)[0]:
+        for p in mla_programs(batch, seqlen, 2)[0] + mla_programs(batch, seqlen, 1)[0]:
             tilec.compile(p, target="sm_90a")
             n += 1
     from flash_decoding import flash_decoding

@@ -7,7 +7,8 @@ cache_seqlens[b] tokens (ragged). Scale 1/sqrt(576), as FlashMLA's default.
   split kernel   grid (batch, h_q / block_H, num_split): block_H query heads share every cached
                  row; per page S = Q K^T as two gemms (latent + rope parts, both into S), the
                  online softmax, P staged in shared memory, O += P V (V = the latent K tile)
-  combine        flash_decoding.combine_splits (LSE-weighted merge of the splits)
+  combine        flash_decoding.combine_splits (LSE-weighted merge of the splits); with one
+                 split there is no combine kernel: the split kernel writes the output itself
 Run: python examples/mla_decode.py            (checks against torch on a GPU)
      python examples/mla_decode.py --compile-only
 """
@@ -21,7 +22,9 @@ from flash_decoding import LOG2E, NO_SCORE, combine_splits
 
 def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, page_size=64, block_H=64,
                dtype="float16", threads=256, num_stages=2, heads_first=True, cluster_heads=False):
-    """The split kernel and the combine kernel. Shared memory: num_stages=2 needs sm_90's 227 KB,
+    """The split kernel and the combine kernel; with num_split=1 one kernel, returned alone as `(main,)`:
+    main(Q, KV_cache, block_table, cache_seqlens, Output) writes the output in its dtype (nothing
+    to combine: no float32 partials, no second launch). Shared memory: num_stages=2 needs sm_90's 227 KB,
     num_stages=1 fits sm_80. The h_q / block_H blocks of one sequence read the same pages:
     heads_first puts them next to each other in the grid (they run together and the second read
     of a page hits L2; with them a grid row apart, each page came from HBM twice); cluster_heads
@@ -34,11 +37,8 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
     accum_dtype = "float32"
     pages_per_split = -(-max_pages // num_split)  # a static trip count (see flash_decoding.py)
 
-    @T.prim_func
-    def split(Q: T.Tensor((batch, h_q, dim), dtype), KV_cache: T.Tensor((num_pages, page_size, dim), dtype),
-              block_table: T.Tensor((batch, max_pages), "int32"), cache_seqlens: T.Tensor((batch,), "int32"),
-              O_partial: T.Tensor((batch, h_q, num_split, dv), accum_dtype),
-              LSE_partial: T.Tensor((batch, h_q, num_split), accum_dtype)):
+    @T.macro
+    def body(Q, KV_cache, block_table, cache_seqlens, O_partial, LSE_partial, Output):
         head_blocks = h_q // valid_H
         heads_inner = heads_first or cluster_heads  # a cluster spans the head blocks of one sequence
         grid = (head_blocks, batch, num_split) if heads_inner else (batch, head_blocks, num_split)
@@ -94,13 +94,35 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
                 for i, j in T.Parallel(block_H, dv):
                     acc_o[i, j] *= scores_scale[i]
                 T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
-            for i, d in T.Parallel(block_H, dv):  # an empty split (logsum 0) writes zeros
-                if i < valid_H:
-                    O_partial[bx, head0 + i, bz, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
-            for i in T.Parallel(block_H):
-                if i < valid_H:
-                    LSE_partial[bx, head0 + i, bz] = T.if_then_else(
-                        logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
+            if num_split == 1:  # the output itself, in its dtype (an empty sequence: zeros)
+                for i, d in T.Parallel(block_H, dv):
+                    if i < valid_H:
+                        Output[bx, head0 + i, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
+            else:
+                for i, d in T.Parallel(block_H, dv):  # an empty split (logsum 0) writes zeros
+                    if i < valid_H:
+                        O_partial[bx, head0 + i, bz, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
+                for i in T.Parallel(block_H):
+                    if i < valid_H:
+                        LSE_partial[bx, head0 + i, bz] = T.if_then_else(
+                            logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
+
+
+    q_t, kv_t = T.Tensor((batch, h_q, dim), dtype), T.Tensor((num_pages, page_size, dim), dtype)
+    table_t, lens_t = T.Tensor((batch, max_pages), "int32"), T.Tensor((batch,), "int32")
+    if num_split == 1:
+        @T.prim_func
+        def main(Q: q_t, KV_cache: kv_t, block_table: table_t, cache_seqlens: lens_t,
+                 Output: T.Tensor((batch, h_q, dv), dtype)):
+            body(Q, KV_cache, block_table, cache_seqlens, Output, Output, Output)
+
+        return (main,)
+
+    @T.prim_func
+    def split(Q: q_t, KV_cache: kv_t, block_table: table_t, cache_seqlens: lens_t,
+              O_partial: T.Tensor((batch, h_q, num_split, dv), accum_dtype),
+              LSE_partial: T.Tensor((batch, h_q, num_split), accum_dtype)):
+        body(Q, KV_cache, block_table, cache_seqlens, O_partial, LSE_partial, O_partial)
 
     return split, combine_splits(batch, h_q, num_split, dv, dtype)
 
@@ -125,6 +147,8 @@ CASES = [
     (2, 16, [500, 129], 2, "float16"),          # fewer heads than block_H (padded rows)
     (3, 128, [1, 64, 4097], 8, "bfloat16", {"heads_first": False}),  # the grid's other order
     (2, 128, [1024, 333], 4, "bfloat16", {"cluster_heads": True}),   # pages multicast to both head blocks
+    (3, 128, [1, 700, 4097], 1, "bfloat16"),    # one split: the kernel writes the output, no combine
+    (2, 16, [500, 129], 1, "float16"),          # one split, padded head rows
 ]
 
 
@@ -138,8 +162,8 @@ def run_case(batch, h_q, seqlens, num_split, dtype, options=None, page_size=64):
     options = dict(options or {})
     if options.get("cluster_heads") and torch.cuda.get_device_capability()[0] < 9:
         options["cluster_heads"] = False  # clusters need sm_90
-    split, combine = (_harness.tilec.compile(f, pass_configs=PASS_CONFIGS) for f in mla_decode(batch, h_q, num_pages, max_pages, num_split,
-                                                                    dtype=dtype, num_stages=num_stages, **options))
+    kernels = [_harness.tilec.compile(f, pass_configs=PASS_CONFIGS) for f in mla_decode(
+        batch, h_q, num_pages, max_pages, num_split, dtype=dtype, num_stages=num_stages, **options)]
     q = torch.randn(batch, h_q, 576, dtype=tdt, device="cuda")
     kv_cache = torch.randn(num_pages, page_size, 576, dtype=tdt, device="cuda")
     block_table = torch.randperm(num_pages, device="cuda")[:batch * max_pages].int().reshape(batch, max_pages)
@@ -148,6 +172,10 @@ def run_case(batch, h_q, seqlens, num_split, dtype, options=None, page_size=64):
     lse_part = _harness.poisoned((batch, h_q, num_split), torch.float32)
 
     def run(q, kv_cache, block_table, cache_seqlens, out):
+        if num_split == 1:
+            kernels[0](q, kv_cache, block_table, cache_seqlens, out)
+            return
+        split, combine = kernels
         split(q, kv_cache, block_table, cache_seqlens, o_part, lse_part)
         combine(o_part, lse_part, out)
 
@@ -163,6 +191,8 @@ def main():
         for target, num_stages in (("sm_80", 1), ("sm_90a", 2)):
             for f, out_idx in zip(mla_decode(4, 128, 256, 64, num_stages=num_stages), ([4, 5], [2])):
                 _harness.compile_only(f, out_idx=out_idx, targets=(target,), show_source=args.show_source)
+            (single,) = mla_decode(4, 128, 256, 64, 1, num_stages=num_stages)
+            _harness.compile_only(single, out_idx=[4], targets=(target,), show_source=args.show_source)
         return
     _harness.run_cases(CASES, run_case)
 

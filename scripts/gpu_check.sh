@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -108,7 +108,7 @@ if want bench; then
 fi
 
 # What changed since the last GPU run (each session keeps this list current; not part of `all`),
-# in parts that each fit one device call: recheck1, recheck2, recheck3 (recheck: all three).
+# in parts that each fit one device call: recheck1 .. recheck5 (recheck: all of them).
 # Since the thirteenth session's last call (e0079eb): the backward reads its LSE / Delta rows from
 # shared memory only where seq_len % 4 == 0 (the example and the op's GPU tests), warp
 # specialization declines gemms whose register operand is staged later (upstream's mhc_pre and
@@ -145,6 +145,19 @@ if rc_want 4; then
     --fwd-block-n 0 --json "$OUT/recheck_fwd.json"
   grep -E "^  fwd|geomean" "$OUT/recheck_fwd.log"
   run_step "GPU tests: flash_attn op" recheck_op.log "$PY" -m pytest -q -m gpu tests/gpu/test_flash_attn_op.py
+fi
+if rc_want 5; then
+  # Changed after the sixteenth session's last device call: MLA decoding with one split is one
+  # kernel writing the output (no float32 partials, no combine launch) — the example's two new
+  # cases, the MLA grid (split 1 wins the short rows), memcheck on the three-warpgroup forward.
+  run_step "example mla_decode" recheck_mla.log "$PY" examples/mla_decode.py
+  tail -n 2 "$OUT/recheck_mla.log"
+  run_step "MLA grid" recheck_mla_grid.log "$PY" bench/bench_attention_more.py --part mla --json "$OUT/recheck_mla.json"
+  grep -E "mla b" "$OUT/recheck_mla_grid.log"
+  run_step "sanitizer memcheck fwd (three warpgroups)" recheck_san_fwd3.log env TILEC_EXAMPLE_CASES=13 \
+    compute-sanitizer --tool memcheck --error-exitcode 1 "$PY" examples/flash_attention.py
+  run_step "sanitizer racecheck mla (one split)" recheck_san_mla.log env TILEC_EXAMPLE_CASES=5 \
+    compute-sanitizer --tool racecheck --error-exitcode 1 "$PY" examples/mla_decode.py
 fi
 if rc_want 3; then
   run_step "compile scaling" recheck_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16

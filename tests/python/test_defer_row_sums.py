@@ -86,7 +86,7 @@ def test_left_alone_where_partials_would_show(case):
 def test_mla_decoding_step_loses_the_sum_barrier():
     from mla_decode import mla_decode
 
-    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+    (split,) = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)  # one kernel at num_split 1
 
     def step(src):
         s = src[src.rindex("for (int p = 0;"):]  # the consumers' loop (the producer's comes first)

@@ -61,10 +61,14 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
             seqlen = cache_seqlens[bx]
             last_page = T.ceildiv(seqlen, page_size) - 1
 
-            for i, d in T.Parallel(block_H, dv):  # rows past h_q are padding (zeros)
-                Q_shared[i, d] = T.if_then_else(i < valid_H, Q[bx, T.min(head0 + i, h_q - 1), d], 0)
-            for i, d in T.Parallel(block_H, dpe):
-                Q_pe_shared[i, d] = T.if_then_else(i < valid_H, Q[bx, T.min(head0 + i, h_q - 1), dv + d], 0)
+            if valid_H == block_H:  # whole head blocks: tile copies (on sm_90 the producer's TMA loads)
+                T.copy(Q[bx, head0:head0 + block_H, 0:dv], Q_shared)
+                T.copy(Q[bx, head0:head0 + block_H, dv:dim], Q_pe_shared)
+            else:
+                for i, d in T.Parallel(block_H, dv):  # rows past h_q are padding (zeros)
+                    Q_shared[i, d] = T.if_then_else(i < valid_H, Q[bx, T.min(head0 + i, h_q - 1), d], 0)
+                for i, d in T.Parallel(block_H, dpe):
+                    Q_pe_shared[i, d] = T.if_then_else(i < valid_H, Q[bx, T.min(head0 + i, h_q - 1), dv + d], 0)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, NO_SCORE)

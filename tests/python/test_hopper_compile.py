@@ -364,7 +364,7 @@ def test_cross_warpgroup_reductions_take_one_barrier_and_no_fence():
     # P V wgmma reads, keeps its fence before the barrier that hands it over.
     from mla_decode import mla_decode
 
-    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+    split, _ = mla_decode(4, 128, 4 * 16, 16, 2, dtype="bfloat16", num_stages=2)
     # (tilec.defer_row_sums off: the row sum reduced every step, as the program says)
     src = tilec.compile(split, target="sm_90a", pass_configs={"tilec.defer_row_sums": False}).get_kernel_source()
     step = src[src.rindex("for (int p = 0;"):]  # the consumers' loop
@@ -427,6 +427,6 @@ def test_no_turns_when_the_warpgroups_share_rows():
     # 64 heads, FullCol): no ping-pong turns there (measured slower on the H200).
     from mla_decode import mla_decode
 
-    split, _ = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)
+    (split,) = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)  # one kernel at num_split 1
     src = tilec.compile(split, target="sm_90a").get_kernel_source()
     assert "setmaxnreg" in src and "pingpong" not in src

@@ -154,6 +154,13 @@ TEST(LowerTileOps, ReductionAcrossWarpsAndUnevenShapes) {
   run_reduce_case({"reduce_sum", {3, 100}, 1, false, 128, nullptr});   // non-power-of-two extents
   run_reduce_case({"reduce_max", {6, 96}, 1, true, 64, nullptr});      // rows straddle warps
   run_reduce_case({"reduce_min", {5, 7}, 0, true, 32, nullptr});
+  // Warp counts that are not powers of two (3 and 5 warps; these layouts spread a row over
+  // threads unevenly, so they combine through shared memory).
+  run_reduce_case({"reduce_sum", {6, 64}, 1, true, 96, nullptr});
+  run_reduce_case({"reduce_max", {3, 96}, 1, false, 96, nullptr});
+  run_reduce_case({"reduce_sum", {96, 10}, 0, true, 96, nullptr});
+  run_reduce_case({"reduce_absmax", {10, 160}, 1, true, 160, nullptr});
+  run_reduce_case({"reduce_sum", {5, 33}, 0, false, 160, nullptr});
 }
 
 TEST(LowerTileOps, ReductionOverMmaAccumulatorLayout) {

@@ -175,3 +175,16 @@ def test_scale_reaches_the_program():
     a = K.flash_attention(1, 2, 128, 64, sm_scale=0.5).script()
     b = K.flash_attention(1, 2, 128, 64).script()
     assert a != b
+
+
+def test_flash_attention_takes_its_blocks_from_forward_blocks():
+    def src(target, **kw):
+        return tilec.compile(K.flash_attention(1, 2, 2048, 64, dtype="bfloat16", target=target, **kw),
+                             target="sm_90a").get_kernel_source()
+
+    assert "setmaxnreg_inc<160>" in src("sm_90a")            # 192 rows, three consumer warpgroups
+    assert "setmaxnreg_inc<240>" in src(None)                # portable: 128 rows, two
+    assert "setmaxnreg_inc<240>" in src("sm_90a", block_M=128)  # an explicit block_M keeps 256 threads
+    with pytest.raises(ValueError, match="block_M"):
+        K.flash_attention(1, 2, 100, 64, block_M=128)          # explicit blocks longer than the sequence
+    K.flash_attention(1, 2, 100, 64)                           # the defaults fit: 64-row blocks

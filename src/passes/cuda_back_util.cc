@@ -5,6 +5,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "ops/op_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 
@@ -129,6 +130,27 @@ int64_t shared_alloc_bytes(const Buffer& b) {
 const Stmt& sole_statement(const Stmt& s) {
   auto* q = s.as<ir::SeqNode>();
   return q && q->stmts.size() == 1 ? sole_statement(q->stmts[0]) : s;
+}
+
+namespace {
+
+bool is_constant_zero(const Expr& e) {
+  if (is_zero(e)) return true;
+  if (auto* f = e.as<ir::FloatImmNode>()) return f->value == 0.0;
+  if (auto* c = e.as<ir::CastNode>()) return is_constant_zero(c->value);
+  return false;
+}
+
+}  // namespace
+
+const ir::BufferNode* cleared_fragment(const Stmt& s) {
+  auto* t = s.as<ir::TileOpNode>();
+  if (!t || t->op != "fill" || t->args.size() != 2) return nullptr;
+  auto* r = std::get_if<ir::BufferRegion>(&t->args[0]);
+  auto* v = std::get_if<Expr>(&t->args[1]);
+  if (!r || !v || r->buffer->scope != ir::Scope::kFragment || !ops::region_is_full(*r) || !is_constant_zero(*v))
+    return nullptr;
+  return r->buffer.get();
 }
 
 bool uses_var(const Expr& e, const VarNode* v) {

@@ -34,6 +34,9 @@ std::optional<AffineInVar> affine_in(const Expr& e, const ir::VarNode* v);
 // The statement inside one-element statement lists (Seq { Seq { s } } -> s), else `s`.
 const ir::Stmt& sole_statement(const ir::Stmt& s);
 
+// The fragment that `s`, a `T.fill(F, 0)` (or T.clear) of the whole fragment, clears; else null.
+const ir::BufferNode* cleared_fragment(const ir::Stmt& s);
+
 // Visits every expression node of `e` in pre-order (load indices and call arguments
 // included); true as soon as `fn` returns true for one.
 bool any_node(const Expr& e, const std::function<bool(const ir::ExprNode*)>& fn);

@@ -8,7 +8,7 @@
 //                                                                   operand order)
 //         where `part` is read nowhere else in the kernel, `acc` is touched nowhere else in the
 //         loop, f reads neither, and the statement before the loop that last writes `acc` is
-//         T.fill(acc, 0), the reduction becomes stage="own_registers" (each thread sums only
+//         T.fill(acc, 0) of the whole fragment, the reduction becomes stage="own_registers" (each thread sums only
 //         the elements it holds: no shuffles, no shared scratch, no barrier) and
 //           T.reduce_sum(src, acc, dim, stage="across_threads")
 //         is inserted right after the loop: it adds up the threads' partials of acc (src only
@@ -89,16 +89,6 @@ Buffer running_sum(const Stmt& s, const BufferNode* part) {
     }
   }
   return Buffer();
-}
-
-bool is_zero_fill_of(const Stmt& s, const BufferNode* b) {
-  const TileOpNode* t = tile_op_of(s);
-  if (!t || t->op != "fill" || region_arg(*t, 0).buffer.get() != b) return false;
-  auto* e = std::get_if<Expr>(&t->args[1]);
-  if (!e) return false;
-  if (auto* f = e->as<FloatImmNode>()) return f->value == 0.0;
-  if (auto* i = e->as<IntImmNode>()) return i->value == 0;
-  return false;
 }
 
 class Deferrer : public IRMutator {
@@ -235,7 +225,7 @@ class Deferrer : public IRMutator {
     for (size_t o = outer_.size(); o-- > 0 && outer_[o];) prefixes.push_back(outer_[o]);
     for (const auto* prefix : prefixes)
       for (size_t i = prefix->size(); i-- > 0;)
-        if (touches((*prefix)[i], acc)) return is_zero_fill_of((*prefix)[i], acc);
+        if (touches((*prefix)[i], acc)) return back::cleared_fragment(back::sole_statement((*prefix)[i])) == acc;
     return false;
   }
 

@@ -32,23 +32,6 @@ namespace {
 
 using namespace ir;
 
-bool is_constant_zero(const Expr& e) {
-  if (is_zero(e)) return true;
-  if (auto* f = e.as<FloatImmNode>()) return f->value == 0.0;
-  if (auto* c = e.as<CastNode>()) return is_constant_zero(c->value);
-  return false;
-}
-
-// The fragment a `T.fill(F, 0)` of a whole fragment clears, else null.
-const BufferNode* cleared_fragment(const Stmt& s) {
-  auto* t = s.as<TileOpNode>();
-  if (!t || t->op != "fill" || t->args.size() != 2) return nullptr;
-  auto* r = std::get_if<BufferRegion>(&t->args[0]);
-  auto* v = std::get_if<Expr>(&t->args[1]);
-  if (!r || !v || r->buffer->scope != Scope::kFragment || !ops::region_is_full(*r) || !is_constant_zero(*v)) return nullptr;
-  return r->buffer.get();
-}
-
 // The gemm with `key` set to `value` (and the other clear attribute dropped).
 Stmt gemm_with(const TileOpNode& g, const char* key, AttrValue value) {
   AttrMap attrs;
@@ -74,14 +57,14 @@ class FuseClearIntoGemm : public IRMutator {
       const bool plain_gemm = g && g->op == "gemm" && !attr_bool(*g, "clear_accum") && !attr_expr(*g, "clear_if") &&
                               ops::region_is_full(region_arg(*g, 2));
       const BufferNode* c = plain_gemm ? region_arg(*g, 2).buffer.get() : nullptr;
-      if (c && cleared_fragment(q->stmts[i]) == c) {
+      if (c && back::cleared_fragment(q->stmts[i]) == c) {
         out.push_back(gemm_with(*g, "clear_accum", true));
         ++i;
         changed = true;
         continue;
       }
       auto* branch = q->stmts[i].as<IfNode>();
-      if (c && conditional_ && branch && cleared_fragment(back::sole_statement(branch->then_case)) == c &&
+      if (c && conditional_ && branch && back::cleared_fragment(back::sole_statement(branch->then_case)) == c &&
           !back::reads_memory(branch->cond)) {
         // With an else branch the if stays, its then side now saying only that C's old value is
         // dead (both sides define C: the compiler keeps no registers alive across the step).

@@ -87,7 +87,11 @@ def default_block_N(dim, is_causal, seq_len_kv, target=None):
     """The forward's key block for this head dim on `target` (None: the portable sizes); 64 when
     there are fewer keys. Causal d128 takes 176 keys from 4096 keys on (1.01-1.10x cuDNN there;
     below, the diagonal blocks' waste grows: 0.67x at 512 keys against 0.80x with 128)."""
-    block_N = HOPPER_BLOCK_N[(dim, bool(is_causal))] if _is_hopper(target) else PORTABLE_BLOCK_N[dim]
+    return _key_block(dim, is_causal, seq_len_kv, _is_hopper(target))
+
+
+def _key_block(dim, is_causal, seq_len_kv, hopper):
+    block_N = HOPPER_BLOCK_N[(dim, bool(is_causal))] if hopper else PORTABLE_BLOCK_N[dim]
     if block_N == 176 and seq_len_kv < 4096:
         block_N = 128
     return block_N if seq_len_kv >= block_N else 64
@@ -100,10 +104,11 @@ def forward_blocks(seq_len, seq_len_kv, dim, is_causal=False, target=None):
     from 2048 queries, causal from 8192 (measured on the H200, 2026-12-03: 0.93-0.99x cuDNN against
     0.84-0.90x with 128 rows; shorter, the ragged last block of 192 rows costs more than it buys).
     Needs seq_len, seq_len_kv >= MIN_SEQ_LEN."""
+    hopper = _is_hopper(target)  # asked once ("auto" asks the driver)
     block_M, threads = (128, 256) if seq_len >= 128 else (64, 128)
-    if dim == 64 and seq_len >= (8192 if is_causal else 2048) and _is_hopper(target):
+    if dim == 64 and seq_len >= (8192 if is_causal else 2048) and hopper:
         block_M, threads = 192, 384
-    return block_M, default_block_N(dim, is_causal, seq_len_kv, target), threads
+    return block_M, _key_block(dim, is_causal, seq_len_kv, hopper), threads
 
 
 def backward_blocks(seq_len, seq_len_kv, dim):

@@ -39,7 +39,6 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
     pages_per_split = -(-max_pages // num_split)  # a static trip count (see the module docstring)
     cache_shape = (num_pages, page_size, heads_kv, dim)
     part_shape, lse_shape = (batch, heads, num_split, dim), (batch, heads, num_split)
-    store = store_split(block_H, valid_H, dim, scale, accum_dtype)
 
     @T.prim_func
     def split(Q: T.Tensor((batch, heads, dim), dtype), K_cache: T.Tensor(cache_shape, dtype),
@@ -93,27 +92,15 @@ def flash_decoding(batch, heads, heads_kv, dim, num_pages, max_pages, page_size=
                     acc_o[i, j] *= scores_scale[i]
                 T.copy(V_cache[page, :, hk, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            store(O_partial, LSE_partial, acc_o, logsum, scores_max, bx, head0, bz)
+            for i, d in T.Parallel(block_H, dim):  # an empty split (logsum 0) writes zeros
+                if i < valid_H:
+                    O_partial[bx, head0 + i, bz, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
+            for i in T.Parallel(block_H):
+                if i < valid_H:
+                    LSE_partial[bx, head0 + i, bz] = T.if_then_else(
+                        logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
 
     return split, combine_splits(batch, heads, num_split, dim, dtype)
-
-
-def store_split(block_H, valid_H, dim, scale, accum_dtype="float32"):
-    """The split kernels' last step (here and examples/mla_decode.py): the first valid_H rows'
-    normalized output and log2-sum-exp into split bz's slots; an empty split (logsum 0) writes
-    zeros and -inf, which combine_splits weighs 0."""
-
-    @T.macro
-    def store(O_partial, LSE_partial, acc_o, logsum, scores_max, bx, head0, bz):
-        for i, d in T.Parallel(block_H, dim):
-            if i < valid_H:
-                O_partial[bx, head0 + i, bz, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
-        for i in T.Parallel(block_H):
-            if i < valid_H:
-                LSE_partial[bx, head0 + i, bz] = T.if_then_else(
-                    logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
-
-    return store
 
 
 def combine_splits(batch, heads, num_split, dim, dtype):

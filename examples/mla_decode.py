@@ -17,7 +17,7 @@ import math
 import _harness
 import tilec.language as T
 from tilec.ops.attention_kernels import PASS_CONFIGS  # the softmax's exp2 as one MUFU.EX2 (fast math)
-from flash_decoding import LOG2E, NO_SCORE, combine_splits, store_split
+from flash_decoding import LOG2E, NO_SCORE, combine_splits
 
 
 def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, page_size=64, block_H=64,
@@ -36,7 +36,6 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
     scale = dim ** -0.5 * LOG2E
     accum_dtype = "float32"
     pages_per_split = -(-max_pages // num_split)  # a static trip count (see flash_decoding.py)
-    store = store_split(block_H, valid_H, dv, scale, accum_dtype)
 
     @T.macro
     def body(Q, KV_cache, block_table, cache_seqlens, O_partial, LSE_partial, Output):
@@ -104,7 +103,13 @@ def mla_decode(batch, h_q, num_pages, max_pages, num_split=4, dv=512, dpe=64, pa
                     if i < valid_H:
                         Output[bx, head0 + i, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
             else:
-                store(O_partial, LSE_partial, acc_o, logsum, scores_max, bx, head0, bz)
+                for i, d in T.Parallel(block_H, dv):  # an empty split (logsum 0) writes zeros
+                    if i < valid_H:
+                        O_partial[bx, head0 + i, bz, d] = T.if_then_else(logsum[i] > 0, acc_o[i, d] / logsum[i], 0)
+                for i in T.Parallel(block_H):
+                    if i < valid_H:
+                        LSE_partial[bx, head0 + i, bz] = T.if_then_else(
+                            logsum[i] > 0, T.log2(logsum[i]) + scores_max[i] * scale, -T.infinity(accum_dtype))
 
     q_t, kv_t = T.Tensor((batch, h_q, dim), dtype), T.Tensor((num_pages, page_size, dim), dtype)
     table_t, lens_t = T.Tensor((batch, max_pages), "int32"), T.Tensor((batch,), "int32")

@@ -28,11 +28,14 @@ CONFIGS = {"team": (128, 256, 64, 3, 256), "team_s4": (128, 256, 64, 4, 256), "q
            "team_128x256x32_s5": (128, 256, 32, 5, 256), "team_128x128x64_s4": (128, 128, 64, 4, 256)}
 # tilec-only variants of the team config (experiments, not the peer comparison): the tile order
 # without T.use_swizzle, 2-CTA clusters along N (the A tile multicast to both CTAs) and along M
-# (the B tile multicast). `_direct`: C written straight from the accumulator fragment, as the
+# (the B tile multicast), and along N with the swizzle (B multicast). `_direct`: C written straight from the accumulator fragment, as the
 # quickstart of seeds/000 section 1 writes it (no C_shared in the program text).
 VARIANTS = {f"{base}_{what}": (base, kw) for base in ("team", "team_s4")
             for what, kw in (("noswizzle", {"swizzle": False}), ("cluster2", {"swizzle": False, "cluster": (2, 1, 1)}),
-                             ("cluster2m", {"swizzle": False, "cluster": (1, 2, 1)}))}
+                             ("cluster2m", {"swizzle": False, "cluster": (1, 2, 1)}),
+                             # swizzled: a pair along N shares B's column (multicast), persistent
+                             # with 3 stages (4 leave no room for C_shared beside them)
+                             ("cluster2sw", {"cluster": (2, 1, 1)}))}
 VARIANTS.update({f"{base}_direct": (base, {"direct": True}) for base in ("team", "team_s4", "quickstart")})
 
 

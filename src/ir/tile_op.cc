@@ -45,7 +45,9 @@ std::vector<TileOpSchema> builtin_schemas() {
                {{"src", ArgKind::kRegion}, {"dst", ArgKind::kRegion}},
                {{"barrier", AttrKind::kExpr, {}},
                 {"eviction_policy", AttrKind::kString, {}},
-                {"cluster_mask", AttrKind::kInt, {}}}});
+                {"cluster_mask", AttrKind::kInt, {}},
+                // Set by warp_specialize on a producer load it does not multicast: why (for explain).
+                {"multicast_declined", AttrKind::kString, {}}}});
   v.push_back({"gemm",
                {{"A", ArgKind::kRegion}, {"B", ArgKind::kRegion}, {"C", ArgKind::kRegion}},
                {{"transpose_A", AttrKind::kBool, false},

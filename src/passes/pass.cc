@@ -73,6 +73,10 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.persistent_uneven", true,
      "Also when the loop's step count depends on one block index (causal attention): the tiles run in order of "
      "their work and the blocks take them in a snake. False: such kernels keep one block per tile."},
+    {"tilec.persistent_clusters", true,
+     "Also kernels with a cluster along one grid dimension (T.Kernel(..., cluster_dims=)) of a constant extent it "
+     "divides, with even tiles: the clusters take cluster tiles, each block the tile of its rank. False: such kernels "
+     "keep one block per tile."},
     {"tilec.producer_head_copies", true,
      "In a warp-specialized kernel, a T.copy global -> shared ahead of the pipelined loop whose tile only the "
      "loop's gemms read (attention's Q) is a TMA load by the producer, once per tile through its own barrier "

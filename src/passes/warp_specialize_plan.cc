@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ops/copy_tma.h"
+#include "passes/cluster_invariance.h"
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
@@ -312,14 +313,18 @@ bool rotation(const Plan& p, const std::vector<CopyGroup>& groups, const PassCon
   return true;
 }
 
+ClusterAxis cluster_axis(const KernelLaunchNode& kernel) {
+  ClusterAxis a;
+  for (size_t d = 0; d < kernel.cluster.size(); ++d) {
+    a.size *= kernel.cluster[d];
+    if (kernel.cluster[d] > 1) a.dim = a.dim == -1 ? static_cast<int>(d) : -2;
+  }
+  return a;
+}
+
 std::string why_not_multicast(const KernelLaunchNode& kernel, const TileOpNode& copy, const VarMap& lets,
                               const PassContext& ctx) {
-  int64_t size = 1;
-  int dim = -1;
-  for (size_t d = 0; d < kernel.cluster.size(); ++d) {
-    size *= kernel.cluster[d];
-    if (kernel.cluster[d] > 1) dim = dim == -1 ? static_cast<int>(d) : -2;
-  }
+  const auto [dim, size] = cluster_axis(kernel);
   if (dim == -1)
     return "the kernel has no cluster (T.Kernel(..., cluster_dims=...): blocks of a cluster that load the same "
            "tile can share one multicast load)";
@@ -329,9 +334,9 @@ std::string why_not_multicast(const KernelLaunchNode& kernel, const TileOpNode& 
   if (dim >= static_cast<int>(kernel.block_vars.size())) return "";
   const VarNode* b = kernel.block_vars[dim].get();
   for (const auto& r : region_arg(copy, 0).region)
-    if (back::uses_var(substitute(r.min, lets), b))
-      return "the source depends on " + b->name + ", the block index the cluster spans: each block of the cluster "
-             "loads a different tile";
+    if (varies_within_cluster(substitute(r.min, lets), kernel, dim, size))
+      return "the source depends on " + b->name + ", the block index the cluster spans: the blocks of a cluster "
+             "load different tiles";
   if (!ops::tma_row_band(copy, size, int_imm(0, DataType::Int(32))))
     return "the tile does not split into " + std::to_string(size) +
            " bands of whole 8-row groups, one per block of the cluster";

@@ -68,6 +68,14 @@ struct Rotation {
   std::vector<size_t> deferred;
 };
 
+// The grid dimension a kernel's cluster spans and its size: dim -1 without a cluster (size
+// 1), -2 when the cluster spans several dimensions.
+struct ClusterAxis {
+  int dim = -1;
+  int64_t size = 1;
+};
+ClusterAxis cluster_axis(const ir::KernelLaunchNode& kernel);
+
 // The persistent form's tile loop.
 struct TileLoop {
   ir::Var start;               // the hardware block index: the block's first tile
@@ -80,6 +88,9 @@ struct TileLoop {
   // blocks take them in a snake (round r gives tile r G + start, or r G + G - 1 - start when
   // r is odd), which pairs each round's longer tiles with the next round's shorter ones.
   int work_dim = -1;
+  // A cluster along one dimension (never with uneven tiles): the launch's clusters of
+  // `cluster.size` consecutive blocks take cluster tiles, each block the tile of its rank.
+  ClusterAxis cluster;
 };
 
 const ir::TileOpNode* tile_op(const ir::Stmt& s);
@@ -111,8 +122,8 @@ constexpr int64_t kMaxTurnGroups = 3;
 std::optional<size_t> pingpong_gemm(const Plan& p, int64_t threads, const PassContext& ctx);
 // Why the producer copy `copy` of `kernel` is not multicast to the cluster ("" when it is):
 // no cluster, a cluster along more than one grid dimension or of more than 16 blocks (a
-// multicast mask's width), tilec.tma_multicast off, a source that depends on the clustered
-// block index (its region starts read with `lets` substituted), or a tile that does not split
+// multicast mask's width), tilec.tma_multicast off, a source that differs between the blocks
+// of a cluster (its region starts read with `lets` substituted; cluster_invariance.h), or a tile that does not split
 // into one band of whole 8-row groups per block (ops::tma_row_band). The rewrite multicasts
 // exactly when it is ""; explain() prints the reason.
 std::string why_not_multicast(const ir::KernelLaunchNode& kernel, const ir::TileOpNode& copy, const ir::VarMap& lets,

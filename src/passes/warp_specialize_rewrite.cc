@@ -116,10 +116,9 @@ class KernelRewrite {
     // source does not depend on that block index) is split into one band per CTA, each
     // multicast to all of them. A slot is then free only when the consumers of every CTA
     // released it, so they arrive on every CTA's empty barrier.
-    for (size_t d = 0; d < kernel->cluster.size(); ++d) {
-      csize_ *= kernel->cluster[d];
-      if (kernel->cluster[d] > 1) cdim_ = cdim_ == -1 ? static_cast<int>(d) : -2;
-    }
+    const ClusterAxis axis = cluster_axis(*kernel);
+    cdim_ = axis.dim;
+    csize_ = axis.size;
     // Copies ahead of the loop (attention's Q) go to the producer too: once per tile, through
     // their own full/empty pair, so that the next tile's load overlaps this tile's epilogue.
     // Not with two blocks per SM (one consumer warpgroup, below): the other block's main loop
@@ -192,7 +191,8 @@ class KernelRewrite {
         Stmt st = substitute(p_.body.stmts[j], rename_);
         st = pl::VersionAccesses(p_.versioned, slot_).mutate(st);
         auto* c = st.as<TileOpNode>();
-        if (why_not_multicast(*kernel_, *c, sp_.let_values, ctx_).empty()) {
+        const std::string declined = why_not_multicast(*kernel_, *c, sp_.let_values, ctx_);
+        if (declined.empty()) {
           Expr rank = ir::call(DataType::Int(32), "tl.block_rank_in_cluster", {}, loc_);
           if (auto band = ops::tma_row_band(*c, csize_, rank)) {
             produce.push_back(
@@ -201,7 +201,9 @@ class KernelRewrite {
             continue;
           }
         }
-        produce.push_back(make_tile_op("tma_copy", c->args, {{"barrier", full_slot}}, c->loc));
+        AttrMap attrs = {{"barrier", full_slot}};
+        if (!declined.empty()) attrs.emplace_back("multicast_declined", declined);
+        produce.push_back(make_tile_op("tma_copy", c->args, attrs, c->loc));
       }
       produce.push_back(back::call_stmt("barrier_arrive", {full_slot}, loc_));
     }
@@ -576,6 +578,8 @@ class KernelRewrite {
     if (persistent_) {
       n->grid = {tiles.total};
       n->block_vars = {tiles.start};
+      // Clusters of consecutive blocks of the one-dimensional grid (wrap_in_tile_loop).
+      if (tiles.cluster.size > 1) n->cluster = {tiles.cluster.size, 1, 1};
       out.persistent = true;
       out.uneven = uneven_;
     }

@@ -39,6 +39,7 @@ struct CudaDriver::Api {
                            CUstream, void**, void**) = nullptr;
   CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int*, CUfunction, int, size_t) = nullptr;
+  CUresult (*OccupancyMaxActiveClusters)(int*, CUfunction, const CUlaunchConfig*) = nullptr;
   CUresult (*StreamSynchronize)(CUstream) = nullptr;
   CUresult (*MemAlloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*MemFree)(CUdeviceptr) = nullptr;
@@ -105,6 +106,7 @@ CudaDriver::Api* load_api() {
   resolve(api->LaunchKernelEx, "cuLaunchKernelEx", "cuLaunchKernelEx");
   resolve(api->OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
           "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  resolve(api->OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", "cuOccupancyMaxActiveClusters");
   resolve(api->StreamSynchronize, "cuStreamSynchronize", "cuStreamSynchronize");
   resolve(api->MemAlloc, "cuMemAlloc", "cuMemAlloc_v2");
   resolve(api->MemFree, "cuMemFree", "cuMemFree_v2");
@@ -271,18 +273,11 @@ void CudaDriver::set_max_dynamic_shared_memory(CuFunction f, int bytes) {
         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
 }
 
-void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void** params) {
-  auto fn = static_cast<CUfunction>(f);
-  auto s = static_cast<CUstream>(stream);
+namespace {
+
+// cuLaunchKernelEx's configuration of `d`: its cluster and cooperative attributes in `attrs`.
+CUlaunchConfig launch_config(const LaunchDims& d, CUstream s, CUlaunchAttribute (&attrs)[2]) {
   const bool clustered = d.cluster[0] * d.cluster[1] * d.cluster[2] > 1;
-  if (!clustered && !d.cooperative) {
-    check(api_,
-          api_->LaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
-                             d.dynamic_shared_bytes, s, params, nullptr),
-          "cuLaunchKernel");
-    return;
-  }
-  CUlaunchAttribute attrs[2] = {};
   unsigned num_attrs = 0;
   if (clustered) {
     CUlaunchAttribute& a = attrs[num_attrs++];
@@ -307,7 +302,34 @@ void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void
   config.hStream = s;
   config.attrs = attrs;
   config.numAttrs = num_attrs;
+  return config;
+}
+
+}  // namespace
+
+void CudaDriver::launch(CuFunction f, const LaunchDims& d, CuStream stream, void** params) {
+  auto fn = static_cast<CUfunction>(f);
+  auto s = static_cast<CUstream>(stream);
+  const bool clustered = d.cluster[0] * d.cluster[1] * d.cluster[2] > 1;
+  if (!clustered && !d.cooperative) {
+    check(api_,
+          api_->LaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
+                             d.dynamic_shared_bytes, s, params, nullptr),
+          "cuLaunchKernel");
+    return;
+  }
+  CUlaunchAttribute attrs[2] = {};
+  CUlaunchConfig config = launch_config(d, s, attrs);
   check(api_, api_->LaunchKernelEx(&config, fn, params, nullptr), "cuLaunchKernelEx");
+}
+
+int CudaDriver::max_active_clusters(CuFunction f, const LaunchDims& d) {
+  CUlaunchAttribute attrs[2] = {};
+  CUlaunchConfig config = launch_config(d, nullptr, attrs);
+  int clusters = 0;
+  check(api_, api_->OccupancyMaxActiveClusters(&clusters, static_cast<CUfunction>(f), &config),
+        "cuOccupancyMaxActiveClusters");
+  return clusters;
 }
 
 int CudaDriver::max_active_blocks_per_sm(CuFunction f, int block_threads, size_t dynamic_shared_bytes) {

@@ -495,9 +495,12 @@ void Kernel::finalize(const ArgValue* args, BoundCall& call) const {
   }
   call.empty_grid = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
   if (p.persistent_blocks_per_sm > 0 && !call.empty_grid && !call.check_only) {
-    // A persistent kernel: as many blocks as fit at once; each loops over its share of tiles.
+    // A persistent kernel: as many blocks as fit at once (whole clusters, the grid's first
+    // dimension holds them one after another); each loops over its share of tiles. launch()
+    // lowers it further to what the loaded function's occupancy allows.
     const int64_t sms = CudaDriver::get().multiprocessor_count(call.device < 0 ? 0 : call.device);
-    grid[0] = std::min<int64_t>(grid[0], sms * p.persistent_blocks_per_sm);
+    const int64_t limit = sms * p.persistent_blocks_per_sm;
+    grid[0] = std::min<int64_t>(grid[0], std::max<int64_t>(p.cluster[0], limit - limit % p.cluster[0]));
   }
   for (int i = 0; i < 3; ++i) {
     call.dims.grid[i] = static_cast<uint32_t>(grid[i]);
@@ -658,12 +661,29 @@ void Kernel::prepare(int device) const {
           int64_t(driver.max_active_blocks_per_sm(f, threads, static_cast<size_t>(p.dynamic_shared_bytes))) *
           driver.multiprocessor_count(device);
     }
+    if (p.persistent_blocks_per_sm > 0) persistent_limit_[device] = persistent_limit(driver, f, device);
     modules_[device] = module;
     functions_[device].store(f, std::memory_order_release);
   } catch (...) {
     driver.unload_module(device, module);
     throw;
   }
+}
+
+int64_t Kernel::persistent_limit(CudaDriver& driver, void* f, int device) const {
+  const LaunchPlan& p = artifact_.plan;
+  const int64_t blocks = driver.multiprocessor_count(device) * p.persistent_blocks_per_sm;
+  const int64_t cluster = p.cluster[0] * p.cluster[1] * p.cluster[2];
+  if (cluster <= 1) return blocks;
+  LaunchDims dims;
+  for (int i = 0; i < 3; ++i) {
+    dims.block[i] = static_cast<uint32_t>(p.block[i]);
+    dims.cluster[i] = static_cast<uint32_t>(p.cluster[i]);
+    dims.grid[i] = static_cast<uint32_t>(p.cluster[i]);
+  }
+  dims.dynamic_shared_bytes = static_cast<uint32_t>(p.dynamic_shared_bytes);
+  // No cluster fits: launch one (the launch reports the driver's error).
+  return std::max<int64_t>(1, driver.max_active_clusters(f, dims)) * cluster;
 }
 
 void Kernel::launch(const BoundCall& call, CuStream stream) const {
@@ -673,9 +693,12 @@ void Kernel::launch(const BoundCall& call, CuStream stream) const {
     void* f = function_for(device);
     CudaDriver& driver = CudaDriver::get();
     if (call.dims.cooperative) check_cooperative_fit(call, device);
+    LaunchDims dims = call.dims;
+    if (persistent_limit_[device] > 0 && dims.grid[0] > persistent_limit_[device])
+      dims.grid[0] = static_cast<uint32_t>(persistent_limit_[device]);
     void* previous = driver.make_current(device);
     try {
-      driver.launch(f, call.dims, stream, const_cast<void**>(call.arg_ptrs));
+      driver.launch(f, dims, stream, const_cast<void**>(call.arg_ptrs));
       note_launch(device, launch_name_);
       if (launch_blocking_) driver.synchronize_stream(stream);  // a fault shows here, naming this kernel
     } catch (...) {

@@ -322,8 +322,8 @@ MULTICAST = [
     ("no_cluster", {}, {}, "no TMA multicast: the kernel has no cluster (T.Kernel(..., cluster_dims=...)",
      "no TMA multicast: the kernel has no cluster"),
     ("cluster_along_n", {"cluster": (2, 1, 1)}, {}, "multicast to the cluster",
-     "no TMA multicast: the source depends on bx, the block index the cluster spans: each block of the cluster "
-     "loads a different tile"),
+     "no TMA multicast: the source depends on bx, the block index the cluster spans: the blocks of a cluster "
+     "load different tiles"),
     ("cluster_along_m", {"cluster": (1, 2, 1)}, {}, "no TMA multicast: the source depends on by",
      "multicast to the cluster"),
     ("config_off", {"cluster": (2, 1, 1)}, {"tilec.tma_multicast": False}, "no TMA multicast: tilec.tma_multicast is off",

@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 pytestmark = pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 
 
-def _gemm(cluster=None, threads=256, bn=256):
-    M = N = K = 1024
+def _gemm(cluster=None, threads=256, bn=256, swizzle=0, M=1024):
+    N = K = 1024
 
     @T.prim_func
     def g(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), "bfloat16")):
@@ -24,6 +24,8 @@ def _gemm(cluster=None, threads=256, bn=256):
             As = T.alloc_shared((128, 64), "bfloat16")
             Bs = T.alloc_shared((64, bn), "bfloat16")
             Cl = T.alloc_fragment((128, bn), "float32")
+            if swizzle:
+                T.use_swizzle(swizzle)
             T.clear(Cl)
             for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=3):
                 T.copy(A[by * 128, ko * 64], As)
@@ -45,6 +47,37 @@ def test_cluster_gemm_multicasts_the_shared_tile():
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes"
                      r"\.multicast::cluster", ptx)
     assert "mapa.shared::cluster" in ptx and "barrier.cluster.arrive" in ptx
+
+
+def _explain(func, **cfg):
+    return tilec.compile(func, target="sm_90a", pass_configs=cfg).explain()
+
+
+def test_cluster_gemm_is_persistent_over_cluster_tiles():
+    kernel = tilec.compile(_gemm(cluster=(2, 1, 1)), target="sm_90a")
+    src, text = kernel.get_kernel_source(), kernel.explain()
+    assert "persistent: 1 block per SM" in text and "cluster (2, 1, 1)" in text, text
+    # Clusters take cluster tiles (gridDim.x / 2 of them at once), the block of rank r the
+    # tile r of its cluster along bx.
+    assert "tl::grid_dim_x() >> 1" in src and "tile_start / 2" in src and "* 2 + tile_start % 2" in src, src
+    assert "tl::tma_load_multicast(" in src and src.count("tl::cluster_sync();") == 2, src
+    off = _explain(_gemm(cluster=(2, 1, 1)), **{"tilec.persistent_clusters": False})
+    assert "persistent" not in off and "cluster (2, 1, 1)" in off and "multicast to the cluster" in off, off
+    # A cluster that does not divide its grid dimension keeps one block per tile (the launch
+    # rejects such a grid with its own message).
+    assert "persistent" not in _explain(_gemm(cluster=(1, 3, 1)))
+
+
+def test_swizzled_cluster_gemm_multicasts_the_shared_column():
+    # T.use_swizzle walks a panel's rows with consecutive blocks: a pair along x shares its
+    # column of C (B's tile) and has two rows (A's tiles).
+    text = _explain(_gemm(cluster=(2, 1, 1), swizzle=4, bn=128))
+    a, b = text.split("T.tma_copy(A, As)")[1], text.split("T.tma_copy(B, Bs)")[1]
+    assert "no TMA multicast: the source depends on bx_hw" in a.split("line ")[0], text
+    assert "multicast to the cluster" in b.split("line ")[0], text
+    # Panels of 3 rows (8 rows: 3, 3, 2) pair some blocks across two columns: neither tile is shared.
+    odd = _explain(_gemm(cluster=(2, 1, 1), swizzle=3, bn=128))
+    assert "multicast to the cluster" not in odd and odd.count("the source depends on bx_hw") == 2, odd
 
 
 def test_manual_ws_roles_use_their_threads():

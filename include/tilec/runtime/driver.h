@@ -69,6 +69,9 @@ class CudaDriver {
   // How many blocks of `f` (block_threads threads, dynamic_shared_bytes of dynamic shared
   // memory) one SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor).
   int max_active_blocks_per_sm(CuFunction f, int block_threads, size_t dynamic_shared_bytes);
+  // How many clusters of `f` launched with `dims` (block, cluster, dynamic shared memory) the
+  // device holds at once (cuOccupancyMaxActiveClusters; the grid is not used).
+  int max_active_clusters(CuFunction f, const LaunchDims& dims);
   // Whether `device` supports cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH).
   bool supports_cooperative_launch(int device);
 

@@ -139,6 +139,8 @@ class Kernel {
   // Checks the call's tensor against TMA map `index`'s rules (TmaArgumentError), then encodes
   // the map (or takes it from the cache) into `out`; null `out`: the check only.
   void encode_tma(int index, const ArgValue* args, void* out) const;
+  // persistent_limit_ for `device` of the loaded function `f`.
+  int64_t persistent_limit(CudaDriver& driver, void* f, int device) const;
 
   CompiledArtifact artifact_;
   const std::string* launch_name_ = nullptr;  // the kernel's name, interned (launch_errors.h)
@@ -153,6 +155,10 @@ class Kernel {
   // Cooperative kernels (plan().cooperative): how many blocks of this kernel each device's SMs
   // hold at once, times the SM count (set by prepare with the function).
   mutable int64_t cooperative_limit_[kMaxDevices] = {};
+  // Persistent kernels (plan().persistent_blocks_per_sm): the most blocks worth launching on each
+  // device — the SM count times the blocks per SM, or with a cluster the clusters the device holds
+  // at once times their size (set by prepare with the function).
+  mutable int64_t persistent_limit_[kMaxDevices] = {};
   mutable void* modules_[kMaxDevices] = {};
   mutable std::mutex load_mutex_;
   mutable TmaMapCache tma_cache_;

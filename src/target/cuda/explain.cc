@@ -15,7 +15,6 @@
 #include "ops/copy_tma.h"
 #include "ops/gemm_operands.h"
 #include "passes/cuda_back_util.h"
-#include "passes/warp_specialize_plan.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
 #include "tilec/ir/visitor.h"
@@ -162,7 +161,6 @@ class Explainer {
   void visit(const Stmt& s, int64_t threads, bool pipelined) {
     if (!s) return;
     if (auto* k = s.as<KernelLaunchNode>()) {
-      kernel_ = k;
       visit(k->body, k->threads.empty() ? 1 : k->threads[0], false);
       return;
     }
@@ -185,10 +183,7 @@ class Explainer {
       visit(i->else_case, threads, pipelined);
       return;
     }
-    if (auto* l = s.as<LetNode>()) {
-      lets_[l->var.get()] = l->value;
-      return visit(l->body, threads, pipelined);
-    }
+    if (auto* l = s.as<LetNode>()) return visit(l->body, threads, pipelined);
     if (auto* a = s.as<AllocateNode>()) return visit(a->body, threads, pipelined);
     if (auto* op = s.as<TileOpNode>()) tile_op(*op, threads, pipelined);
   }
@@ -206,7 +201,8 @@ class Explainer {
                                 ") by the producer warpgroup, completing on an mbarrier"
                           : "TMA";
       if (producer && !multicast)
-        if (std::string why = why_not_multicast(op); !why.empty()) l.rejected.push_back("no TMA multicast: " + why);
+        if (std::string why = attr_string(op, "multicast_declined", ""); !why.empty())
+          l.rejected.push_back("no TMA multicast: " + why);
       const BufferRegion& g = region_arg(op, 0).buffer->scope == Scope::kGlobal ? region_arg(op, 0) : region_arg(op, 1);
       if (std::string note = launch_time_tma_note(g.buffer); !note.empty()) l.rejected.push_back(note);
       lines.push_back(l);
@@ -293,11 +289,6 @@ class Explainer {
     lines.push_back(l);
   }
 
-  // Why a producer's TMA load is not multicast ("" when it is): the rewrite's own test.
-  std::string why_not_multicast(const TileOpNode& op) const {
-    return kernel_ ? passes::ws::why_not_multicast(*kernel_, op, lets_, ctx_) : "";
-  }
-
   // A shared buffer stage_output_tiles made (named after the fragment, "_staged").
   static bool staged_by_compiler(const Buffer& b) {
     const std::string suffix = "_staged";
@@ -307,8 +298,6 @@ class Explainer {
   const passes::PassContext& ctx_;
   const StoreWidths widths_;
   const SourceLocs tma_stores_;
-  const KernelLaunchNode* kernel_ = nullptr;
-  VarMap lets_;  // the Lets around the op (a copy's region may name them)
 
  public:
   std::vector<std::pair<std::string, std::string>> not_staged_;  // stage_output_tiles' reasons

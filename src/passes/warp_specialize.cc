@@ -30,7 +30,7 @@
 //                                      is the threads' own loads: __syncwarp, then lane 0 of
 //                                      each consumer warp, and the empty barrier counts warps)
 //         With a cluster along one grid dimension (T.Kernel(..., cluster_dims=)), a copy whose
-//         source does not depend on that block index is split into one band of rows per CTA
+//         source is the same for the blocks of a cluster (cluster_invariance.h) is split into one band of rows per CTA
 //         of the cluster, each multicast to all of them (tma_copy cluster_mask); consumers
 //         then release a slot on every CTA's empty barrier, and cluster barriers follow the
 //         barrier initialisation and end the kernel.
@@ -54,7 +54,8 @@
 //         the tile count, each role loops over its block's tiles (warp_specialize_tiles.cc);
 //         with a step count that depends on one block index (tilec.persistent_uneven) that
 //         index varies slowest, tiles go in a snake, and slot / phase count from a per-role
-//         running step count. Head copies (tilec.producer_head_copies, not with two blocks per
+//         running step count; with a cluster (tilec.persistent_clusters, even tiles) the
+//         launch's clusters of consecutive blocks take cluster tiles, one tile per rank. Head copies (tilec.producer_head_copies, not with two blocks per
 //         SM): a T.copy global -> shared ahead of the loop whose tile only the loop's gemms
 //         read is issued by the producer once per tile (head_full / head_empty); consumers
 //         wait before the loop and release after it.

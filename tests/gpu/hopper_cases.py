@@ -196,9 +196,11 @@ def manual_ws_case():
     return {"ok": True}
 
 
-def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
+def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16", swizzle=0, multicasts=1):
     """A GEMM launched in clusters of 2 along N: the A tile is split into one band per CTA,
-    each multicast to both (TMA multicast, remote mbarrier arrivals, cluster barriers)."""
+    each multicast to both (TMA multicast, remote mbarrier arrivals, cluster barriers). It is
+    persistent over cluster tiles (each block of a cluster the tile of its rank); with
+    T.use_swizzle a pair along N shares B's column instead, which is multicast."""
     import tilec
     import tilec.language as T
 
@@ -210,6 +212,8 @@ def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
             As = T.alloc_shared((bm, bk), dtype)
             Bs = T.alloc_shared((bk, bn), dtype)
             Cl = T.alloc_fragment((bm, bn), "float32")
+            if swizzle:
+                T.use_swizzle(swizzle)
             T.clear(Cl)
             for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
                 T.copy(A[by * bm, ko * bk], As)
@@ -220,7 +224,12 @@ def cluster_case(cluster=(2, 1, 1), M=1024, N=1024, K=1024, dtype="bfloat16"):
     k = tilec.compile(g, target="auto", out_idx=[2])
     src = k.get_kernel_source()
     err = _ab_gemm_error(k, M, N, K, dtype)
-    return {"ok": err < _tol(dtype) and "tma_load_multicast" in src and "cluster_sync" in src, "err": err}
+    size = cluster[0] * cluster[1] * cluster[2]
+    persistent = f"tile_start / {size}" in src
+    # one multicast call per band box: count the loads (A or B) that are multicast
+    multicast = ("tl::tma_load_multicast(&As" in src) + ("tl::tma_load_multicast(&Bs" in src)
+    return {"ok": err < _tol(dtype) and multicast == multicasts and "cluster_sync" in src and persistent, "err": err,
+            "persistent": persistent, "multicast_loads": multicast}
 
 
 def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16", pass_configs=None):
@@ -273,6 +282,11 @@ CASES = {
     "manual_ws": manual_ws_case,
     "cluster_multicast_2x1": cluster_case,
     "cluster_multicast_4x1_partial": lambda: cluster_case((4, 1, 1), 1000, 2048, 520),
+    # persistent over more tiles than the device holds clusters; swizzled: B multicast
+    "cluster_persistent_swizzled_4096": lambda: cluster_case((2, 1, 1), 4096, 4096, 1024, swizzle=10),
+    "cluster_persistent_1x2_4096": lambda: cluster_case((1, 2, 1), 4096, 4096, 1024),
+    # two cluster tiles per cluster, few steps: small enough for the sanitizers
+    "cluster_persistent_swizzled_small": lambda: cluster_case((2, 1, 1), 4096, 2048, 256, swizzle=10),
     "tma_store_epilogue": tma_store_case,
     "hang_detector": hang_case,
     "tma_fallback": tma_fallback_case,

@@ -34,6 +34,8 @@
 //   store: tl.fence_proxy_async(); if (t == 0) { tl.tma_store(desc, &S[box], c...) ...;
 //          tl.tma_store_commit(); tl.tma_store_wait_read(0) }   (insert_syncs puts the
 //          barrier between the writers' fence and the store)
+//   T.atomic_add(G[region], S) of a shared tile (float32 / float16 / bfloat16, TMA's shapes):
+//          the store with tl.tma_reduce_add (cp.reduce.async.bulk.tensor .add) for tl.tma_store.
 // The tensor map is tl.tma_descriptor("<tensor>", swizzle, box...) (passes::kTmaDescriptorOp);
 // the global tensor's alignment and symbolic strides are checked at launch (constant strides
 // that are not multiples of 16 bytes rule TMA out when compiling).
@@ -182,7 +184,8 @@ LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& stat
 }
 
 
-Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
+// `reduce`: the store adds to the global elements (T.atomic_add of a shared tile).
+Stmt tma_lower_as(const TileOpNode& op, LowerContext& ctx, bool reduce) {
   TmaShape t;
   std::string why = tma_shape(op, &t);
   TILEC_ICHECK(why.empty()) << why;
@@ -277,7 +280,8 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
         args = {desc, smem};
       }
       args.insert(args.end(), coords.begin(), coords.end());
-      const char* what = t.load ? (mask ? "tl.tma_load_multicast" : "tl.tma_load") : "tl.tma_store";
+      const char* what = t.load ? (mask ? "tl.tma_load_multicast" : "tl.tma_load")
+                                : (reduce ? "tl.tma_reduce_add" : "tl.tma_store");
       issue.push_back(evaluate(call(DataType::Void(), what, args, op.loc), op.loc));
     }
   }
@@ -291,6 +295,41 @@ Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) {
   if (!t.load) body = seq({evaluate(call(DataType::Void(), "tl.fence_proxy_async", {}, op.loc), op.loc), body}, op.loc);
   return body;
 }
+
+Stmt tma_lower(const TileOpNode& op, LowerContext& ctx) { return tma_lower_as(op, ctx, false); }
+
+// T.atomic_add(G[region], S) of a whole shared tile S into global memory, as the copy S -> G.
+TileOpNode reduce_as_copy(const TileOpNode& op) {
+  TileOpNode c = op;
+  c.op = "copy";
+  c.args = {op.args[1], op.args[0]};
+  c.attrs.clear();
+  return c;
+}
+
+// On sm_90, T.atomic_add of a shared tile into global memory in float32, float16 or bfloat16
+// whose shape TMA can copy: one cp.reduce.async.bulk.tensor .add per box, issued by one
+// thread, instead of an atomic per element from every thread (FlashAttention-3's dQ).
+bool reduce_claims(const TileOpNode& op, const OpEnv& env) {
+  if (!tma_enabled(op, env) || !std::holds_alternative<BufferRegion>(op.args[1])) return false;
+  const BufferRegion& dst = region_arg(op, 0);
+  const BufferRegion& value = region_arg(op, 1);
+  const DataType t = dst.buffer->dtype;
+  if (dst.buffer->scope != Scope::kGlobal || !is_shared(value.buffer->scope) || value.buffer->dtype != t) return false;
+  if (!(t == DataType::Float(32) || t == DataType::Float(16) || t == DataType::BFloat16())) return false;
+  TmaShape shape;
+  return tma_shape(reduce_as_copy(op), &shape).empty();
+}
+
+AccessRegions reduce_access(const TileOpNode& op) {
+  return {{region_arg(op, 0), region_arg(op, 1)}, {region_arg(op, 0)}};
+}
+
+LayoutProposals reduce_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
+  return tma_infer(reduce_as_copy(op), state, level);
+}
+
+Stmt reduce_lower(const TileOpNode& op, LowerContext& ctx) { return tma_lower_as(reduce_as_copy(op), ctx, true); }
 
 }  // namespace
 
@@ -325,6 +364,9 @@ void register_copy_tma_behaviours() {
   OpBehaviour tma{"tma_copy", "tma", nullptr, 20, tma_access, tma_infer, tma_lower};
   tma.claims = tma_copy_claims;
   register_op_behaviour(std::move(tma));
+  OpBehaviour reduce{"atomic_add", "tma reduce-add", sm90, 20, reduce_access, reduce_infer, reduce_lower};
+  reduce.claims = reduce_claims;
+  register_op_behaviour(std::move(reduce));
 }
 
 }  // namespace tilec::ops

@@ -57,7 +57,9 @@ struct AsyncOperands {
   }
 };
 
-bool is_async_proxy_read(const CallNode* c) { return c->op.rfind("tl.wgmma_gemm_", 0) == 0 || c->op == "tl.tma_store"; }
+bool is_async_proxy_read(const CallNode* c) {
+  return c->op.rfind("tl.wgmma_gemm_", 0) == 0 || c->op == "tl.tma_store" || c->op == "tl.tma_reduce_add";
+}
 
 AsyncOperands async_operands(const Stmt& body) {
   AsyncOperands out;

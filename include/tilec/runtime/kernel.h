@@ -31,7 +31,7 @@ constexpr int kMaxKernelArgs = 64;  // kernel argument slots
 constexpr int kMaxSymbols = 32;     // symbolic dimensions
 constexpr int kMaxRank = 8;         // tensor rank
 constexpr int kMaxDevices = 64;
-constexpr int kMaxTmaDescs = 8;     // TMA tensor maps per kernel
+constexpr int kMaxTmaDescs = 16;    // TMA tensor maps per kernel (2 KiB of the 4 KiB parameter space)
 
 enum class DeviceType : uint8_t { kCPU, kCUDA, kOther };
 

@@ -227,7 +227,8 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=None, b
 
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
                         threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
-                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None, dv_before_ds=False):
+                        ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None, dv_before_ds=False,
+                        dq_by_tma=False):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
@@ -249,7 +250,11 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
     computed and left running (wg_wait=-1, then T.wait_wgmma(1) for dP^T), so the tensor cores
     work while the threads compute dS; the gemm's slot is released after the dK gemm's wait
     only under tilec.defer_gemm_waits (without it, right after the gemm). Not measured yet:
-    gpu_check.sh candidates (no spills at d64; 36 bytes at d128 non-causal on sm_90a)."""
+    gpu_check.sh candidates (no spills at d64; 36 bytes at d128 non-causal on sm_90a).
+    dq_by_tma (a candidate, off): each step's dQ block goes to shared memory and is added to
+    dQ_f32 with one T.atomic_add of the whole tile, which sm_90a issues as TMA reduce-adds from
+    one thread (FlashAttention-3's dQ) instead of an atomic per element from every thread;
+    rows past seq_len are dropped by TMA as the per-element form skips them."""
     if rows_in_shared is None:
         rows_in_shared = seq_len % 4 == 0
     if dv_before_ds and not overlap_softmax:
@@ -308,6 +313,8 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
             dv = T.alloc_fragment((block_M, dim), accum_dtype)
             dk = T.alloc_fragment((block_M, dim), accum_dtype)
             dq = T.alloc_fragment((block_N, dim), accum_dtype)
+            if dq_by_tma:
+                dq_shared = T.alloc_shared((block_N, dim), accum_dtype)
             hk = by // groups
 
             T.copy(K[bz, bx * block_M:(bx + 1) * block_M, hk, :], K_shared)
@@ -368,9 +375,13 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                     T.copy(dsT_cast, dsT_shared)
                 T.clear(dq)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
-                for i, j in T.Parallel(block_N, dim):
-                    if k * block_N + i < seq_len:
-                        T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
+                if dq_by_tma:
+                    T.copy(dq, dq_shared)
+                    T.atomic_add(dQ[bz, k * block_N:(k + 1) * block_N, by, :], dq_shared)
+                else:
+                    for i, j in T.Parallel(block_N, dim):
+                        if k * block_N + i < seq_len:
+                            T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
             T.copy(dv, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
             T.copy(dk, dK[bz, bx * block_M:(bx + 1) * block_M, by, :])
 

@@ -9,6 +9,8 @@
 //                                             whose bit is set in `mask`, each completing
 //                                             on its barrier at the same offset
 //   tma_store(desc, src, c0, ...)             one box shared -> global (bulk group)
+//   tma_reduce_add(desc, src, c0, ...)        one box shared -> global, added to what the
+//                                             tensor holds (each element atomically; bulk group)
 //   tma_store_commit(); tma_store_wait<N>()   close / wait for the issuing thread's groups
 //                                             (.read: the shared source may be reused)
 //   tma_prefetch_descriptor(desc)
@@ -97,32 +99,36 @@ TL_DEVICE void tma_load_multicast(void* dst, const TmaDescriptor& d, uint64* bar
 
 #define TL_TMA_STORE_SUFFIX ".global.shared::cta.bulk_group"
 
-TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0) {
-  asm volatile(TL_TMA_LOAD_PREFIX "1d" TL_TMA_STORE_SUFFIX " [%0, {%2}], [%1];\n" ::"l"(tma_desc_addr(d)),
-               "r"(smem_addr(src)), "r"(c0)
-               : "memory");
-}
-TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0, int c1) {
-  asm volatile(TL_TMA_LOAD_PREFIX "2d" TL_TMA_STORE_SUFFIX " [%0, {%2, %3}], [%1];\n" ::"l"(tma_desc_addr(d)),
-               "r"(smem_addr(src)), "r"(c0), "r"(c1)
-               : "memory");
-}
-TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0, int c1, int c2) {
-  asm volatile(TL_TMA_LOAD_PREFIX "3d" TL_TMA_STORE_SUFFIX " [%0, {%2, %3, %4}], [%1];\n" ::"l"(tma_desc_addr(d)),
-               "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
-}
-TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0, int c1, int c2, int c3) {
-  asm volatile(TL_TMA_LOAD_PREFIX "4d" TL_TMA_STORE_SUFFIX " [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(tma_desc_addr(d)),
-               "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
-}
-TL_DEVICE void tma_store(const TmaDescriptor& d, const void* src, int c0, int c1, int c2, int c3, int c4) {
-  asm volatile(TL_TMA_LOAD_PREFIX "5d" TL_TMA_STORE_SUFFIX " [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(
-                   tma_desc_addr(d)),
-               "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
-               : "memory");
-}
+// One box shared -> global: NAME(desc, src, c0[, ... c4]) issues "OP.<n>d SUFFIX".
+#define TL_TMA_SHARED_TO_GLOBAL(NAME, OP, SUFFIX)                                                                  \
+  TL_DEVICE void NAME(const TmaDescriptor& d, const void* src, int c0) {                                           \
+    asm volatile(OP "1d" SUFFIX " [%0, {%2}], [%1];\n" ::"l"(tma_desc_addr(d)), "r"(smem_addr(src)), "r"(c0)       \
+                 : "memory");                                                                                       \
+  }                                                                                                                 \
+  TL_DEVICE void NAME(const TmaDescriptor& d, const void* src, int c0, int c1) {                                   \
+    asm volatile(OP "2d" SUFFIX " [%0, {%2, %3}], [%1];\n" ::"l"(tma_desc_addr(d)), "r"(smem_addr(src)), "r"(c0),  \
+                 "r"(c1)                                                                                            \
+                 : "memory");                                                                                       \
+  }                                                                                                                 \
+  TL_DEVICE void NAME(const TmaDescriptor& d, const void* src, int c0, int c1, int c2) {                           \
+    asm volatile(OP "3d" SUFFIX " [%0, {%2, %3, %4}], [%1];\n" ::"l"(tma_desc_addr(d)), "r"(smem_addr(src)),       \
+                 "r"(c0), "r"(c1), "r"(c2)                                                                          \
+                 : "memory");                                                                                       \
+  }                                                                                                                 \
+  TL_DEVICE void NAME(const TmaDescriptor& d, const void* src, int c0, int c1, int c2, int c3) {                   \
+    asm volatile(OP "4d" SUFFIX " [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(tma_desc_addr(d)), "r"(smem_addr(src)),   \
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3)                                                                 \
+                 : "memory");                                                                                       \
+  }                                                                                                                 \
+  TL_DEVICE void NAME(const TmaDescriptor& d, const void* src, int c0, int c1, int c2, int c3, int c4) {           \
+    asm volatile(OP "5d" SUFFIX " [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(tma_desc_addr(d)),                    \
+                 "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)                                   \
+                 : "memory");                                                                                       \
+  }
+
+TL_TMA_SHARED_TO_GLOBAL(tma_store, TL_TMA_LOAD_PREFIX, TL_TMA_STORE_SUFFIX)
+TL_TMA_SHARED_TO_GLOBAL(tma_reduce_add, "cp.reduce.async.bulk.tensor.", ".global.shared::cta.add.tile.bulk_group")
+#undef TL_TMA_SHARED_TO_GLOBAL
 
 TL_DEVICE void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Waits until at most N of this thread's bulk groups still read shared memory.

@@ -73,6 +73,9 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.persistent_uneven", true,
      "Also when the loop's step count depends on one block index (causal attention): the tiles run in order of "
      "their work and the blocks take them in a snake. False: such kernels keep one block per tile."},
+    {"tilec.defer_bulk_read_waits", true,
+     "A TMA store (or reduce-add) inside a loop waits for its shared-memory source at the next block barrier "
+     "instead of right after it is issued, so the issuing warp goes on. Only speed changes."},
     {"tilec.persistent_clusters", true,
      "Also kernels with a cluster along one grid dimension (T.Kernel(..., cluster_dims=)) of a constant extent it "
      "divides, with even tiles: the clusters take cluster tiles, each block the tile of its rank. False: such kernels "

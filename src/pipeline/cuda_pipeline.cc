@@ -59,6 +59,8 @@ std::vector<passes::Pass> cuda_pipeline(const target::Target& target) {
   if (target.has_tma()) list.push_back(fence_proxy_async_pass());
   // sm_90a: no barrier inside two consumer warpgroups' ping-pong turns.
   if (target.has_wgmma()) list.push_back(safe_pingpong_turns_pass());
+  // sm_90: a TMA store in a loop waits for its source at the next barrier, not at once.
+  if (target.has_tma()) list.push_back(defer_bulk_read_waits_pass());
   list.push_back(split_host_device_pass());
   return list;
 }

@@ -247,6 +247,31 @@ def tma_store_case(M=1024, N=768, K=512, dtype="bfloat16", pass_configs=None):
     return {"ok": err < _tol(dtype) and "tma_store" in src, "err": err}
 
 
+def tma_reduce_add_case(dtype="float32", rows=200, cols=128):
+    """T.atomic_add of a shared tile into global memory (TMA reduce-add): two blocks add the
+    same rows; rows past the tensor's end (200 = 3 whole tiles + 8 rows) are dropped."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((rows, cols), dtype), Acc: T.Tensor((rows, cols), dtype)):
+        with T.Kernel(T.ceildiv(rows, 64), 2, threads=128) as (bx, by):
+            S = T.alloc_shared((64, cols), dtype)
+            T.copy(A[bx * 64, 0], S)
+            T.atomic_add(Acc[bx * 64:(bx + 1) * 64, :], S)
+
+    k = tilec.compile(f, target="auto")
+    tdt = getattr(torch, dtype)
+    a = torch.randn(rows, cols, dtype=tdt, device="cuda")
+    acc = torch.randn(rows, cols, dtype=tdt, device="cuda")
+    want = acc.double() + 2 * a.double()
+    k(a, acc)
+    torch.cuda.synchronize()
+    err = _rel_err(acc, want)
+    return {"ok": err < _tol(dtype) and "tma_reduce_add" in k.get_kernel_source(), "err": err}
+
+
 CASES = {
     "team_bf16_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256),
     "team_bf16_1024": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256),
@@ -288,6 +313,8 @@ CASES = {
     # two cluster tiles per cluster, few steps: small enough for the sanitizers
     "cluster_persistent_swizzled_small": lambda: cluster_case((2, 1, 1), 4096, 2048, 256, swizzle=10),
     "tma_store_epilogue": tma_store_case,
+    "tma_reduce_add_f32": tma_reduce_add_case,
+    "tma_reduce_add_bf16": lambda: tma_reduce_add_case("bfloat16"),
     "hang_detector": hang_case,
     "tma_fallback": tma_fallback_case,
 }

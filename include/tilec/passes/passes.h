@@ -246,6 +246,12 @@ Pass fence_proxy_async_pass();
 //   otherwise the function's turns are removed.
 Pass safe_pingpong_turns_pass();
 
+// defer_bulk_read_waits (src/passes/defer_bulk_read_waits.cc)
+//   in:  the function after safe_pingpong_turns.   out: a TMA store / reduce-add in a loop
+//   waits for its shared source at the next block barrier (before any write of it) instead of
+//   right after it is issued (tilec.defer_bulk_read_waits). sm_90+.
+Pass defer_bulk_read_waits_pass();
+
 // split_host_device (src/passes/split_host_device.cc)
 //   in:  the function after insert_syncs.   out: unchanged; checks that the LaunchPlan can
 //   be built (every variable the kernel uses is a parameter or a symbolic dimension), so

@@ -51,6 +51,8 @@ CASES = [
     (2, 4, 512, 128, True, "bfloat16", None, None, None, {"rows_in_shared": False}),
     (1, 6, 400, 128, True, "float16", 3, 390, None, {"overlap_softmax": False}),
     (1, 2, 197, 64, True, "bfloat16", None, None, None, {"rows_in_shared": False}),
+    # dQ by per-element atomics from registers (the default off sm_90; on sm_90 TMA reduce-adds)
+    (2, 4, 333, 128, True, "bfloat16", None, None, None, {"dq_by_tma": False}),
 ]
 
 

@@ -117,6 +117,28 @@ def test_backward_dv_gemm_runs_across_ds_under_deferred_waits():
     assert "tl::wgmma_wait<0>();" in after_dv[:after_dv.index("(&dsT_cast[0], &q[")]
 
 
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+@pytest.mark.parametrize("target,tma", [("sm_90a", True), ("sm_80", False)])
+def test_backward_dq_by_tma_reduce_add_on_sm90(target, tma):
+    """dq_by_tma's default follows the target: on sm_90 dQ goes to shared memory and into dQ_f32
+    by TMA reduce-adds whose wait defer_bulk_read_waits puts at the next step's barrier; elsewhere
+    an atomic per element from registers."""
+    main = K.flash_attention_bwd(1, 2, 512, 128, False, dtype="bfloat16", target=target)[1]
+    src = tilec.compile(main, target=target).get_kernel_source()
+    assert ("tl::tma_reduce_add(tma_dQ, &dq_shared[" in src) == tma, src
+    if tma:
+        loop = src[src.index("for (int k = 0; k < 8; ++k) {", src.index("setmaxnreg_inc")):]
+        step = loop[:loop.index("tl::tma_store_commit();")]
+        # one wait in the step, before the barrier that precedes this step's dQ writes
+        assert step.count("tl::tma_store_wait_read<0>();") == 1, step
+        assert step.index("tl::tma_store_wait_read<0>();") < step.index("&dq_shared[tx"), step
+        # and one after the loop for the last step's adds
+        assert "tl::tma_store_wait_read<0>();" in loop[loop.index("tl::tma_store_commit();"):]
+    # explicit: the other form on sm_90a too
+    other = K.flash_attention_bwd(1, 2, 512, 128, False, dtype="bfloat16", dq_by_tma=not tma)[1]
+    assert ("tma_reduce_add" in tilec.compile(other, target="sm_90a").get_kernel_source()) == (not tma)
+
+
 def test_backward_option_errors():
     with pytest.raises(ValueError, match=r"dv_before_ds needs overlap_softmax=True"):
         K.flash_attention_bwd(1, 2, 256, 64, overlap_softmax=False, dv_before_ds=True)

@@ -183,7 +183,7 @@ def gen_transpose(rng: random.Random) -> dict:
 # attn: the warp-specialization variants a program may switch (name=value; see check.pass_configs)
 ATTN_CONFIGS = ["tilec.producer_head_copies=false", "tilec.persistent_uneven=false", "tilec.persistent=false",
                 "tilec.head_copies_after_first_step=true", "tilec.intra_wg_overlap=false", "tilec.pingpong=false",
-                "tilec.defer_gemm_waits=true"]
+                "tilec.defer_gemm_waits=true", "tilec.defer_bulk_read_waits=false"]
 
 
 def gen_attn(rng: random.Random) -> dict:

@@ -104,7 +104,7 @@ def _kernels(kind, q, k, causal, scale):
                                                 return_lse=True, sm_scale=scale)]
                 else:
                     progs = _k.flash_attention_bwd(b, h, sq, d, causal, dtype=dtype, heads_kv=hkv,
-                                                   seq_len_kv=skv, sm_scale=scale)
+                                                   seq_len_kv=skv, sm_scale=scale, target=target)
                 kernels = [tilec_compile(p, target=target, pass_configs=_k.PASS_CONFIGS) for p in progs]
                 _cache[key] = kernels
     return kernels

@@ -80,10 +80,10 @@ struct BulkStore {
   std::vector<const BufferNode*> sources;
 };
 
-// The If itself, or the last statement of a list / the body of an annotation holding it (the
-// lowering puts the store's fence before it and a swizzle annotation around it).
+// The If itself, or the last statement of a list / the body of a swizzle annotation holding it
+// (the lowering puts the store's fence before it and that annotation around it).
 std::optional<BulkStore> bulk_store_if(const Stmt& s) {
-  if (auto* a = s.as<AnnotateNode>()) return bulk_store_if(a->body);
+  if (auto* a = s.as<AnnotateNode>()) return a->key == kSwizzle128BKey ? bulk_store_if(a->body) : std::nullopt;
   if (auto* q = s.as<SeqNode>()) return q->stmts.empty() ? std::nullopt : bulk_store_if(q->stmts.back());
   auto* i = s.as<IfNode>();
   if (!i || i->else_case) return std::nullopt;

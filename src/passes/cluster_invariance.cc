@@ -87,6 +87,8 @@ class ClusterVariance : public IRMutator {
 
 bool varies_within_cluster(const Expr& e, const KernelLaunchNode& kernel, int dim, int64_t size) {
   if (size <= 1) return false;
+  if (dim < 0 || static_cast<size_t>(dim) >= kernel.block_vars.size() || kernel.grid.size() != kernel.block_vars.size())
+    return true;  // no such block index: nothing to compare
   ClusterVariance cv(kernel, dim, size);
   cv.mutate(e);
   return cv.varies;

@@ -56,7 +56,7 @@ def _explain(func, **cfg):
 def test_cluster_gemm_is_persistent_over_cluster_tiles():
     kernel = tilec.compile(_gemm(cluster=(2, 1, 1)), target="sm_90a")
     src, text = kernel.get_kernel_source(), kernel.explain()
-    assert "persistent: 1 block per SM" in text and "cluster (2, 1, 1)" in text, text
+    assert "persistent: 1 block per SM loop over the tiles in clusters of 2" in text and "cluster (2, 1, 1)" in text, text
     # Clusters take cluster tiles (gridDim.x / 2 of them at once), the block of rank r the
     # tile r of its cluster along bx.
     assert "tl::grid_dim_x() >> 1" in src and "tile_start / 2" in src and "* 2 + tile_start % 2" in src, src

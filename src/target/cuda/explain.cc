@@ -347,8 +347,16 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
       const int64_t per_sm = std::get<int64_t>(*b);
       auto* order = find_attr(g->attrs, passes::kPersistentOrderAttr);
       const bool snake = order && std::get<std::string>(*order) == "snake";
+      int64_t cluster = 1;
+      ir::for_each_node(g->body, [&](const ir::Node* n) {
+        if (auto* k = dynamic_cast<const KernelLaunchNode*>(n))
+          for (int64_t c : k->cluster) cluster *= c;
+      });
       form += "; persistent: " + std::to_string(per_sm) + (per_sm == 1 ? " block" : " blocks") +
               " per SM loop over the tiles" +
+              (cluster > 1 ? " in clusters of " + std::to_string(cluster) + ", each cluster's blocks the tiles of "
+                             "one cluster of the grid"
+                           : "") +
               (snake ? ", longest first, taken in a snake (their step counts differ)" : ", taken in turn");
     }
     out.push_back({loop_loc, "T.Pipelined loop", form, {}});

@@ -37,11 +37,20 @@ VARIANTS = {f"{base}_{what}": (base, kw) for base in ("team", "team_s4")
                              # with 3 stages (4 leave no room for C_shared beside them)
                              ("cluster2sw", {"cluster": (2, 1, 1)}))}
 VARIANTS.update({f"{base}_direct": (base, {"direct": True}) for base in ("team", "team_s4", "quickstart")})
+# Larger tiles with the warpgroups side by side along N (T.GemmWarpPolicy.FullCol: each of the two
+# consumer warpgroups takes all rows of half the columns), as cuBLAS's own kernels on this GPU are
+# 256x128, 320x128 and 192x192 (seventeenth session, torch profiler); all compile for sm_90a without
+# spills. Candidates, not yet timed.
+CONFIGS.update({"wide_320x128": (320, 128, 64, 3, 256), "wide_320x128_s2": (320, 128, 64, 2, 256),
+                "wide_256x128": (256, 128, 64, 3, 256), "wide_192x192": (192, 192, 64, 3, 256)})
+VARIANTS.update({f"team_{n}": (n, {"policy": "FullCol"}) for n in ("wide_320x128", "wide_320x128_s2", "wide_256x128",
+                                                                   "wide_192x192")})
 
 
 def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",
-            swizzle=True, cluster=None, direct=False):
+            swizzle=True, cluster=None, direct=False, policy=None):
     extra = {"cluster_dims": cluster} if cluster else {}
+    gemm_kw = {"policy": getattr(T.GemmWarpPolicy, policy)} if policy else {}
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
@@ -56,7 +65,7 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+                T.gemm(A_shared, B_shared, C_local, **gemm_kw)
             T.copy(C_local, C_shared)
             T.copy(C_shared, C[by * block_M, bx * block_N])
 
@@ -74,7 +83,7 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+                T.gemm(A_shared, B_shared, C_local, **gemm_kw)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return main_direct if direct else main

@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|gemmtiles|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5|recheck6]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -108,7 +108,7 @@ if want bench; then
 fi
 
 # What changed since the last GPU run (each session keeps this list current; not part of `all`),
-# in parts that each fit one device call: recheck1 .. recheck5 (recheck: all of them).
+# in parts that each fit one device call: recheck1 .. recheck6 (recheck: all of them).
 # Since the thirteenth session's last call (e0079eb): the backward reads its LSE / Delta rows from
 # shared memory only where seq_len % 4 == 0 (the example and the op's GPU tests), warp
 # specialization declines gemms whose register operand is staged later (upstream's mhc_pre and
@@ -159,12 +159,32 @@ if rc_want 5; then
   run_step "sanitizer racecheck mla (one split)" recheck_san_mla.log env TILEC_EXAMPLE_CASES=5 \
     compute-sanitizer --tool racecheck --error-exitcode 1 "$PY" examples/mla_decode.py
 fi
+if rc_want 6; then
+  # Left unrun by the seventeenth session's last device call: the SASS check with the backward's
+  # TMA reduce-adds (UTMAREDG, no LDL / STL), the flash_attn op's GPU tests past the first 24, and
+  # the forward grid since defer_bulk_read_waits changed its epilogue.
+  run_step "SASS (Hopper kernels, backward)" recheck_sass.log "$PY" scripts/gpu_hopper_sass.py
+  grep -E "bwd|SASS check" "$OUT/recheck_sass.log"
+  run_step "GPU tests: flash_attn op" recheck_op.log "$PY" -m pytest -q -m gpu tests/gpu/test_flash_attn_op.py
+  run_step "forward grid" recheck_fwd.log "$PY" bench/bench_attention_more.py --part fwd --json "$OUT/recheck_fwd.json"
+  grep -E "^  fwd|geomean" "$OUT/recheck_fwd.log"
+fi
 if rc_want 3; then
   run_step "compile scaling" recheck_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16
   cat "$OUT/recheck_scaling.log"
   run_step "autotune upstream GEMM example" recheck_autotune.log "$PY" bench/autotune_upstream_example.py \
     --json "$OUT/recheck_autotune.json"
   tail -n 3 "$OUT/recheck_autotune.log"
+fi
+
+if [[ " $steps " == *" gemmtiles "* ]]; then
+  # Issue 8's GEMM shapes with the larger tiles cuBLAS uses on this GPU (256x128, 320x128, 192x192;
+  # the two warpgroups side by side along N) against the 128x256 defaults, each next to cuBLAS in
+  # its own rounds (seventeenth session: written, not yet timed).
+  run_step "GEMM larger tiles" gemmtiles.log "$PY" bench/peer_gemm.py --impl tilec \
+    --configs team,team_s4,team_wide_256x128,team_wide_320x128,team_wide_320x128_s2,team_wide_192x192 \
+    --json "$OUT/gemmtiles.json"
+  grep -E "tilec " "$OUT/gemmtiles.log"
 fi
 
 if [[ " $steps " == *" masks "* ]]; then

@@ -24,6 +24,7 @@
 // Runs after: safe_pingpong_turns. Before: split_host_device.
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "passes/cuda_back_util.h"
@@ -160,6 +161,16 @@ class EffectScan : public IRVisitor {
   const std::unordered_map<const BufferNode*, Range>& ranges_;
 };
 
+// The variables `s` binds (Lets and loops inside it).
+std::vector<Var> bound_vars(const Stmt& s) {
+  std::vector<Var> out;
+  for_each_node(s, [&](const Node* n) {
+    if (auto* l = dynamic_cast<const LetNode*>(n)) out.push_back(l->var);
+    if (auto* f = dynamic_cast<const ForNode*>(n)) out.push_back(f->loop_var);
+  });
+  return out;
+}
+
 class DeferWaits : public IRMutator {
  public:
   DeferWaits(std::unordered_map<const BufferNode*, Range> ranges, const std::vector<const BufferNode*>& async_written)
@@ -176,7 +187,11 @@ class DeferWaits : public IRMutator {
     auto* f = inner.as<ForNode>();
     if (!f || f->for_kind != ForKind::kSerial) return inner;
     Stmt after_loop;
-    Stmt body = in_body_seq(f->body, [&](const SeqNode* seq) { return defer(seq, &after_loop); });
+    // The store's condition is evaluated again where the wait goes (the next step, after the
+    // loop): only when it reads nothing the loop binds (the issuing thread's index does not).
+    std::unordered_set<const VarNode*> bound = {f->loop_var.get()};
+    for (const Var& v : bound_vars(f->body)) bound.insert(v.get());
+    Stmt body = in_body_seq(f->body, [&](const SeqNode* seq) { return defer(seq, bound, &after_loop); });
     if (body.same_as(f->body)) return inner;
     auto n = std::make_shared<ForNode>(*f);
     n->body = body;
@@ -219,12 +234,13 @@ class DeferWaits : public IRMutator {
   }
 
   // The statement list with one bulk store's wait deferred (null when none can be).
-  Stmt defer(const SeqNode* list, Stmt* after_loop) {
+  Stmt defer(const SeqNode* list, const std::unordered_set<const VarNode*>& bound, Stmt* after_loop) {
     std::vector<Stmt> st;
     for (const Stmt& x : list->stmts) flatten(x, &st);
     for (size_t i = 0; i < st.size(); ++i) {
       auto store = bulk_store_if(st[i]);
       if (!store) continue;
+      if (back::uses_any_var(store->node->cond, bound)) return Stmt();
       std::vector<Range> sources;
       for (const BufferNode* b : store->sources) {
         auto it = ranges_.find(b);

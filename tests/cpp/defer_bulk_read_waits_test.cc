@@ -89,6 +89,12 @@ TEST(DeferBulkReadWaits, KeepsTheWaitWhenTheSourceIsWrittenFirst) {
   // The same through T placed over S's bytes.
   std::string aliased = k.run({k.write(k.T), k.barrier(), k.store()}, 0);
   EXPECT_EQ(count(aliased, "tl.tma_store_wait_read"), 1u) << aliased;
+  // A store whose condition reads the loop variable: its wait cannot be re-evaluated elsewhere.
+  Stmt stepwise = k.store();
+  auto* i = stepwise.as<IfNode>();
+  stepwise = if_then_else(binary(NodeKind::kLT, Expr(k.k), int_imm(4, i32)), i->then_case);
+  std::string varying = k.run({k.barrier(), k.write(k.S), k.barrier(), stepwise});
+  EXPECT_EQ(count(varying, "tl.tma_store_wait_read"), 1u) << varying;
   // A barrier nested in a statement (an If) is not a place to wait at.
   Stmt nested = if_then_else(binary(NodeKind::kLT, Expr(k.k), int_imm(4, i32)), k.barrier());
   std::string inside = k.run({nested, k.store()});

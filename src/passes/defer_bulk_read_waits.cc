@@ -17,7 +17,8 @@
 //         copies, or holds such a barrier nested in other statements: the wait moves to
 //         `if (t == c) tl.tma_store_wait_read(0)` right before that barrier; when the barrier
 //         comes from the next step, the same wait also follows the loop (the last step's
-//         stores). Otherwise the If is left alone.
+//         stores). The If's condition must read nothing the loop binds (it is evaluated again
+//         there). Otherwise the If is left alone.
 // Why correct: a write of the tile by any thread of the role follows that barrier, which
 //         thread c passes only after its wait; waiting at a barrier reached before any group
 //         was issued (the first step) returns at once.

@@ -15,14 +15,6 @@ namespace {
 
 bool value_is_region(const TileOpNode& op) { return std::holds_alternative<BufferRegion>(op.args[1]); }
 
-AccessRegions atomic_access(const TileOpNode& op) {
-  AccessRegions a;
-  a.reads.push_back(region_arg(op, 0));
-  if (value_is_region(op)) a.reads.push_back(region_arg(op, 1));
-  a.writes.push_back(region_arg(op, 0));
-  return a;
-}
-
 LayoutProposals atomic_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
   if (level != InferLevel::kFree || !value_is_region(op)) return {};
   const Buffer& v = region_arg(op, 1).buffer;
@@ -68,6 +60,14 @@ Stmt atomic_lower(const TileOpNode& op, LowerContext& ctx) {
 }
 
 }  // namespace
+
+AccessRegions atomic_access(const TileOpNode& op) {
+  AccessRegions a;
+  a.reads.push_back(region_arg(op, 0));
+  if (value_is_region(op)) a.reads.push_back(region_arg(op, 1));
+  a.writes.push_back(region_arg(op, 0));
+  return a;
+}
 
 void register_atomic_behaviours() {
   for (const char* name : {"atomic_add", "atomic_max", "atomic_min"})

@@ -321,10 +321,6 @@ bool reduce_claims(const TileOpNode& op, const OpEnv& env) {
   return tma_shape(reduce_as_copy(op), &shape).empty();
 }
 
-AccessRegions reduce_access(const TileOpNode& op) {
-  return {{region_arg(op, 0), region_arg(op, 1)}, {region_arg(op, 0)}};
-}
-
 LayoutProposals reduce_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
   return tma_infer(reduce_as_copy(op), state, level);
 }
@@ -364,7 +360,7 @@ void register_copy_tma_behaviours() {
   OpBehaviour tma{"tma_copy", "tma", nullptr, 20, tma_access, tma_infer, tma_lower};
   tma.claims = tma_copy_claims;
   register_op_behaviour(std::move(tma));
-  OpBehaviour reduce{"atomic_add", "tma reduce-add", sm90, 20, reduce_access, reduce_infer, reduce_lower};
+  OpBehaviour reduce{"atomic_add", "tma reduce-add", sm90, 20, atomic_access, reduce_infer, reduce_lower};
   reduce.claims = reduce_claims;
   register_op_behaviour(std::move(reduce));
 }

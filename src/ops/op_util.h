@@ -9,6 +9,10 @@
 
 namespace tilec::ops {
 
+// What T.atomic_add / max / min(dst, value) reads and writes: dst (and the value region) read,
+// dst written. Every lowering of an atomic shares it (atomic.cc, the TMA reduce-add of copy_tma.cc).
+AccessRegions atomic_access(const ir::TileOpNode& op);
+
 // The iteration space of a region: one loop variable per dimension whose extent is not 1
 // (TileLang's MakeIterVars). Extents must be constants (UserError naming `what`).
 struct RegionLoop {

@@ -565,9 +565,13 @@ void bind_kernel_vars(arith::Analyzer& az, const KernelLaunchNode* k) {
                   int_imm(k->threads[i], k->thread_vars[i]->dtype));
 }
 
-bool is_barrier_stmt(const Stmt& s) {
+const CallNode* evaluated_call(const Stmt& s) {
   auto* e = s.as<EvaluateNode>();
-  auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return e ? e->value.as<CallNode>() : nullptr;
+}
+
+bool is_barrier_stmt(const Stmt& s) {
+  const CallNode* c = evaluated_call(s);
   return c && intrinsic_effect(c->op) == "barrier";
 }
 

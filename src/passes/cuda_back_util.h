@@ -112,6 +112,8 @@ ir::Stmt renew_bound_vars(const ir::Stmt& s);
 // A buffer's strides: its explicit strides, else row-major over its shape (constants folded).
 std::vector<Expr> strides_of(const ir::Buffer& b);
 
+// The call an Evaluate statement makes, else null.
+const ir::CallNode* evaluated_call(const ir::Stmt& s);
 // Whether `s` is a call to a barrier intrinsic (effect "barrier": block or named barrier).
 bool is_barrier_stmt(const ir::Stmt& s);
 // Whether a barrier call (effect "barrier") appears anywhere in `s`.

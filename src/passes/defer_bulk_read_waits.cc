@@ -42,11 +42,6 @@ namespace {
 using namespace ir;
 using Range = std::pair<int64_t, int64_t>;  // [first byte, end)
 
-const CallNode* call_of(const Stmt& s) {
-  auto* e = s.as<EvaluateNode>();
-  return e ? e->value.as<CallNode>() : nullptr;
-}
-
 bool is_bulk_store(const std::string& op) { return op == "tl.tma_store" || op == "tl.tma_reduce_add"; }
 
 bool is_bulk_op(const std::string& op) {
@@ -56,7 +51,7 @@ bool is_bulk_op(const std::string& op) {
 
 // The barriers a deferred wait may go before: every thread of the role takes part.
 bool is_block_barrier(const Stmt& s) {
-  const CallNode* c = call_of(s);
+  const CallNode* c = back::evaluated_call(s);
   return c && (c->op == "tl.syncthreads" || c->op == "tl.named_barrier_sync");
 }
 
@@ -92,12 +87,12 @@ std::optional<BulkStore> bulk_store_if(const Stmt& s) {
   auto* body = i->then_case.as<SeqNode>();
   if (!body || body->stmts.size() < 3) return std::nullopt;
   const auto& st = body->stmts;
-  const CallNode* commit = call_of(st[st.size() - 2]);
-  const CallNode* wait = call_of(st.back());
+  const CallNode* commit = back::evaluated_call(st[st.size() - 2]);
+  const CallNode* wait = back::evaluated_call(st.back());
   if (!commit || commit->op != "tl.tma_store_commit" || !wait || wait->op != "tl.tma_store_wait_read") return std::nullopt;
   BulkStore out{i, {}};
   for (size_t k = 0; k + 2 < st.size(); ++k) {
-    const CallNode* c = call_of(st[k]);
+    const CallNode* c = back::evaluated_call(st[k]);
     if (!c || !is_bulk_store(c->op) || c->args.size() < 2) return std::nullopt;
     auto* addr = c->args[1].as<CallNode>();
     auto* load = addr && addr->op == "tl.address_of" && !addr->args.empty() ? addr->args[0].as<BufferLoadNode>() : nullptr;

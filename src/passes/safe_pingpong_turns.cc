@@ -29,13 +29,8 @@ namespace {
 
 using namespace ir;
 
-const CallNode* call_of(const Stmt& s) {
-  auto* e = s.as<EvaluateNode>();
-  return e ? e->value.as<CallNode>() : nullptr;
-}
-
 bool is_call(const Stmt& s, const char* op) {
-  const CallNode* c = call_of(s);
+  const CallNode* c = back::evaluated_call(s);
   return c && c->op == op;
 }
 
@@ -52,7 +47,7 @@ using back::contains_barrier;
 
 // Statements a barrier may move back over: they touch no memory the barrier orders.
 bool movable_over(const Stmt& s) {
-  const CallNode* c = call_of(s);
+  const CallNode* c = back::evaluated_call(s);
   if (!c) return false;
   return c->op == "tl.fence_proxy_async" || c->op == "barrier_wait" || c->op == "mbarrier_wait_parity";
 }

@@ -8,7 +8,9 @@
 #include <set>
 #include <tuple>
 
+#include "layout/int_eval.h"
 #include "passes/cluster_invariance.h"
+#include "passes/cuda_back_util.h"
 #include "passes/warp_specialize_plan.h"
 #include "tilec/ir/builder.h"
 #include "tilec/ir/mutator.h"
@@ -21,30 +23,15 @@ namespace {
 
 using Env = std::map<const VarNode*, int64_t>;
 
+// The value of `e` with env's variables (layout::eval_int: floor division, selects, comparisons).
 int64_t eval(const Expr& e, const Env& env) {
-  if (auto* i = e.as<IntImmNode>()) return i->value;
-  if (auto* v = e.as<VarNode>()) return env.at(v);
-  if (auto* c = e.as<CastNode>()) return eval(c->value, env);
-  if (auto* s = e.as<SelectNode>()) return eval(s->cond, env) ? eval(s->true_value, env) : eval(s->false_value, env);
-  auto* b = e.as<BinaryNode>();
-  if (!b) {
-    ADD_FAILURE() << "unexpected " << node_kind_name(e->kind);
-    return 0;
+  std::vector<Var> vars;
+  std::vector<int64_t> values;
+  for (const Var& v : tilec::passes::back::free_vars(e)) {
+    vars.push_back(v);
+    values.push_back(env.at(v.get()));
   }
-  int64_t x = eval(b->a, env), y = eval(b->b, env);
-  auto fdiv = [](int64_t a, int64_t d) { return a / d - ((a % d != 0) && ((a < 0) != (d < 0))); };
-  switch (e->kind) {
-    case NodeKind::kAdd: return x + y;
-    case NodeKind::kSub: return x - y;
-    case NodeKind::kMul: return x * y;
-    case NodeKind::kFloorDiv: return fdiv(x, y);
-    case NodeKind::kFloorMod: return x - fdiv(x, y) * y;
-    case NodeKind::kMin: return std::min(x, y);
-    case NodeKind::kMax: return std::max(x, y);
-    case NodeKind::kEQ: return x == y;
-    case NodeKind::kLT: return x < y;
-    default: ADD_FAILURE() << "unexpected " << node_kind_name(e->kind); return 0;
-  }
+  return tilec::layout::eval_int(e, vars, values);
 }
 
 // Replaces tl.grid_dim_x by the launch's block count.

@@ -45,6 +45,15 @@ CONFIGS.update({"wide_320x128": (320, 128, 64, 3, 256), "wide_320x128_s2": (320,
                 "wide_256x128": (256, 128, 64, 3, 256), "wide_192x192": (192, 192, 64, 3, 256)})
 VARIANTS.update({f"team_{n}": (n, {"policy": "FullCol"}) for n in ("wide_320x128", "wide_320x128_s2", "wide_256x128",
                                                                    "wide_192x192")})
+# cuBLAS is column-major: its 320x128 tile computing C^T = B^T A^T is our 128 rows x 320 columns,
+# and its 256x128 our 128x256 (the team tile). 128x320 with two consumer warpgroups (m64n160
+# atoms, 160 accumulator registers each) and 192x192 with three (m64n192, 384 threads); with C
+# through shared memory only where it fits beside the stages, else written from registers
+# (`_direct`). All compile for sm_90a without spills (eighteenth session).
+CONFIGS.update({"team_128x320_s2": (128, 320, 64, 2, 256), "team_128x320_s3": (128, 320, 64, 3, 256),
+                "team_128x320_s4": (128, 320, 64, 4, 256), "team_192x192": (192, 192, 64, 3, 384),
+                "team_192x192_s4": (192, 192, 64, 4, 384)})
+VARIANTS.update({f"{n}_direct": (n, {"direct": True}) for n in ("team_128x320_s3", "team_128x320_s4", "team_192x192_s4")})
 
 
 def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",

@@ -81,22 +81,25 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   const int bits = g.buffer->dtype.bits();
   if (bits % 8 != 0 || g.buffer->dtype.lanes() != 1) return "TMA copies whole bytes";
   const int sn = s.buffer->ndim(), gn = g.buffer->ndim();
-  if (sn < 2) return "the shared side must be a 2-D tile";
+  TILEC_ICHECK(sn >= 1) << "a shared buffer without dimensions";
   if (gn > 5) return "TMA addresses tensors of at most 5 dimensions";
   for (int d = 0; d + 2 < sn; ++d)
     if (!is_one(s.region[d].extent)) return "the shared side's leading dimensions must be indexed with one value";
-  // Rows of the tile: all of them, or (multicast slices) a band of whole 8-row groups; their
-  // whole width or a column block (whole swizzle spans: checked against the layout when
-  // lowering).
+  // Rows of the tile (a 1-D tile is one row): all of them, or (multicast slices) a band of
+  // whole 8-row groups; their whole width or a column block (whole swizzle spans: checked
+  // against the layout when lowering).
+  const bool one_row = sn == 1;
+  const int64_t one = 1;
   const int64_t* cols_extent = as_const_int(s.region[sn - 1].extent);
-  const int64_t* rows_extent = as_const_int(s.region[sn - 2].extent);
+  const int64_t* rows_extent = one_row ? &one : as_const_int(s.region[sn - 2].extent);
   const int64_t* tile_cols = as_const_int(s.buffer->shape[sn - 1]);
-  const int64_t* tile_rows = as_const_int(s.buffer->shape[sn - 2]);
+  const int64_t* tile_rows = one_row ? &one : as_const_int(s.buffer->shape[sn - 2]);
   if (!cols_extent || !rows_extent || !tile_cols || !tile_rows)
     return "the shared tile and the copied part of it need constant extents";
   if (*cols_extent != *tile_cols && (*cols_extent * (bits / 8)) % 32 != 0)
     return "a column block of a shared tile must be whole swizzle spans (a multiple of 32 bytes wide)";
-  const bool whole = is_zero(s.region[sn - 2].min) && *rows_extent == *tile_rows;
+  const Expr row_min = one_row ? int_imm(0, s.region[0].min->dtype) : s.region[sn - 2].min;
+  const bool whole = is_zero(row_min) && *rows_extent == *tile_rows;
   if (!whole && *rows_extent % 8 != 0) return "a part of a shared tile must be whole 8-row groups";
   TmaShape t;
   t.global = &g;
@@ -106,7 +109,7 @@ std::string tma_shape(const TileOpNode& op, TmaShape* out) {
   t.cols = *cols_extent;
   t.tile_rows = *tile_rows;
   t.tile_cols = *tile_cols;
-  t.row_min = s.region[sn - 2].min;
+  t.row_min = row_min;
   t.col_min = s.region[sn - 1].min;
   std::vector<Expr> strides = buffer_strides(g.buffer);
   if (!is_one(strides.back())) return "the global tensor's last dimension must be contiguous";
@@ -235,8 +238,7 @@ Stmt tma_lower_as(const TileOpNode& op, LowerContext& ctx, bool reduce) {
   const int sn = s->ndim();
   std::vector<Expr> origin;
   for (int d = 0; d + 2 < sn; ++d) origin.push_back(t.shared->region[d].min);
-  origin.push_back(int_imm(0));
-  origin.push_back(int_imm(0));
+  for (int d = std::max(0, sn - 2); d < sn; ++d) origin.push_back(int_imm(0));
   Expr base = ctx.physical_index(s, origin)[0];
   if (!is_zero(t.row_min)) {
     TILEC_USER_CHECK(ctx.analyzer().can_prove_divisible(t.row_min, 8), op.loc, "start the band at a multiple of 8 rows")

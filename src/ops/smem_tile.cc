@@ -28,7 +28,7 @@ SmemTileForm form_of(const Buffer& b, layout::SwizzleMode mode) {
   const int nd = static_cast<int>(shape.size());
   SmemTileForm f;
   f.mode = mode;
-  f.rows = shape[nd - 2];
+  f.rows = nd == 1 ? 1 : shape[nd - 2];  // a 1-D tile is one row
   f.cols = shape[nd - 1];
   const int64_t elem = b->dtype.bytes();
   const int64_t span = layout::swizzle_span_bytes(mode);
@@ -63,7 +63,11 @@ Layout smem_tile_layout(const Buffer& b, layout::SwizzleMode mode) {
   std::vector<int64_t> shape = const_shape(b);
   const int nd = static_cast<int>(shape.size());
   Layout l = tile;
-  if (nd > 2) {
+  if (nd == 1) {
+    l = layout::make_plain(shape, [&](const std::vector<Var>& v) {
+      return layout::apply_index(tile, {int_imm(0, v[0]->dtype), v[0]});
+    });
+  } else if (nd > 2) {
     l = layout::make_plain(shape, [&](const std::vector<Var>& v) {
       Expr lead = nullptr;
       for (int d = 0; d + 2 < nd; ++d) lead = lead ? lead * shape[d] + v[d] : Expr(v[d]);
@@ -79,7 +83,7 @@ Layout smem_tile_layout(const Buffer& b, layout::SwizzleMode mode) {
 }
 
 std::optional<SmemTileForm> smem_tile_form(const Buffer& b, const Layout& l) {
-  if (!l || l->is_fragment() || b->ndim() < 2) return std::nullopt;
+  if (!l || l->is_fragment() || b->ndim() < 1) return std::nullopt;
   {
     auto& m = made();
     std::lock_guard<std::mutex> lock(m.mu);
@@ -91,7 +95,7 @@ std::optional<SmemTileForm> smem_tile_form(const Buffer& b, const Layout& l) {
   const std::vector<int64_t> shape = const_shape(b);
   for (auto mode : {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B,
                     layout::SwizzleMode::kNone}) {
-    if (!smem_tile_mode_fits(shape[shape.size() - 2], shape.back(), b->dtype, mode)) continue;
+    if (!smem_tile_mode_fits(shape.size() == 1 ? 1 : shape[shape.size() - 2], shape.back(), b->dtype, mode)) continue;
     if (layout::layout_equal(l, smem_tile_layout(b, mode))) return form_of(b, mode);
   }
   return std::nullopt;

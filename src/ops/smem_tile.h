@@ -6,7 +6,7 @@
 // into column blocks of one span, stored one after another — 16-byte chunks XORed with
 // the row mod 2^B); leading dimensions (pipeline versions) index whole tiles, one tile
 // stride apart, the stride rounded up to the swizzle period (8 rows of a span) so every
-// tile starts on it. With no swizzle the tile is row-major.
+// tile starts on it. With no swizzle the tile is row-major. A 1-D buffer is one row (no swizzle).
 // Unlike the mma.sync operand layouts, a row is never narrower than the span (the folded
 // form of swizzled_layout is not something a TMA box or a descriptor can express).
 #pragma once

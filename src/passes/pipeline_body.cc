@@ -125,11 +125,18 @@ bool is_global_to_shared_copy(const Stmt& s) {
   return src && dst && src->buffer->scope == Scope::kGlobal && is_shared(dst->buffer->scope);
 }
 
+std::vector<Expr> VersionAccesses::version_prefix(const Buffer& versioned, const Buffer& original) const {
+  if (versioned->ndim() == original->ndim() + 2) return {slot_, int_imm(0, slot_->dtype)};  // a 1-D tile's row
+  return {slot_};
+}
+
 BufferRegion VersionAccesses::mutate_region(const BufferRegion& r) {
   BufferRegion out = IRMutator::mutate_region(r);
   auto it = map_.find(r.buffer.get());
   if (it == map_.end()) return out;
   out.buffer = it->second;
+  if (it->second->ndim() == r.buffer->ndim() + 2)  // a 1-D tile kept as one row
+    out.region.insert(out.region.begin(), Range{int_imm(0, slot_->dtype), int_imm(1, slot_->dtype)});
   out.region.insert(out.region.begin(), Range{slot_, int_imm(1, slot_->dtype)});
   return out;
 }
@@ -139,7 +146,7 @@ Expr VersionAccesses::mutate_BufferLoad(const Expr& e, const BufferLoadNode* op)
   auto it = map_.find(op->buffer.get());
   if (it == map_.end()) return n;
   auto* l = n.as<BufferLoadNode>();
-  std::vector<Expr> idx = {slot_};
+  std::vector<Expr> idx = version_prefix(it->second, op->buffer);
   idx.insert(idx.end(), l->indices.begin(), l->indices.end());
   return buffer_load(it->second, idx, op->loc);
 }
@@ -149,7 +156,7 @@ Stmt VersionAccesses::mutate_BufferStore(const Stmt& s, const BufferStoreNode* o
   auto it = map_.find(op->buffer.get());
   if (it == map_.end()) return n;
   auto* st = n.as<BufferStoreNode>();
-  std::vector<Expr> idx = {slot_};
+  std::vector<Expr> idx = version_prefix(it->second, op->buffer);
   idx.insert(idx.end(), st->indices.begin(), st->indices.end());
   return buffer_store(it->second, idx, st->value, op->loc);
 }

@@ -56,6 +56,9 @@ class VersionAccesses : public ir::IRMutator {
   ir::Stmt mutate_BufferStore(const ir::Stmt& s, const ir::BufferStoreNode* op) override;
 
  private:
+  // The indices in front of an access: the version, and row 0 where `versioned` keeps a 1-D
+  // tile as one row (one more dimension than the version adds).
+  std::vector<ir::Expr> version_prefix(const ir::Buffer& versioned, const ir::Buffer& original) const;
   const std::unordered_map<const ir::BufferNode*, ir::Buffer>& map_;
   ir::Expr slot_;
 };

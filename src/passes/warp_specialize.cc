@@ -260,8 +260,11 @@ class WarpSpecializer : public IRMutator {
     for (const auto& w : p.body.wrappers)
       if (auto* a = w.as<AllocateNode>(); a && writer.count(a->buffer.get()))
         return no("a copied buffer is allocated inside the loop");
+    // A 1-D tile becomes one row of a (stages, 1, n) buffer, not a (stages, n) tile whose
+    // rows would be the versions (pipeline::VersionAccesses indexes the row with 0).
     for (const auto& [b, j] : writer) {
-      std::vector<Expr> shape = {int_imm(p.stages)};
+      std::vector<Expr> shape(b->ndim() == 1 ? 2 : 1, int_imm(1));
+      shape[0] = int_imm(p.stages);
       shape.insert(shape.end(), b->shape.begin(), b->shape.end());
       p.versioned[b] = make_buffer(b->name, shape, b->dtype, b->scope, {}, b->loc);
     }

@@ -272,6 +272,58 @@ def tma_reduce_add_case(dtype="float32", rows=200, cols=128):
     return {"ok": err < _tol(dtype) and "tma_reduce_add" in k.get_kernel_source(), "err": err}
 
 
+def weighted_rowsum_program(M=1000, N=1000, D=64, block_M=128, block_N=64, num_stages=2, dtype="float16"):
+    """O[i] = sum_j (Q K^T)[i, j] * w[j]: each step loads a 1-D tile of w (T.alloc_shared([block_N]))
+    beside K's tile, and the result leaves through a 1-D shared tile. On sm_90a both 1-D copies are
+    TMA (the loop warp-specialized); M and N are not multiples of the blocks (TMA fills and drops)."""
+    import tilec.language as T
+
+    @T.prim_func
+    def f(Q: T.Tensor((M, D), dtype), K: T.Tensor((N, D), dtype), W: T.Tensor((N,), "float32"),
+          O: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=256) as bx:
+            Q_shared = T.alloc_shared((block_M, D), dtype)
+            K_shared = T.alloc_shared((block_N, D), dtype)
+            w_shared = T.alloc_shared([block_N], "float32")
+            o_shared = T.alloc_shared([block_M], "float32")
+            s = T.alloc_fragment((block_M, block_N), "float32")
+            part = T.alloc_fragment((block_M,), "float32")
+            acc = T.alloc_fragment((block_M,), "float32")
+            T.copy(Q[bx * block_M, 0], Q_shared)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
+                T.copy(K[k * block_N, 0], K_shared)
+                T.copy(W[k * block_N:(k + 1) * block_N], w_shared)
+                T.clear(s)
+                T.gemm(Q_shared, K_shared, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(block_M, block_N):
+                    s[i, j] = T.if_then_else(k * block_N + j < N, s[i, j] * w_shared[j], 0)
+                T.reduce_sum(s, part, dim=1)
+                for i in T.Parallel(block_M):
+                    acc[i] += part[i]
+            T.copy(acc, o_shared)
+            T.copy(o_shared, O[bx * block_M:(bx + 1) * block_M])
+
+    return f
+
+
+def one_dim_tma_case():
+    import torch
+    import tilec
+
+    M, N, D = 1000, 1000, 64
+    k = tilec.compile(weighted_rowsum_program(M, N, D), target="auto")
+    q = torch.randn(M, D, dtype=torch.float16, device="cuda")
+    kk = torch.randn(N, D, dtype=torch.float16, device="cuda")
+    w = torch.randn(N, dtype=torch.float32, device="cuda")
+    o = torch.full((M,), float("nan"), dtype=torch.float32, device="cuda")
+    k(q, kk, w, o)
+    torch.cuda.synchronize()
+    err = _rel_err(o, (q.double() @ kk.double().T) @ w.double())
+    src = k.get_kernel_source()
+    return {"ok": err < 1e-3 and "tma_load" in src and "tma_store" in src, "err": err}
+
+
 CASES = {
     "team_bf16_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256),
     "team_bf16_1024": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256),
@@ -315,6 +367,7 @@ CASES = {
     "tma_store_epilogue": tma_store_case,
     "tma_reduce_add_f32": tma_reduce_add_case,
     "tma_reduce_add_bf16": lambda: tma_reduce_add_case("bfloat16"),
+    "one_dim_tma": one_dim_tma_case,
     "hang_detector": hang_case,
     "tma_fallback": tma_fallback_case,
 }

@@ -463,3 +463,31 @@ def test_no_turns_when_the_warpgroups_share_rows():
     (split,) = mla_decode(4, 128, 4 * 16, 16, 1, dtype="bfloat16", num_stages=2)  # one kernel at num_split 1
     src = tilec.compile(split, target="sm_90a").get_kernel_source()
     assert "setmaxnreg" in src and "pingpong" not in src
+
+
+def _weighted_rowsum():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+    from hopper_cases import weighted_rowsum_program
+
+    return weighted_rowsum_program()
+
+
+def test_one_dimensional_shared_tiles_are_tma_copies_in_a_warp_specialized_loop():
+    # A 1-D tile (T.alloc_shared([n])) loaded in a pipelined loop, as upstream's GQA backward
+    # loads its LSE rows: a TMA load of one row, so the loop stays warp-specialized; the
+    # versions of the tile are rows of a (stages, 1, n) buffer, not a (stages, n) tile.
+    kernel = tilec.compile(_weighted_rowsum(), target="sm_90a")
+    text = kernel.explain()
+    assert "warp-specialized: a producer warpgroup issues TMA loads" in text, text
+    w_entry = text.split("T.tma_copy(W, w_shared)")[1].split("line ")[0]
+    assert "chosen: TMA load" in w_entry, text
+    store = text.split("T.copy(o_shared, O)")[1].split("line ")[0]
+    assert "chosen: TMA store" in store, text
+    src = kernel.get_kernel_source()
+    assert len(re.findall(r"tl::tma_load\(", src)) == 3 and "tl::tma_store(" in src
+    assert "cp_async" not in src
+
+
+def test_one_dimensional_shared_tiles_keep_the_sm80_copies():
+    src = tilec.compile(_weighted_rowsum(), target="sm_80").get_kernel_source()
+    assert "tma_" not in src and "cp_async" in src

@@ -54,10 +54,11 @@ CONFIGS.update({"team_128x320_s2": (128, 320, 64, 2, 256), "team_128x320_s3": (1
                 "team_128x320_s4": (128, 320, 64, 4, 256), "team_192x192": (192, 192, 64, 3, 384),
                 "team_192x192_s4": (192, 192, 64, 4, 384)})
 VARIANTS.update({f"{n}_direct": (n, {"direct": True}) for n in ("team_128x320_s3", "team_128x320_s4", "team_192x192_s4")})
+VARIANTS.update({f"{b}_chunk{w}": (b, {"chunk": w}) for b in ("team", "team_s4") for w in (32, 64)})
 
 
 def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, accum_dtype="float32",
-            swizzle=True, cluster=None, direct=False, policy=None):
+            swizzle=True, cluster=None, direct=False, policy=None, chunk=0):
     extra = {"cluster_dims": cluster} if cluster else {}
     gemm_kw = {"policy": getattr(T.GemmWarpPolicy, policy)} if policy else {}
 
@@ -95,6 +96,29 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
                 T.gemm(A_shared, B_shared, C_local, **gemm_kw)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
+    # C leaves through two shared buffers of `chunk` columns, one TMA store per column block,
+    # so 4 stages and the staging fit side by side and the kernel stays persistent (an
+    # experiment: the epilogue subtiles CUTLASS uses).
+    @T.prim_func
+    def main_chunked(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            C_chunks = T.alloc_shared((2, block_M, chunk), dtype)
+            if swizzle:
+                T.use_swizzle(10)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local, **gemm_kw)
+            for c in T.unroll(block_N // chunk):  # unrolled: fragment columns are constants
+                T.copy(C_local[:, c * chunk:(c + 1) * chunk], C_chunks[c % 2, :, :])
+                T.copy(C_chunks[c % 2, :, :], C[by * block_M, bx * block_N + c * chunk])
+
+    if chunk:
+        return main_chunked
     return main_direct if direct else main
 
 

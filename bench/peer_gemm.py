@@ -99,25 +99,25 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
     # C leaves through two shared buffers of `chunk` columns, one TMA store per column block,
     # so 4 stages and the staging fit side by side and the kernel stays persistent (an
     # experiment: the epilogue subtiles CUTLASS uses).
-    @T.prim_func
-    def main_chunked(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            C_chunks = T.alloc_shared((2, block_M, chunk), dtype)
-            if swizzle:
-                T.use_swizzle(10)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local, **gemm_kw)
-            for c in T.unroll(block_N // chunk):  # unrolled: fragment columns are constants
-                T.copy(C_local[:, c * chunk:(c + 1) * chunk], C_chunks[c % 2, :, :])
-                T.copy(C_chunks[c % 2, :, :], C[by * block_M, bx * block_N + c * chunk])
-
     if chunk:
+        @T.prim_func
+        def main_chunked(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
+                A_shared = T.alloc_shared((block_M, block_K), dtype)
+                B_shared = T.alloc_shared((block_K, block_N), dtype)
+                C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                C_chunks = T.alloc_shared((2, block_M, chunk), dtype)
+                if swizzle:
+                    T.use_swizzle(10)
+                T.clear(C_local)
+                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(A[by * block_M, k * block_K], A_shared)
+                    T.copy(B[k * block_K, bx * block_N], B_shared)
+                    T.gemm(A_shared, B_shared, C_local, **gemm_kw)
+                for c in T.unroll(block_N // chunk):  # unrolled: fragment columns are constants
+                    T.copy(C_local[:, c * chunk:(c + 1) * chunk], C_chunks[c % 2, :, :])
+                    T.copy(C_chunks[c % 2, :, :], C[by * block_M, bx * block_N + c * chunk])
+
         return main_chunked
     return main_direct if direct else main
 

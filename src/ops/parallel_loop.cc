@@ -243,8 +243,17 @@ Layout loop_layout_from_fragment(const ParallelNest& nest, const NestAccess& a, 
       kept[r->q] = f->ndim() - 1;
       invariant.push_back(static_cast<int>(d));
     } else if (q >= 0) {
-      if (f->shape[d] != nest.extents[q] || kept[q] >= 0) return nullptr;
-      kept[q] = static_cast<int>(d);
+      if (kept[q] >= 0) return nullptr;
+      if (f->shape[d] == nest.extents[q]) {
+        kept[q] = static_cast<int>(d);
+        continue;
+      }
+      // `v` over the first E elements of a longer dimension: as `v + 0` (the first column
+      // block of a fragment, T.copy(acc[:, 0:64], S)).
+      f = layout::split_dim_form(*f, static_cast<int>(d), nest.extents[q]);
+      if (!f) return nullptr;
+      kept[q] = f->ndim() - 1;
+      invariant.push_back(static_cast<int>(d));
     } else {
       invariant.push_back(static_cast<int>(d));
     }

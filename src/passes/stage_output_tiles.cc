@@ -177,6 +177,12 @@ class StageOutputTiles : public IRMutator {
       const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
       Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
       if (back::shared_alloc_bytes(stage) > budget_) {
+        if (Buffer blocks = column_blocks(*shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
+          budget_ -= back::shared_alloc_bytes(blocks);
+          staged.push_back(blocks);
+          for (Stmt& c : staged_in_blocks(src, dst, blocks, t->loc)) out.push_back(std::move(c));
+          continue;
+        }
         why_not_ += (why_not_.empty() ? "" : "; ") + src.buffer->name + ": its " +
                     std::to_string(back::shared_alloc_bytes(stage) / 1024) + " KiB tile does not fit beside the kernel's other " +
                     "shared memory (" + std::to_string(std::max<int64_t>(budget_, 0) / 1024) + " KiB left" +
@@ -193,6 +199,43 @@ class StageOutputTiles : public IRMutator {
     Stmt body = seq(out, s->loc);
     body = allocate_all(staged, body, s->loc);
     return body;
+  }
+
+  // Where the whole tile does not fit: two shared buffers of a column block each (the widest
+  // block of at least one 128-byte line that divides the columns and fits twice), as
+  // CUTLASS's epilogue subtiles. Null when none fits or the tile is not rows x cols.
+  Buffer column_blocks(const std::vector<Expr>& shape, DataType dtype, const std::string& name, const SourceLoc& loc) const {
+    if (shape.size() != 2) return Buffer();
+    const int64_t rows = const_or(shape[0], -1), cols = const_or(shape[1], -1), elem = dtype.bytes();
+    if (rows < 1 || cols < 1) return Buffer();
+    for (int64_t w = cols / 2; w * elem >= 128; w /= 2) {
+      if (cols % w != 0 || (w * elem) % 128 != 0) continue;
+      Buffer b = make_buffer(name + "_staged", {int_imm(2), int_imm(rows), int_imm(w)}, dtype, Scope::kSharedDyn, {}, loc);
+      if (back::shared_alloc_bytes(b) <= budget_) return b;
+    }
+    return Buffer();
+  }
+
+  // T.copy(F[:, c*w:(c+1)*w], S[c % 2]); T.copy(S[c % 2], G[... columns c*w ...]) for each
+  // block c: the fragment's columns are constants, insert_syncs orders a block's writes after
+  // the TMA store that last read its buffer.
+  static std::vector<Stmt> staged_in_blocks(const BufferRegion& src, const BufferRegion& dst, const Buffer& blocks,
+                                            const SourceLoc& loc) {
+    const int64_t rows = *as_const_int(blocks->shape[1]), w = *as_const_int(blocks->shape[2]);
+    const int64_t cols = *as_const_int(src.buffer->shape[1]);
+    std::vector<Stmt> out;
+    for (int64_t c = 0; c * w < cols; ++c) {
+      BufferRegion part = src;
+      part.region[1] = Range{int_imm(c * w, src.region[1].min->dtype), int_imm(w, src.region[1].extent->dtype)};
+      BufferRegion buf{blocks, {Range{int_imm(c % 2), int_imm(1)}, Range{int_imm(0), int_imm(rows)},
+                                Range{int_imm(0), int_imm(w)}}, loc};
+      BufferRegion to = dst;
+      Range& inner = to.region.back();
+      inner = Range{inner.min + int_imm(c * w, inner.min->dtype), int_imm(w, inner.extent->dtype)};
+      out.push_back(make_tile_op("copy", {part, buf}, {}, loc));
+      out.push_back(make_tile_op("copy", {buf, to}, {}, loc));
+    }
+    return out;
   }
 
   const PassContext& ctx_;

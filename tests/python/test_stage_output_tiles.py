@@ -52,13 +52,31 @@ def test_copy_stays_when_asked_or_when_it_does_not_fit():
     assert "Cl_staged" not in _src(_gemm(), **{"tilec.stage_output_tiles": False})
     assert "Cl_staged" not in _src(_gemm(), **{"tl.disable_tma_lower": True})
     assert "Cl_staged" not in _src(_gemm(disable_tma=True))
-    # 4 stages of 48 KiB + a 64 KiB tile > 227 KiB: written from the registers as before.
-    assert "Cl_staged" not in _src(_gemm(stages=4))
     # One warpgroup runs two blocks per SM: 2 x (3 x 48 KiB + 32 KiB) does not fit.
     assert "Cl_staged" not in _src(_gemm(bn=128, bk=128, threads=128))
     assert "Cl_staged" in _src(_gemm(bn=128, bk=32, threads=128))
     # No TMA on sm_80.
     assert "Cl_staged" not in _src(_gemm(), target="sm_80")
+
+
+def test_a_tile_that_does_not_fit_whole_leaves_in_column_blocks():
+    # 4 stages of 48 KiB + a 64 KiB tile > 227 KiB: two 128 x 64 buffers (32 KiB) fit, and the
+    # tile leaves in four column blocks, alternating between them; still persistent.
+    src = _src(_gemm(stages=4))
+    assert "Cl_staged" in src and src.count("tl::tma_store(") == 4, src
+    stores = [line.strip() for line in src.splitlines() if "tl::tma_store(" in line]
+    assert stores == [f"tl::tma_store(tma_C, &Cl_staged[{8192 * (c % 2)}], bx_1 * 256{f' + {64 * c}' if c else ''}, "
+                      f"by_1 * 128);" for c in range(4)], stores
+    assert "tl::grid_dim_x()" in src, src
+
+
+def test_head_dim_256_causal_attention_output_leaves_in_column_blocks():
+    from flash_attention import flash_attention
+
+    kernel = tilec.compile(flash_attention(1, 2, 512, 256, True, target="sm_90a"), target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert src.count("tl::tma_store(tma_Output") == 4, src
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0
 
 
 def test_kernels_without_a_gemm_loop_are_left_alone():
@@ -90,6 +108,34 @@ def test_fp8_example_and_attention_output_are_staged():
 def test_explain_says_which_result_copies_are_staged_and_why_not():
     staged = tilec.compile(_gemm(), target="sm_90a").explain(show=False)
     assert "TMA store of the result tile, staged through shared memory by the compiler" in staged, staged
-    kept = tilec.compile(_gemm(stages=4), target="sm_90a").explain(show=False)
+    blocks = tilec.compile(_gemm(stages=4), target="sm_90a").explain(show=False)
+    assert "staged through shared memory by the compiler in column blocks of 64 through two shared buffers" in blocks
+    # Head dim 256, not causal: 2 KiB left beside Q, K and V's stages, not even a column block.
+    from flash_attention import flash_attention
+
+    kept = tilec.compile(flash_attention(1, 2, 512, 256, target="sm_90a"), target="sm_90a").explain(show=False)
     assert "each thread stores its own elements (local.fragment -> global)" in kept, kept
     assert "not staged through shared memory for one TMA store: its 64 KiB tile does not fit" in kept, kept
+
+
+@pytest.mark.parametrize("first", [0, 64])
+def test_a_column_block_of_a_fragment_is_copied_by_its_holders(first):
+    # The first block (columns 0:64, a bare loop index over part of the dimension) as the
+    # others (an offset index): each thread copies its own elements in vectors, with no
+    # guarded nest over the whole fragment.
+    @T.prim_func
+    def f(A: T.Tensor((128, 64), "bfloat16"), B: T.Tensor((64, 256), "bfloat16"), C: T.Tensor((128, 64), "bfloat16")):
+        with T.Kernel(1, threads=256) as bx:
+            As = T.alloc_shared((128, 64), "bfloat16")
+            Bs = T.alloc_shared((64, 256), "bfloat16")
+            acc = T.alloc_fragment((128, 256), "float32")
+            S = T.alloc_shared((128, 64), "bfloat16")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, acc)
+            T.copy(acc[:, first:first + 64], S)
+            T.copy(S, C)
+
+    text = tilec.compile(f, target="sm_90a").explain(show=False)
+    part = text.split("T.copy(acc, S)")[1].split("line ")[0]
+    assert "4-byte vectors (2 × bfloat16) per thread" in part and "element by element" not in part, text

@@ -249,8 +249,13 @@ class Explainer {
                "columns, a column block that is not whole swizzle spans); the copy stays a SIMT copy";
     if (store) {
       if (no_tma.empty() && staged_by_compiler(src.buffer)) {
-        l.chosen = "TMA store of the result tile, staged through shared memory by the compiler "
-                   "(stage_output_tiles; tilec.stage_output_tiles=False keeps the register stores)";
+        // A 3-D staging buffer (2, rows, w): the tile did not fit whole, it leaves in column blocks.
+        const std::string blocks =
+            src.buffer->ndim() == 3 ? " in column blocks of " + std::to_string(*as_const_int(src.buffer->shape[2])) +
+                                          " through two shared buffers (the whole tile does not fit)"
+                                    : "";
+        l.chosen = "TMA store of the result tile, staged through shared memory by the compiler" + blocks +
+                   " (stage_output_tiles; tilec.stage_output_tiles=False keeps the register stores)";
       } else if (no_tma.empty()) {
         l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
       } else {

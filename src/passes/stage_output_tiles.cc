@@ -18,8 +18,14 @@
 //         innermost extent is a multiple of 16 bytes (TMA's box rule); and the kernel's shared
 //         memory with S still fits — pipelined buffers counted once per stage, side by side
 //         (as a persistent kernel needs them), and twice over for a one-warpgroup kernel
-//         (which runs two blocks per SM). A copy left as written for want of shared memory is
-//         named in the function attribute tilec.output_not_staged (kernel.explain() shows it).
+//         (which runs two blocks per SM). Where the whole tile does not fit but two column
+//         blocks of it do (a rows x cols fragment; blocks of whole 128-byte lines dividing the
+//         columns, the widest that fits), the copy becomes, for each block c,
+//           T.copy(F[:, c*w:(c+1)*w], S[c % 2]); T.copy(S[c % 2], G[... columns + c*w ...])
+//         with S = T.alloc_shared((2, rows, w)): the epilogue subtiles of CUTLASS (head dim 256
+//         causal attention, a 4-stage GEMM that then stays persistent). A copy left as written
+//         for want of shared memory is named in the function attribute tilec.output_not_staged
+//         (kernel.explain() shows it).
 // Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
 //         over 16 rows, and the store sits on the consumer warps' critical path. Staged, the
 //         stores to shared memory are conflict-free and the global write is one bulk

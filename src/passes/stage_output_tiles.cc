@@ -23,7 +23,12 @@
 //         columns, the widest that fits), the copy becomes, for each block c,
 //           T.copy(F[:, c*w:(c+1)*w], S[c % 2]); T.copy(S[c % 2], G[... columns + c*w ...])
 //         with S = T.alloc_shared((2, rows, w)): the epilogue subtiles of CUTLASS (head dim 256
-//         causal attention, a 4-stage GEMM that then stays persistent). A copy left as written
+//         causal attention, a 4-stage GEMM that then stays persistent). The program's own
+//           T.copy(F, S); T.copy(S, G[region])     (S a whole shared tile nothing else uses,
+//                                                   no T.annotate_layout)
+//         is left as written when the kernel's shared memory fits with S; when it does not (S
+//         keeps the kernel from being persistent), S is dropped for the column blocks, if
+//         they fit. A copy left as written
 //         for want of shared memory is named in the function attribute tilec.output_not_staged
 //         (kernel.explain() shows it).
 // Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
@@ -35,6 +40,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "ops/op_util.h"
 #include "passes/cuda_back_util.h"
@@ -89,13 +96,18 @@ int64_t shared_bytes(const Stmt& kernel_body) {
   return bytes;
 }
 
+// Keywords a copy may carry and still be staged: only the default disable_tma=False.
+bool default_keywords_only(const TileOpNode& op) {
+  for (const auto& [key, value] : op.attrs) {
+    auto* b = std::get_if<bool>(&value);
+    if (key != "disable_tma" || !b || *b) return false;
+  }
+  return true;
+}
+
 // The staged form's shape, when `op` is a copy this pass rewrites.
 std::optional<std::vector<Expr>> stageable(const TileOpNode& op) {
-  if (op.op != "copy" || op.args.size() != 2) return std::nullopt;
-  for (const auto& [key, value] : op.attrs) {  // only the default disable_tma=False
-    auto* b = std::get_if<bool>(&value);
-    if (key != "disable_tma" || !b || *b) return std::nullopt;
-  }
+  if (op.op != "copy" || op.args.size() != 2 || !default_keywords_only(op)) return std::nullopt;
   auto* src = std::get_if<BufferRegion>(&op.args[0]);
   auto* dst = std::get_if<BufferRegion>(&op.args[1]);
   if (!src || !dst || src->buffer->scope != Scope::kFragment || dst->buffer->scope != Scope::kGlobal) return std::nullopt;
@@ -129,6 +141,7 @@ class StageOutputTiles : public IRMutator {
     blocks_per_sm_ = threads <= 128 ? 2 : 1;
     budget_ = std::min<int64_t>(ctx_.target().max_shared_memory_per_block(), kSmemPerSm / blocks_per_sm_) -
               kReservedPerBlock - shared_bytes(op->body);
+    count_uses(op->body);
     bool after_gemm_loop = false;
     Stmt body = spine(op->body, after_gemm_loop);
     if (body.same_as(op->body)) return s;
@@ -148,6 +161,7 @@ class StageOutputTiles : public IRMutator {
     }
     if (auto* a = s.as<AllocateNode>()) {
       Stmt b = spine(a->body, after_gemm_loop);
+      if (dropped_.count(a->buffer.get())) return b;  // a user's staging tile, replaced by column blocks
       return b.same_as(a->body) ? s : allocate(a->buffer, b, a->loc);
     }
     if (auto* an = s.as<AnnotateNode>()) {
@@ -165,8 +179,17 @@ class StageOutputTiles : public IRMutator {
     std::vector<Stmt> out;
     std::vector<Buffer> staged;
     bool changed = false;
-    for (const Stmt& st : q->stmts) {
+    for (size_t i = 0; i < q->stmts.size(); ++i) {
+      const Stmt& st = q->stmts[i];
       if (auto* f = st.as<ForNode>(); f && f->for_kind == ForKind::kPipelined && contains_gemm(st)) after_gemm_loop = true;
+      if (after_gemm_loop && i + 1 < q->stmts.size()) {
+        if (std::vector<Stmt> blocks = restaged(st, q->stmts[i + 1]); !blocks.empty()) {
+          for (Stmt& c : blocks) out.push_back(std::move(c));
+          changed = true;
+          ++i;
+          continue;
+        }
+      }
       if (st.as<LetNode>() || st.as<AllocateNode>() || st.as<AnnotateNode>() || st.as<SeqNode>()) {
         Stmt n = spine(st, after_gemm_loop);
         changed |= !n.same_as(st);
@@ -186,7 +209,7 @@ class StageOutputTiles : public IRMutator {
         if (Buffer blocks = column_blocks(*shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
           budget_ -= back::shared_alloc_bytes(blocks);
           staged.push_back(blocks);
-          for (Stmt& c : staged_in_blocks(src, dst, blocks, t->loc)) out.push_back(std::move(c));
+          for (Stmt& c : staged_in_blocks(src, dst, blocks, t->loc, t->loc)) out.push_back(std::move(c));
           continue;
         }
         why_not_ += (why_not_.empty() ? "" : "; ") + src.buffer->name + ": its " +
@@ -201,6 +224,8 @@ class StageOutputTiles : public IRMutator {
       out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, t->loc));
       out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, t->loc));
     }
+    for (Buffer& b : pending_blocks_) staged.push_back(std::move(b));
+    pending_blocks_.clear();
     if (staged.empty()) return changed ? seq(out, s->loc) : s;
     Stmt body = seq(out, s->loc);
     body = allocate_all(staged, body, s->loc);
@@ -226,7 +251,7 @@ class StageOutputTiles : public IRMutator {
   // block c: the fragment's columns are constants, insert_syncs orders a block's writes after
   // the TMA store that last read its buffer.
   static std::vector<Stmt> staged_in_blocks(const BufferRegion& src, const BufferRegion& dst, const Buffer& blocks,
-                                            const SourceLoc& loc) {
+                                            const SourceLoc& loc, const SourceLoc& store_loc) {
     const int64_t rows = *as_const_int(blocks->shape[1]), w = *as_const_int(blocks->shape[2]);
     const int64_t cols = *as_const_int(src.buffer->shape[1]);
     std::vector<Stmt> out;
@@ -239,12 +264,75 @@ class StageOutputTiles : public IRMutator {
       Range& inner = to.region.back();
       inner = Range{inner.min + int_imm(c * w, inner.min->dtype), int_imm(w, inner.extent->dtype)};
       out.push_back(make_tile_op("copy", {part, buf}, {}, loc));
-      out.push_back(make_tile_op("copy", {buf, to}, {}, loc));
+      out.push_back(make_tile_op("copy", {buf, to}, {}, store_loc));
+    }
+    return out;
+  }
+
+  // References to each buffer in the kernel (tile-op regions, loads, stores), and the buffers
+  // with a layout given by T.annotate_layout.
+  void count_uses(const Stmt& body) {
+    uses_.clear();
+    for_each_node(body, [&](const Node* n) {
+      if (auto* t = dynamic_cast<const TileOpNode*>(n))
+        for (const auto& a : t->args)
+          if (auto* r = std::get_if<BufferRegion>(&a)) ++uses_[r->buffer.get()];
+      if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) ++uses_[l->buffer.get()];
+      if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) ++uses_[st->buffer.get()];
+      if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && a->key == "layout_map")
+        if (auto* m = std::get_if<LayoutMap>(&a->value))
+          for (const auto& [b, l] : *m) uses_[b.get()] += 2;  // never "only the two copies"
+    });
+  }
+
+  // The program's own staging, T.copy(F, S); T.copy(S, G[region]) with S a whole shared tile
+  // used by nothing else, where S does not fit beside the pipelined buffers (so the kernel
+  // could not be persistent): the column blocks instead of S, when they fit (empty: left as
+  // written). A 4-stage 128x256 GEMM: 64 KiB for S, 32 KiB for two 128 x 64 blocks.
+  std::vector<Stmt> restaged(const Stmt& first, const Stmt& second) {
+    auto* a = first.as<TileOpNode>();
+    auto* b = second.as<TileOpNode>();
+    if (!a || !b || budget_ >= 0 || a->op != "copy" || a->args.size() != 2 || !default_keywords_only(*a)) return {};
+    auto* frag = std::get_if<BufferRegion>(&a->args[0]);
+    auto* tile = std::get_if<BufferRegion>(&a->args[1]);
+    auto* from = b->args.size() == 2 ? std::get_if<BufferRegion>(&b->args[0]) : nullptr;
+    auto* dst = b->args.size() == 2 ? std::get_if<BufferRegion>(&b->args[1]) : nullptr;
+    if (!frag || !tile || !from || !dst || !is_shared(tile->buffer->scope) || from->buffer.get() != tile->buffer.get() ||
+        !ops::region_is_full(*tile) || !ops::region_is_full(*from) || tile->buffer->dtype != dst->buffer->dtype)
+      return {};
+    auto uses = uses_.find(tile->buffer.get());
+    if (uses == uses_.end() || uses->second != 2) return {};
+    TileOpNode direct = *b;
+    direct.args = {*frag, *dst};
+    std::optional<std::vector<Expr>> shape = stageable(direct);
+    if (!shape || const_shape_or_empty(tile->buffer) != const_shape_or_empty(frag->buffer)) return {};
+    const int64_t freed = back::shared_alloc_bytes(tile->buffer);
+    budget_ += freed;
+    Buffer blocks = column_blocks(*shape, dst->buffer->dtype, tile->buffer->name, a->loc);
+    if (!blocks) {
+      budget_ -= freed;
+      return {};
+    }
+    budget_ -= back::shared_alloc_bytes(blocks);
+    dropped_.insert(tile->buffer.get());
+    pending_blocks_.push_back(blocks);
+    return staged_in_blocks(*frag, *dst, blocks, a->loc, b->loc);
+  }
+
+  static std::vector<int64_t> const_shape_or_empty(const Buffer& b) {
+    std::vector<int64_t> out;
+    for (const Expr& e : b->shape) {
+      const int64_t* v = as_const_int(e);
+      if (!v) return {};
+      out.push_back(*v);
     }
     return out;
   }
 
   const PassContext& ctx_;
+  std::unordered_map<const BufferNode*, int> uses_;
+  std::unordered_set<const BufferNode*> dropped_;
+  std::vector<Buffer> pending_blocks_;  // column blocks of restaged tiles, allocated by stage_in
   int64_t blocks_per_sm_ = 1;
   int64_t budget_ = 0;
 };

@@ -139,3 +139,52 @@ def test_a_column_block_of_a_fragment_is_copied_by_its_holders(first):
     text = tilec.compile(f, target="sm_90a").explain(show=False)
     part = text.split("T.copy(acc, S)")[1].split("line ")[0]
     assert "4-byte vectors (2 × bfloat16) per thread" in part and "element by element" not in part, text
+
+
+def _gemm_own_staging(stages=4, reuse=False, annotate=False):
+    """The peer GEMM's text: C through the program's own shared tile C_shared."""
+    M = N = K = 1024
+
+    @T.prim_func
+    def g(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), "bfloat16"),
+          D: T.Tensor((M, N), "bfloat16")):
+        with T.Kernel(T.ceildiv(N, 256), T.ceildiv(M, 128), threads=256) as (bx, by):
+            As = T.alloc_shared((128, 64), "bfloat16")
+            Bs = T.alloc_shared((64, 256), "bfloat16")
+            Cl = T.alloc_fragment((128, 256), "float32")
+            C_shared = T.alloc_shared((128, 256), "bfloat16")
+            if annotate:
+                T.annotate_layout({C_shared: T.Layout((128, 256), lambda i, j: i * 256 + j)})
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, 64), num_stages=stages):
+                T.copy(A[by * 128, ko * 64], As)
+                T.copy(B[ko * 64, bx * 256], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C_shared)
+            T.copy(C_shared, C[by * 128, bx * 256])
+            if reuse:
+                T.copy(C_shared, D[by * 128, bx * 256])
+
+    return g
+
+
+def test_the_programs_own_staging_tile_becomes_column_blocks_when_it_keeps_the_kernel_from_persisting():
+    # 4 stages (192 KiB) + the program's 64 KiB C_shared do not fit side by side, so the kernel
+    # could not be persistent: C_shared is replaced by two 128 x 64 blocks (measured on the H200:
+    # 4 persistent stages beat both 3 persistent and 4 non-persistent ones).
+    kernel = tilec.compile(_gemm_own_staging(), target="sm_90a")
+    src = kernel.get_kernel_source()
+    stores = [line.strip() for line in src.splitlines() if "tl::tma_store(" in line]
+    assert stores == [f"tl::tma_store(tma_C, &C_shared_staged[{8192 * (c % 2)}], bx_1 * 256{f' + {64 * c}' if c else ''}, "
+                      f"by_1 * 128);" for c in range(4)], stores
+    assert "tl::grid_dim_x()" in src and "ko % 4" in src, src
+    assert "column blocks of 64" in kernel.explain(show=False)
+
+
+def test_the_programs_own_staging_tile_stays_when_it_fits_or_is_used_again():
+    for kw, why in (({"stages": 3}, "fits beside 3 stages"), ({"reuse": True}, "read by a second copy"),
+                    ({"annotate": True}, "a layout given by T.annotate_layout")):
+        src = _src(_gemm_own_staging(**kw))
+        assert "C_shared_staged" not in src and "&C_shared[" in src, why
+    assert "C_shared_staged" not in _src(_gemm_own_staging(), **{"tilec.stage_output_tiles": False})
+    assert "C_shared_staged" not in _src(_gemm_own_staging(), **{"tl.disable_tma_lower": True})

@@ -255,7 +255,7 @@ class Explainer {
                                           " through two shared buffers (the whole tile does not fit)"
                                     : "";
         l.chosen = "TMA store of the result tile, staged through shared memory by the compiler" + blocks +
-                   " (stage_output_tiles; tilec.stage_output_tiles=False keeps the register stores)";
+                   " (stage_output_tiles; tilec.stage_output_tiles=False keeps the copies as written)";
       } else if (no_tma.empty()) {
         l.chosen = "TMA store (cp.async.bulk.tensor, shared -> global, one thread issues)";
       } else {

@@ -274,9 +274,12 @@ class StageOutputTiles : public IRMutator {
   void count_uses(const Stmt& body) {
     uses_.clear();
     for_each_node(body, [&](const Node* n) {
-      if (auto* t = dynamic_cast<const TileOpNode*>(n))
+      if (auto* t = dynamic_cast<const TileOpNode*>(n)) {
         for (const auto& a : t->args)
           if (auto* r = std::get_if<BufferRegion>(&a)) ++uses_[r->buffer.get()];
+        for (const auto& [key, value] : t->attrs)
+          if (auto* b = std::get_if<Buffer>(&value)) uses_[b->get()] += 2;
+      }
       if (auto* l = dynamic_cast<const BufferLoadNode*>(n)) ++uses_[l->buffer.get()];
       if (auto* st = dynamic_cast<const BufferStoreNode*>(n)) ++uses_[st->buffer.get()];
       if (auto* a = dynamic_cast<const AnnotateNode*>(n); a && a->key == "layout_map")

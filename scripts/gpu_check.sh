@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|gemmtiles|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5|recheck6]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|gemmtiles|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5|recheck6|recheck7]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -168,6 +168,26 @@ if rc_want 6; then
   run_step "GPU tests: flash_attn op" recheck_op.log "$PY" -m pytest -q -m gpu tests/gpu/test_flash_attn_op.py
   run_step "forward grid" recheck_fwd.log "$PY" bench/bench_attention_more.py --part fwd --json "$OUT/recheck_fwd.json"
   grep -E "^  fwd|geomean" "$OUT/recheck_fwd.log"
+fi
+if rc_want 7; then
+  # Eighteenth session: result tiles in column blocks (the peer GEMM text with 4 stages runs
+  # persistent; head dim 256 causal attention), 1-D TMA tiles. The GEMM table against upstream
+  # needs its site unpacked at TILELANG_PEER_SITE (default /tmp/tlsite; .peer/tilelang-site.tar.xz).
+  for c in tma_store_column_blocks tma_store_epilogue persistent_tma_store one_dim_tma; do
+    run_step "hopper case $c" "recheck_hc_$c.log" "$PY" tests/gpu/hopper_cases.py "$c"
+  done
+  for tool in memcheck racecheck synccheck; do
+    run_step "sanitizer $tool GEMM column blocks" "recheck_san_cb_$tool.log" compute-sanitizer --tool "$tool" \
+      --error-exitcode 1 "$PY" tests/gpu/hopper_cases.py tma_store_column_blocks
+  done
+  run_step "GEMM table, tilec" recheck_pg_tc.log "$PY" bench/peer_gemm.py --impl tilec --configs team,team_s4,quickstart \
+    --json "$OUT/recheck_pg_tc.json"
+  if [ -d "${TILELANG_PEER_SITE:-/tmp/tlsite}" ]; then
+    run_step "GEMM table, upstream TileLang" recheck_pg_tl.log env PYTHONPATH="${TILELANG_PEER_SITE:-/tmp/tlsite}" \
+      TILELANG_PRINT_ON_COMPILATION=0 "$PY" bench/peer_gemm.py --impl tilelang --configs team,team_s4,quickstart \
+      --json "$OUT/recheck_pg_tl.json"
+    "$PY" bench/peer_gemm.py --table "$OUT/recheck_pg_tc.json" "$OUT/recheck_pg_tl.json"
+  fi
 fi
 if rc_want 3; then
   run_step "compile scaling" recheck_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16

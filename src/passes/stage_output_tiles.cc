@@ -16,7 +16,8 @@
 // When:   target has TMA; config tilec.stage_output_tiles (default on), tl.disable_tma_lower off; the copy carries no
 //         keyword arguments but disable_tma=False; G has compact strides and the region's
 //         innermost extent is a multiple of 16 bytes (TMA's box rule); and the kernel's shared
-//         memory with S still fits — pipelined buffers counted once per stage, side by side
+//         memory with S still fits — pipelined buffers (those the loop fills from global
+//         memory) counted once per stage, side by side
 //         (as a persistent kernel needs them), and twice over for a one-warpgroup kernel
 //         (which runs two blocks per SM). Where the whole tile does not fit but two column
 //         blocks of it do (a rows x cols fragment; blocks of whole 128-byte lines dividing the
@@ -28,7 +29,9 @@
 //                                                   no T.annotate_layout)
 //         is left as written when the kernel's shared memory fits with S; when it does not (S
 //         keeps the kernel from being persistent), S is dropped for the column blocks, if
-//         they fit. A copy left as written
+//         they fit. Where a new tile does not fit but one of the same shape and type was
+//         staged before in the same statement list, that one is written again after TMA has
+//         read it (the backward's dK after its dV). A copy left as written
 //         for want of shared memory is named in the function attribute tilec.output_not_staged
 //         (kernel.explain() shows it).
 // Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
@@ -73,7 +76,9 @@ bool contains_gemm(const Stmt& s) {
   return found;
 }
 
-// Shared bytes of the kernel: buffers filled inside a pipelined loop once per stage.
+// Shared bytes of the kernel: buffers a pipelined loop fills from global memory once per stage
+// (the copies the pipeline versions; a fragment -> shared copy in the loop, as attention's dS,
+// keeps one buffer).
 int64_t shared_bytes(const Stmt& kernel_body) {
   std::map<const BufferNode*, int64_t> stages;
   for_each_node(kernel_body, [&](const Node* n) {
@@ -82,7 +87,9 @@ int64_t shared_bytes(const Stmt& kernel_body) {
     for_each_node(f->body, [&](const Node* m) {
       auto* t = dynamic_cast<const TileOpNode*>(m);
       if (!t || t->op != "copy" || t->args.size() < 2) return;
-      if (auto* dst = std::get_if<BufferRegion>(&t->args[1]); dst && is_shared(dst->buffer->scope))
+      auto* src = std::get_if<BufferRegion>(&t->args[0]);
+      auto* dst = std::get_if<BufferRegion>(&t->args[1]);
+      if (src && dst && src->buffer->scope == Scope::kGlobal && is_shared(dst->buffer->scope))
         stages[dst->buffer.get()] = std::max<int64_t>(stages[dst->buffer.get()], f->pipeline.num_stages);
     });
   });
@@ -205,6 +212,16 @@ class StageOutputTiles : public IRMutator {
       const BufferRegion& src = std::get<BufferRegion>(t->args[0]);
       const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
       Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
+      // Where a new tile does not fit, one of the same shape staged before in this list (the
+      // backward's dK after dV) is written again once TMA has read it (insert_syncs orders the
+      // two).
+      Buffer again = back::shared_alloc_bytes(stage) > budget_ ? same_tile(staged, *shape, dst.buffer->dtype) : Buffer();
+      if (again) {
+        out.push_back(make_tile_op("copy", {src, BufferRegion::full(again)}, {}, t->loc));
+        out.push_back(make_tile_op("copy", {BufferRegion::full(again), dst}, {}, t->loc));
+        changed = true;
+        continue;
+      }
       if (back::shared_alloc_bytes(stage) > budget_) {
         if (Buffer blocks = column_blocks(*shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
           budget_ -= back::shared_alloc_bytes(blocks);
@@ -267,6 +284,16 @@ class StageOutputTiles : public IRMutator {
       out.push_back(make_tile_op("copy", {buf, to}, {}, store_loc));
     }
     return out;
+  }
+
+  static Buffer same_tile(const std::vector<Buffer>& staged, const std::vector<Expr>& shape, DataType dtype) {
+    for (const Buffer& b : staged) {
+      if (b->dtype != dtype || b->shape.size() != shape.size()) continue;
+      bool same = true;
+      for (size_t d = 0; d < shape.size(); ++d) same &= const_or(b->shape[d], -1) == const_or(shape[d], -2);
+      if (same) return b;
+    }
+    return Buffer();
   }
 
   // References to each buffer in the kernel (tile-op regions, loads, stores), and the buffers

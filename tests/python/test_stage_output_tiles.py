@@ -188,3 +188,19 @@ def test_the_programs_own_staging_tile_stays_when_it_fits_or_is_used_again():
         assert "C_shared_staged" not in src and "&C_shared[" in src, why
     assert "C_shared_staged" not in _src(_gemm_own_staging(), **{"tilec.stage_output_tiles": False})
     assert "C_shared_staged" not in _src(_gemm_own_staging(), **{"tl.disable_tma_lower": True})
+
+
+def test_the_backwards_dk_reuses_the_tile_its_dv_was_staged_in():
+    # Head dim 128: after dV's 32 KiB tile only 16 KiB are left (the fragment -> shared copies
+    # inside the loop, dS and dQ, keep one buffer each, not one per stage), so dK is written
+    # into dV's tile once TMA has read it: two TMA stores from one buffer, a wait in between.
+    from tilec.ops.attention_kernels import flash_attention_bwd
+
+    kernel = tilec.compile(flash_attention_bwd(2, 4, 1024, 128, True, dtype="bfloat16", target="sm_90a")[1],
+                           target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "tl::tma_store(tma_dV, &dv_staged[0]" in src and "tl::tma_store(tma_dK, &dv_staged[0]" in src, src
+    assert "dk_staged" not in src
+    between = src.split("tl::tma_store(tma_dV, &dv_staged[0]")[1].split("&dk[")[0]
+    assert "tl::tma_store_wait_read<0>();" in between and "named_barrier_sync" in between, between
+    assert kernel.ptxas_info["spill_stores_bytes"] <= 8  # the 8 bytes d128 spilled before

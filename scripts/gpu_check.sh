@@ -180,6 +180,13 @@ if rc_want 7; then
     run_step "sanitizer $tool GEMM column blocks" "recheck_san_cb_$tool.log" compute-sanitizer --tool "$tool" \
       --error-exitcode 1 "$PY" tests/gpu/hopper_cases.py tma_store_column_blocks
   done
+  run_step "sanitizer synccheck bwd (dV / dK staged, d128 causal ragged)" recheck_san_bwd_sync.log env \
+    TILEC_EXAMPLE_CASES=3 compute-sanitizer --tool synccheck --error-exitcode 1 "$PY" examples/flash_attention_bwd.py
+  # Head dim 256 non-causal: 64-key blocks leave room for the output's column blocks (128 x 80,
+  # the default, leaves 2 KiB: register stores); both in the same rounds.
+  run_step "forward d256, key blocks 80 (default) / 64" recheck_fwd256.log "$PY" bench/bench_attention_more.py \
+    --part fwd --dims 256 --fwd-block-n 0,64 --json "$OUT/recheck_fwd256.json"
+  grep -E "^  fwd|geomean" "$OUT/recheck_fwd256.log"
   run_step "GEMM table, tilec" recheck_pg_tc.log "$PY" bench/peer_gemm.py --impl tilec --configs team,team_s4,quickstart \
     --json "$OUT/recheck_pg_tc.json"
   if [ -d "${TILELANG_PEER_SITE:-/tmp/tlsite}" ]; then

@@ -176,13 +176,23 @@ bool tma_copy_claims(const TileOpNode& op, const OpEnv& env) {
 
 AccessRegions tma_access(const TileOpNode& op) { return {{region_arg(op, 0)}, {region_arg(op, 1)}}; }
 
+// The widest box (at most 256 elements, whole 16 bytes) that divides a one-row tile's `cols`
+// into at most 8 boxes; `cols` itself when none does (then no box fits: not TMA).
+int64_t one_row_box(int64_t cols, int64_t elem) {
+  for (int64_t w = 256; w >= 1 && cols / w <= 8; --w)
+    if (cols % w == 0 && (w * elem) % 16 == 0) return w;
+  return cols;
+}
+
 LayoutProposals tma_infer(const TileOpNode& op, const LayoutInferenceState& state, InferLevel level) {
   if (level != InferLevel::kFree) return {};
   TmaShape t;
   if (!tma_shape(op, &t).empty() || state.has_layout(t.shared->buffer)) return {};
   const Buffer& b = t.shared->buffer;
   layout::SwizzleMode mode = widest_smem_tile_mode(t.tile_rows, t.tile_cols, t.cols, b->dtype);
-  if (mode == layout::SwizzleMode::kNone && (t.cols > 256 || t.column_block())) return {};  // no box: not TMA
+  if (mode == layout::SwizzleMode::kNone &&
+      ((t.cols > 256 && (t.tile_rows > 1 || one_row_box(t.cols, b->dtype.bytes()) > 256)) || t.column_block()))
+    return {};  // no box: not TMA
   return {{b, smem_tile_layout(b, mode)}};
 }
 
@@ -197,8 +207,12 @@ Stmt tma_lower_as(const TileOpNode& op, LowerContext& ctx, bool reduce) {
   auto form = smem_tile_form(s, ctx.layout_of(s));
   const bool explicit_tma = op.op == "tma_copy" || attr_string(op, "prefer_instruction") == "tma";
   const int64_t elem = s->dtype.bytes();
-  const int64_t span =
-      !form || form->mode == layout::SwizzleMode::kNone ? t.cols : layout::swizzle_span_bytes(form->mode) / elem;
+  // Row-major: one box per row; a one-row tile wider than a box (a 1-D tile of more than 256
+  // elements) is cut into boxes of the widest width that divides it.
+  const bool row_major = !form || form->mode == layout::SwizzleMode::kNone;
+  const int64_t span = !row_major ? layout::swizzle_span_bytes(form->mode) / elem
+                       : t.tile_rows == 1 && t.cols > 256 ? one_row_box(t.cols, elem)
+                                                           : t.cols;
   const int64_t box_cols = std::min<int64_t>(span, t.cols), box_rows = std::min<int64_t>(t.rows, 256);
   // A layout TMA cannot write, or a row-major tile wider than a box: a plain T.copy goes to
   // the SIMT copy (null: the next behaviour lowers it); an explicit request is an error.

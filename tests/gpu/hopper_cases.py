@@ -326,6 +326,29 @@ def one_dim_tma_case():
     return {"ok": err < 1e-3 and "tma_load" in src and "tma_store" in src, "err": err}
 
 
+def one_dim_store_boxes_case(n=1000, tile=1024):
+    """A 1-D shared tile of 1024 halves stored by TMA in four 256-element boxes; the tensor's
+    1000 elements end inside the last box (TMA drops the rest)."""
+    import torch
+    import tilec
+    import tilec.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((n,), "float16"), D: T.Tensor((n,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((tile,), "float16")
+            T.copy(A[0:tile], S)
+            T.copy(S, D[0:tile])
+
+    k = tilec.compile(f, target="auto")
+    a = torch.randn(n, dtype=torch.float16, device="cuda")
+    d = torch.full((n,), float("nan"), dtype=torch.float16, device="cuda")
+    k(a, d)
+    torch.cuda.synchronize()
+    err = _rel_err(d, a)
+    return {"ok": err == 0 and k.get_kernel_source().count("tl::tma_store(") == 4, "err": err}
+
+
 CASES = {
     "team_bf16_4096": lambda: gemm_case(4096, 4096, 4096, "bfloat16", 128, 256, 64, 3, 256),
     "team_bf16_1024": lambda: gemm_case(1024, 1024, 1024, "bfloat16", 128, 256, 64, 3, 256),
@@ -372,6 +395,7 @@ CASES = {
     "tma_reduce_add_f32": tma_reduce_add_case,
     "tma_reduce_add_bf16": lambda: tma_reduce_add_case("bfloat16"),
     "one_dim_tma": one_dim_tma_case,
+    "one_dim_store_boxes": one_dim_store_boxes_case,
     "hang_detector": hang_case,
     "tma_fallback": tma_fallback_case,
 }

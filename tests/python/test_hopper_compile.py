@@ -491,3 +491,52 @@ def test_one_dimensional_shared_tiles_are_tma_copies_in_a_warp_specialized_loop(
 def test_one_dimensional_shared_tiles_keep_the_sm80_copies():
     src = tilec.compile(_weighted_rowsum(), target="sm_80").get_kernel_source()
     assert "tma_" not in src and "cp_async" in src
+
+
+def test_a_one_row_tile_wider_than_a_box_is_cut_into_boxes():
+    # 512 floats per step (T.alloc_shared([512]) or (1, 512)): two 256-element boxes into the
+    # same stage, the barrier expecting all 2048 bytes; before, the 2-D form was a CompileError
+    # ("a TMA box is at most 256 elements wide") and the 1-D form kept the loop off TMA.
+    for two_d in (False, True):
+        @T.prim_func
+        def f(Q: T.Tensor((1024, 64), "float16"), K: T.Tensor((4096, 64), "float16"), W: T.Tensor((4096,), "float32"),
+              O: T.Tensor((1024, 64), "float32")):
+            with T.Kernel(8, threads=256) as bx:
+                Qs = T.alloc_shared((128, 64), "float16")
+                Ks = T.alloc_shared((256, 64), "float16")
+                ws = T.alloc_shared((1, 512) if two_d else (512,), "float32")
+                s = T.alloc_fragment((128, 256), "float32")
+                acc = T.alloc_fragment((128, 64), "float32")
+                T.copy(Q[bx * 128, 0], Qs)
+                T.clear(acc)
+                for k in T.Pipelined(8, num_stages=2):
+                    T.copy(K[k * 256, 0], Ks)
+                    if two_d:
+                        T.copy(W[k * 512:(k + 1) * 512], ws[0, :])
+                    else:
+                        T.copy(W[k * 512:(k + 1) * 512], ws)
+                    T.clear(s)
+                    T.gemm(Qs, Ks, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    for i, j in T.Parallel(128, 256):
+                        s[i, j] = s[i, j] * (ws[0, j] + ws[0, j + 256] if two_d else ws[j] + ws[j + 256])
+                    for i, j in T.Parallel(128, 64):
+                        acc[i, j] += s[i, j]
+                T.copy(acc, O[bx * 128, 0])
+
+        src = tilec.compile(f, target="sm_90a").get_kernel_source()
+        loads = [line.strip() for line in src.splitlines() if "tl::tma_load(&ws" in line]
+        assert len(loads) == 2 and "&ws[k % 2 * 512 + 256]" in loads[1] and "k * 512 + 256)" in loads[1], loads
+        assert re.search(r"mbarrier_expect_tx\(&k_full\d\[k % 2\], 2048\)", src), src
+
+
+def test_a_one_dimensional_result_tile_leaves_in_boxes():
+    @T.prim_func
+    def f(A: T.Tensor((1024,), "float16"), D: T.Tensor((1024,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            S = T.alloc_shared((1024,), "float16")
+            T.copy(A, S)
+            T.copy(S, D)
+
+    src = tilec.compile(f, target="sm_90a").get_kernel_source()
+    stores = [line.strip() for line in src.splitlines() if "tl::tma_store(" in line]
+    assert stores == [f"tl::tma_store(tma_D, &S[{c}], {c});" for c in (0, 256, 512, 768)], stores

@@ -20,8 +20,9 @@
 //         memory) counted once per stage, side by side
 //         (as a persistent kernel needs them), and twice over for a one-warpgroup kernel
 //         (which runs two blocks per SM). Where the whole tile does not fit but two column
-//         blocks of it do (a rows x cols fragment; blocks of whole 128-byte lines dividing the
-//         columns, the widest that fits), the copy becomes, for each block c,
+//         blocks of it do (a rows x cols wgmma accumulator whose warpgroups split the rows, so
+//         that the holders of a block's rows hold all of it; blocks of whole 128-byte lines
+//         dividing the columns, the widest that fits), the copy becomes, for each block c,
 //           T.copy(F[:, c*w:(c+1)*w], S[c % 2]); T.copy(S[c % 2], G[... columns + c*w ...])
 //         with S = T.alloc_shared((2, rows, w)): the epilogue subtiles of CUTLASS (head dim 256
 //         causal attention, a 4-stage GEMM that then stays persistent). The program's own
@@ -149,6 +150,8 @@ class StageOutputTiles : public IRMutator {
     budget_ = std::min<int64_t>(ctx_.target().max_shared_memory_per_block(), kSmemPerSm / blocks_per_sm_) -
               kReservedPerBlock - shared_bytes(op->body);
     count_uses(op->body);
+    kernel_body_ = op->body;
+    threads_ = threads;
     bool after_gemm_loop = false;
     Stmt body = spine(op->body, after_gemm_loop);
     if (body.same_as(op->body)) return s;
@@ -223,7 +226,7 @@ class StageOutputTiles : public IRMutator {
         continue;
       }
       if (back::shared_alloc_bytes(stage) > budget_) {
-        if (Buffer blocks = column_blocks(*shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
+        if (Buffer blocks = column_blocks(src.buffer, *shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
           budget_ -= back::shared_alloc_bytes(blocks);
           staged.push_back(blocks);
           for (Stmt& c : staged_in_blocks(src, dst, blocks, t->loc, t->loc)) out.push_back(std::move(c));
@@ -252,8 +255,9 @@ class StageOutputTiles : public IRMutator {
   // Where the whole tile does not fit: two shared buffers of a column block each (the widest
   // block of at least one 128-byte line that divides the columns and fits twice), as
   // CUTLASS's epilogue subtiles. Null when none fits or the tile is not rows x cols.
-  Buffer column_blocks(const std::vector<Expr>& shape, DataType dtype, const std::string& name, const SourceLoc& loc) const {
-    if (shape.size() != 2) return Buffer();
+  Buffer column_blocks(const Buffer& frag, const std::vector<Expr>& shape, DataType dtype, const std::string& name,
+                       const SourceLoc& loc) const {
+    if (shape.size() != 2 || !blocks_held_by_rows(frag)) return Buffer();
     const int64_t rows = const_or(shape[0], -1), cols = const_or(shape[1], -1), elem = dtype.bytes();
     if (rows < 1 || cols < 1) return Buffer();
     for (int64_t w = cols / 2; w * elem >= 128; w /= 2) {
@@ -262,6 +266,27 @@ class StageOutputTiles : public IRMutator {
       if (back::shared_alloc_bytes(b) <= budget_) return b;
     }
     return Buffer();
+  }
+
+  // Whether each column block of F is held by the threads that hold its rows, so that every
+  // block is copied from registers by its holders (a warpgroup that holds no element of a
+  // block would run a guarded nest over all its registers, and spill): F is a wgmma
+  // accumulator (sm_90a, wgmma on) of gemms that split rows over the warpgroups (not
+  // FullCol), with 64 rows per warpgroup.
+  bool blocks_held_by_rows(const Buffer& frag) const {
+    if (!ctx_.target().has_wgmma() || ctx_.get_bool("tl.disable_wgmma")) return false;
+    const int64_t rows = const_or(frag->shape[0], -1), groups = std::max<int64_t>(threads_ / 128, 1);
+    if (rows < 0 || rows % (64 * groups) != 0) return false;
+    bool written = false, split_by_rows = true;
+    for_each_node(kernel_body_, [&](const Node* n) {
+      auto* t = dynamic_cast<const TileOpNode*>(n);
+      if (!t || t->op != "gemm" || t->args.size() < 3) return;
+      auto* c = std::get_if<BufferRegion>(&t->args[2]);
+      if (!c || c->buffer.get() != frag.get()) return;
+      written = true;
+      split_by_rows &= attr_string(*t, "policy", "Square") != "FullCol";
+    });
+    return written && split_by_rows;
   }
 
   // T.copy(F[:, c*w:(c+1)*w], S[c % 2]); T.copy(S[c % 2], G[... columns c*w ...]) for each
@@ -338,7 +363,7 @@ class StageOutputTiles : public IRMutator {
     if (!shape || const_shape_or_empty(tile->buffer) != const_shape_or_empty(frag->buffer)) return {};
     const int64_t freed = back::shared_alloc_bytes(tile->buffer);
     budget_ += freed;
-    Buffer blocks = column_blocks(*shape, dst->buffer->dtype, tile->buffer->name, a->loc);
+    Buffer blocks = column_blocks(frag->buffer, *shape, dst->buffer->dtype, tile->buffer->name, a->loc);
     if (!blocks) {
       budget_ -= freed;
       return {};
@@ -360,6 +385,8 @@ class StageOutputTiles : public IRMutator {
   }
 
   const PassContext& ctx_;
+  Stmt kernel_body_;
+  int64_t threads_ = 128;
   std::unordered_map<const BufferNode*, int> uses_;
   std::unordered_set<const BufferNode*> dropped_;
   std::vector<Buffer> pending_blocks_;  // column blocks of restaged tiles, allocated by stage_in

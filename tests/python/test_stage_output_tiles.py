@@ -204,3 +204,26 @@ def test_the_backwards_dk_reuses_the_tile_its_dv_was_staged_in():
     between = src.split("tl::tma_store(tma_dV, &dv_staged[0]")[1].split("&dk[")[0]
     assert "tl::tma_store_wait_read<0>();" in between and "named_barrier_sync" in between, between
     assert kernel.ptxas_info["spill_stores_bytes"] <= 8  # the 8 bytes d128 spilled before
+
+
+def test_column_blocks_only_where_the_rows_holders_hold_every_block():
+    # mma.sync accumulators (tl.disable_wgmma) and warpgroups side by side (FullCol) spread a
+    # 64-column block over some threads only: their copy would be a guarded nest over all the
+    # registers. The tile then stays as written (register stores).
+    assert "Cl_staged" not in _src(_gemm(stages=4), **{"tl.disable_wgmma": True})
+
+    @T.prim_func
+    def wide(A: T.Tensor((1024, 1024), "bfloat16"), B: T.Tensor((1024, 1024), "bfloat16"),
+             C: T.Tensor((1024, 1024), "bfloat16")):
+        with T.Kernel(8, 8, threads=256) as (bx, by):
+            As = T.alloc_shared((128, 64), "bfloat16")
+            Bs = T.alloc_shared((64, 256), "bfloat16")
+            Cl = T.alloc_fragment((128, 256), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(16, num_stages=4):
+                T.copy(A[by * 128, ko * 64], As)
+                T.copy(B[ko * 64, bx * 256], Bs)
+                T.gemm(As, Bs, Cl, policy=T.GemmWarpPolicy.FullCol)
+            T.copy(Cl, C[by * 128, bx * 256])
+
+    assert "Cl_staged" not in _src(wide)

@@ -80,13 +80,17 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
             T.copy(C_shared, C[by * block_M, bx * block_N])
 
     # The quickstart's text: C written from the fragment (tilec stages it through shared
-    # memory itself on sm_90: stage_output_tiles).
+    # memory itself on sm_90: stage_output_tiles). With `chunk`, C leaves through two shared
+    # buffers of `chunk` columns, one TMA store per column block, written by the program (the
+    # eighteenth session's experiment; stage_output_tiles now makes the same blocks itself).
     @T.prim_func
     def main_direct(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            if chunk:
+                C_chunks = T.alloc_shared((2, block_M, chunk), dtype)
             if swizzle:
                 T.use_swizzle(10)
             T.clear(C_local)
@@ -94,32 +98,14 @@ def program(T, M, N, K, block_M, block_N, block_K, num_stages, threads, dtype, a
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[k * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local, **gemm_kw)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    # C leaves through two shared buffers of `chunk` columns, one TMA store per column block,
-    # so 4 stages and the staging fit side by side and the kernel stays persistent (an
-    # experiment: the epilogue subtiles CUTLASS uses).
-    if chunk:
-        @T.prim_func
-        def main_chunked(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads, **extra) as (bx, by):
-                A_shared = T.alloc_shared((block_M, block_K), dtype)
-                B_shared = T.alloc_shared((block_K, block_N), dtype)
-                C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-                C_chunks = T.alloc_shared((2, block_M, chunk), dtype)
-                if swizzle:
-                    T.use_swizzle(10)
-                T.clear(C_local)
-                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                    T.copy(A[by * block_M, k * block_K], A_shared)
-                    T.copy(B[k * block_K, bx * block_N], B_shared)
-                    T.gemm(A_shared, B_shared, C_local, **gemm_kw)
+            if chunk:
                 for c in T.unroll(block_N // chunk):  # unrolled: fragment columns are constants
                     T.copy(C_local[:, c * chunk:(c + 1) * chunk], C_chunks[c % 2, :, :])
                     T.copy(C_chunks[c % 2, :, :], C[by * block_M, bx * block_N + c * chunk])
+            else:
+                T.copy(C_local, C[by * block_M, bx * block_N])
 
-        return main_chunked
-    return main_direct if direct else main
+    return main_direct if direct or chunk else main
 
 
 def run(impl, dtype, quick, configs, pass_configs=None, label=None):

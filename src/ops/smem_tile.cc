@@ -23,13 +23,15 @@ MadeLayouts& made() {
   return m;
 }
 
+// The tile's rows: the next-to-last dimension; a 1-D tile is one row.
+int64_t tile_rows(const std::vector<int64_t>& shape) { return shape.size() == 1 ? 1 : shape[shape.size() - 2]; }
+
 SmemTileForm form_of(const Buffer& b, layout::SwizzleMode mode) {
   std::vector<int64_t> shape = const_shape(b);
-  const int nd = static_cast<int>(shape.size());
   SmemTileForm f;
   f.mode = mode;
-  f.rows = nd == 1 ? 1 : shape[nd - 2];  // a 1-D tile is one row
-  f.cols = shape[nd - 1];
+  f.rows = tile_rows(shape);
+  f.cols = shape.back();
   const int64_t elem = b->dtype.bytes();
   const int64_t span = layout::swizzle_span_bytes(mode);
   const int64_t period = std::max<int64_t>(128, 8 * span) / elem;  // elements
@@ -95,7 +97,7 @@ std::optional<SmemTileForm> smem_tile_form(const Buffer& b, const Layout& l) {
   const std::vector<int64_t> shape = const_shape(b);
   for (auto mode : {layout::SwizzleMode::k128B, layout::SwizzleMode::k64B, layout::SwizzleMode::k32B,
                     layout::SwizzleMode::kNone}) {
-    if (!smem_tile_mode_fits(shape.size() == 1 ? 1 : shape[shape.size() - 2], shape.back(), b->dtype, mode)) continue;
+    if (!smem_tile_mode_fits(tile_rows(shape), shape.back(), b->dtype, mode)) continue;
     if (layout::layout_equal(l, smem_tile_layout(b, mode))) return form_of(b, mode);
   }
   return std::nullopt;

@@ -135,9 +135,9 @@ BufferRegion VersionAccesses::mutate_region(const BufferRegion& r) {
   auto it = map_.find(r.buffer.get());
   if (it == map_.end()) return out;
   out.buffer = it->second;
-  if (it->second->ndim() == r.buffer->ndim() + 2)  // a 1-D tile kept as one row
-    out.region.insert(out.region.begin(), Range{int_imm(0, slot_->dtype), int_imm(1, slot_->dtype)});
-  out.region.insert(out.region.begin(), Range{slot_, int_imm(1, slot_->dtype)});
+  std::vector<Range> prefix;
+  for (const Expr& e : version_prefix(it->second, r.buffer)) prefix.push_back(Range{e, int_imm(1, slot_->dtype)});
+  out.region.insert(out.region.begin(), prefix.begin(), prefix.end());
   return out;
 }
 

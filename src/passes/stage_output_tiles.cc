@@ -193,7 +193,7 @@ class StageOutputTiles : public IRMutator {
       const Stmt& st = q->stmts[i];
       if (auto* f = st.as<ForNode>(); f && f->for_kind == ForKind::kPipelined && contains_gemm(st)) after_gemm_loop = true;
       if (after_gemm_loop && i + 1 < q->stmts.size()) {
-        if (std::vector<Stmt> blocks = restaged(st, q->stmts[i + 1]); !blocks.empty()) {
+        if (std::vector<Stmt> blocks = restaged(st, q->stmts[i + 1], staged); !blocks.empty()) {
           for (Stmt& c : blocks) out.push_back(std::move(c));
           changed = true;
           ++i;
@@ -215,17 +215,14 @@ class StageOutputTiles : public IRMutator {
       const BufferRegion& src = std::get<BufferRegion>(t->args[0]);
       const BufferRegion& dst = std::get<BufferRegion>(t->args[1]);
       Buffer stage = make_buffer(src.buffer->name + "_staged", *shape, dst.buffer->dtype, Scope::kSharedDyn, {}, t->loc);
-      // Where a new tile does not fit, one of the same shape staged before in this list (the
-      // backward's dK after dV) is written again once TMA has read it (insert_syncs orders the
-      // two).
-      Buffer again = back::shared_alloc_bytes(stage) > budget_ ? same_tile(staged, *shape, dst.buffer->dtype) : Buffer();
-      if (again) {
-        out.push_back(make_tile_op("copy", {src, BufferRegion::full(again)}, {}, t->loc));
-        out.push_back(make_tile_op("copy", {BufferRegion::full(again), dst}, {}, t->loc));
-        changed = true;
-        continue;
-      }
       if (back::shared_alloc_bytes(stage) > budget_) {
+        // One of the same shape staged before in this list (the backward's dK after dV) is
+        // written again once TMA has read it (insert_syncs orders the two).
+        if (Buffer again = same_tile(staged, *shape, dst.buffer->dtype); again) {
+          staged_whole(src, dst, again, t->loc, out);
+          changed = true;
+          continue;
+        }
         if (Buffer blocks = column_blocks(src.buffer, *shape, dst.buffer->dtype, src.buffer->name, t->loc); blocks) {
           budget_ -= back::shared_alloc_bytes(blocks);
           staged.push_back(blocks);
@@ -241,11 +238,8 @@ class StageOutputTiles : public IRMutator {
       }
       budget_ -= back::shared_alloc_bytes(stage);
       staged.push_back(stage);
-      out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, t->loc));
-      out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, t->loc));
+      staged_whole(src, dst, stage, t->loc, out);
     }
-    for (Buffer& b : pending_blocks_) staged.push_back(std::move(b));
-    pending_blocks_.clear();
     if (staged.empty()) return changed ? seq(out, s->loc) : s;
     Stmt body = seq(out, s->loc);
     body = allocate_all(staged, body, s->loc);
@@ -311,6 +305,13 @@ class StageOutputTiles : public IRMutator {
     return out;
   }
 
+  // T.copy(F, S); T.copy(S, G[region]).
+  static void staged_whole(const BufferRegion& src, const BufferRegion& dst, const Buffer& stage, const SourceLoc& loc,
+                           std::vector<Stmt>& out) {
+    out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, loc));
+    out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, loc));
+  }
+
   static Buffer same_tile(const std::vector<Buffer>& staged, const std::vector<Expr>& shape, DataType dtype) {
     for (const Buffer& b : staged) {
       if (b->dtype != dtype || b->shape.size() != shape.size()) continue;
@@ -343,8 +344,9 @@ class StageOutputTiles : public IRMutator {
   // The program's own staging, T.copy(F, S); T.copy(S, G[region]) with S a whole shared tile
   // used by nothing else, where S does not fit beside the pipelined buffers (so the kernel
   // could not be persistent): the column blocks instead of S, when they fit (empty: left as
-  // written). A 4-stage 128x256 GEMM: 64 KiB for S, 32 KiB for two 128 x 64 blocks.
-  std::vector<Stmt> restaged(const Stmt& first, const Stmt& second) {
+  // written; the blocks join `staged`). A 4-stage 128x256 GEMM: 64 KiB for S, 32 KiB for two
+  // 128 x 64 blocks.
+  std::vector<Stmt> restaged(const Stmt& first, const Stmt& second, std::vector<Buffer>& staged) {
     auto* a = first.as<TileOpNode>();
     auto* b = second.as<TileOpNode>();
     if (!a || !b || budget_ >= 0 || a->op != "copy" || a->args.size() != 2 || !default_keywords_only(*a)) return {};
@@ -360,7 +362,7 @@ class StageOutputTiles : public IRMutator {
     TileOpNode direct = *b;
     direct.args = {*frag, *dst};
     std::optional<std::vector<Expr>> shape = stageable(direct);
-    if (!shape || const_shape_or_empty(tile->buffer) != const_shape_or_empty(frag->buffer)) return {};
+    if (!shape || ops::const_shape(tile->buffer) != ops::const_shape(frag->buffer)) return {};
     const int64_t freed = back::shared_alloc_bytes(tile->buffer);
     budget_ += freed;
     Buffer blocks = column_blocks(frag->buffer, *shape, dst->buffer->dtype, tile->buffer->name, a->loc);
@@ -370,18 +372,8 @@ class StageOutputTiles : public IRMutator {
     }
     budget_ -= back::shared_alloc_bytes(blocks);
     dropped_.insert(tile->buffer.get());
-    pending_blocks_.push_back(blocks);
+    staged.push_back(blocks);
     return staged_in_blocks(*frag, *dst, blocks, a->loc, b->loc);
-  }
-
-  static std::vector<int64_t> const_shape_or_empty(const Buffer& b) {
-    std::vector<int64_t> out;
-    for (const Expr& e : b->shape) {
-      const int64_t* v = as_const_int(e);
-      if (!v) return {};
-      out.push_back(*v);
-    }
-    return out;
   }
 
   const PassContext& ctx_;
@@ -389,7 +381,6 @@ class StageOutputTiles : public IRMutator {
   int64_t threads_ = 128;
   std::unordered_map<const BufferNode*, int> uses_;
   std::unordered_set<const BufferNode*> dropped_;
-  std::vector<Buffer> pending_blocks_;  // column blocks of restaged tiles, allocated by stage_in
   int64_t blocks_per_sm_ = 1;
   int64_t budget_ = 0;
 };

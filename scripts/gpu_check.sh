@@ -173,6 +173,9 @@ if rc_want 7; then
   # Eighteenth session: result tiles in column blocks (the peer GEMM text with 4 stages runs
   # persistent; head dim 256 causal attention), 1-D TMA tiles. The GEMM table against upstream
   # needs its site unpacked at TILELANG_PEER_SITE (default /tmp/tlsite; .peer/tilelang-site.tar.xz).
+  # SASS of the column-block GEMM, the d256 causal forward and the staged d128 backward (no LDL / STL).
+  run_step "SASS (Hopper kernels)" recheck_sass7.log "$PY" scripts/gpu_hopper_sass.py
+  grep -E "peer_gemm|d256_causal|bwd|SASS check" "$OUT/recheck_sass7.log"
   for c in tma_store_column_blocks tma_store_epilogue persistent_tma_store one_dim_tma one_dim_store_boxes; do
     run_step "hopper case $c" "recheck_hc_$c.log" "$PY" tests/gpu/hopper_cases.py "$c"
   done

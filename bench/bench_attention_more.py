@@ -283,7 +283,7 @@ def forward_candidate(text):
     return {"block_M": parts[0], "block_N": parts[1], "threads": parts[2]}
 
 
-def run_fwd(quick, block_ns, dims=None):
+def run_fwd(quick, block_ns, dims=None, causal_only=None):
     """The forward of examples/flash_attention.py (ragged keys masked, so any block_N fits) at each
     candidate that `block_ns` lists ({head dim or 0 for any: [candidate, ...]}; a candidate is
     block_N, '0' for the program's defaults, or block_M x block_N x threads), in the same rounds as
@@ -298,7 +298,7 @@ def run_fwd(quick, block_ns, dims=None):
 
     rows = []
     for (b, h, s, d, causal) in (FWD_QUICK if quick else FWD_SHAPES):
-        if dims and d not in dims:
+        if (dims and d not in dims) or (causal_only is not None and causal != causal_only):
             continue
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}"
         q, k, v = (torch.randn(b, s, h, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
@@ -416,6 +416,7 @@ def main():
     ap.add_argument("--fwd-block-n", default="0", help="forward candidates, e.g. 0,176 or 64:0,192x128x384;128:0,176 "
                     "(block_N, or block_M x block_N x threads; 0: the defaults)")
     ap.add_argument("--dims", default="", help="forward head dims to run, e.g. 128 (default: all)")
+    ap.add_argument("--causal", choices=["0", "1"], default=None, help="forward rows: only non-causal (0) or causal (1)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")
     ap.add_argument("--json", default="")
@@ -444,7 +445,8 @@ def main():
     out = {}
     if args.part == "fwd":  # not part of "all": the forward's peer table is bench/peer_attention.py's
         out["fwd"] = run_fwd(args.quick, parse_block_ns(args.fwd_block_n),
-                             [int(x) for x in args.dims.split(",")] if args.dims else None)
+                             [int(x) for x in args.dims.split(",")] if args.dims else None,
+                             None if args.causal is None else args.causal == "1")
     if args.part in ("bwd", "all"):
         out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks)]
     if args.part in ("mla", "all"):

@@ -26,9 +26,10 @@ def main():
     tilec.compile(matmul(4096, 4096, 4096, 128, 256, 64, dtype="bfloat16", threads=256), target="sm_90a")
     tilec.compile(flash_attention(4, 32, 4096, 128, dtype="bfloat16"), target="sm_90a")
     # The forward's sm_90 blocks as tilec.ops.flash_attn compiles them (attention_kernels.PASS_CONFIGS): d64
-    # 192 rows on three consumer warpgroups, d128 causal 176 keys, d256 80 keys (causal 64).
+    # 192 rows on three consumer warpgroups, d128 176 keys, d256 80 keys (causal 64); non-causal
+    # d128 and d256 store O over V's stages (UTMASTG).
     from tilec.ops.attention_kernels import PASS_CONFIGS
-    for dim, causal in ((64, False), (128, True), (256, False), (256, True)):
+    for dim, causal in ((64, False), (128, False), (128, True), (256, False), (256, True)):
         os.environ["TILEC_DUMP_DIR"] = os.path.join(d, f"fa_sm90_d{dim}{'_causal' if causal else ''}")
         tilec.compile(flash_attention(2, 2048 // dim, 8192, dim, causal, dtype="bfloat16", target="sm_90a"),
                       target="sm_90a", pass_configs=PASS_CONFIGS)

@@ -33,7 +33,9 @@
 //          popcount(m) times the bytes expected (every CTA of m sends its copy)
 //   store: tl.fence_proxy_async(); if (t == 0) { tl.tma_store(desc, &S[box], c...) ...;
 //          tl.tma_store_commit(); tl.tma_store_wait_read(0) }   (insert_syncs puts the
-//          barrier between the writers' fence and the store)
+//          barrier between the writers' fence and the store); with release=bar (warp_specialize:
+//          a staged tile over a pipelined buffer) barrier_arrive(bar) follows the wait, and
+//          the store must be TMA (else an error, never a SIMT copy that would not arrive)
 //   T.atomic_add(G[region], S) of a shared tile (float32 / float16 / bfloat16, TMA's shapes):
 //          the store with tl.tma_reduce_add (cp.reduce.async.bulk.tensor .add) for tl.tma_store.
 // The tensor map is tl.tma_descriptor("<tensor>", swizzle, box...) (passes::kTmaDescriptorOp);
@@ -156,6 +158,7 @@ bool copy_claims(const TileOpNode& op, const OpEnv& env) {
     TILEC_USER_CHECK(!t.load, op.loc, "write the load as T.tma_copy(src, dst, barrier=mbar) and wait on mbar")
         << "T.copy(prefer_instruction=\"tma\") of a load needs an mbarrier";
   }
+  TILEC_ICHECK(why.empty() || !find_attr(op.attrs, "release")) << describe_op(op) << ": a store with release= is not TMA: " << why;
   return why.empty() && !t.load;
 }
 
@@ -205,7 +208,10 @@ Stmt tma_lower_as(const TileOpNode& op, LowerContext& ctx, bool reduce) {
   const Buffer& s = t.shared->buffer;
   const Buffer& g = t.global->buffer;
   auto form = smem_tile_form(s, ctx.layout_of(s));
-  const bool explicit_tma = op.op == "tma_copy" || attr_string(op, "prefer_instruction") == "tma";
+  // A store with release= (warp_specialize: a staged tile over a pipeline's buffer) must be
+  // TMA: its barrier arrival follows the bulk read.
+  const AttrValue* release = find_attr(op.attrs, "release");
+  const bool explicit_tma = op.op == "tma_copy" || attr_string(op, "prefer_instruction") == "tma" || release;
   const int64_t elem = s->dtype.bytes();
   // Row-major: one box per row; a one-row tile wider than a box (a 1-D tile of more than 256
   // elements) is cut into boxes of the widest width that divides it.
@@ -304,6 +310,7 @@ Stmt tma_lower_as(const TileOpNode& op, LowerContext& ctx, bool reduce) {
   if (!t.load) {
     issue.push_back(evaluate(call(DataType::Void(), "tl.tma_store_commit", {}, op.loc), op.loc));
     issue.push_back(evaluate(call(DataType::Void(), "tl.tma_store_wait_read", {int_imm(0)}, op.loc), op.loc));
+    if (release) issue.push_back(evaluate(call(DataType::Void(), "barrier_arrive", {std::get<Expr>(*release)}, op.loc), op.loc));
   }
   Stmt body = seq(issue, op.loc);
   if (ctx.num_threads() > 1) body = if_then_else(binary(NodeKind::kEQ, ctx.thread_index(), int_imm(0, ctx.thread_index()->dtype)), body, nullptr, op.loc);

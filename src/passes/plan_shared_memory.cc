@@ -13,7 +13,10 @@
 //         attr kSmemBaseAlignAttr = 1024, and codegen aligns its base at run time).
 //         A shared view (T.view / T.reshape of shared memory: BufferNode::viewed) is not
 //         placed by itself: it gets its storage's offset, and its storage lives (and is sized)
-//         for both, so insert_syncs sees their accesses alias.
+//         for both, so insert_syncs sees their accesses alias. The same for a result tile
+//         that stage_output_tiles staged over a pipelined buffer (PrimFunc attr
+//         kStagedOverStagesAttr "tile: buffer", buffers found by name): it is placed at the
+//         buffer's offset.
 // Errors: UserError naming every buffer and its size when the arena plus static shared
 //         memory exceeds target::Target::max_shared_memory_per_block().
 // Runs after: flatten_buffers. Runs before: insert_syncs (which reads the offsets to know
@@ -28,7 +31,9 @@
 // hand tiles over through its mbarriers, and the consumers' epilogue may reuse the stages.) Buffers are placed largest first, each at the lowest
 // aligned offset that does not overlap a placed buffer whose live range intersects its own.
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -239,6 +244,28 @@ void place(std::vector<BufferPlan>& plans) {
   }
 }
 
+// kStagedOverStagesAttr ("tile: buffer"): the tile's plan index -> the buffer's, when each
+// name is one allocation of the kernel.
+std::unordered_map<size_t, size_t> staged_over_stages(const PrimFunc& f, const std::vector<BufferPlan>& plans) {
+  std::unordered_map<size_t, size_t> out;
+  const AttrValue* v = find_attr(f->attrs, kStagedOverStagesAttr);
+  const std::string* text = v ? std::get_if<std::string>(v) : nullptr;
+  const size_t colon = text ? text->find(": ") : std::string::npos;
+  if (colon == std::string::npos) return out;
+  auto only = [&](const std::string& name) {
+    std::optional<size_t> found;
+    for (size_t i = 0; i < plans.size(); ++i)
+      if (plans[i].buffer->name == name) {
+        TILEC_ICHECK(!found) << "two shared buffers are named '" << name << "' (" << kStagedOverStagesAttr << ")";
+        found = i;
+      }
+    TILEC_ICHECK(found) << "no shared buffer is named '" << name << "' (" << kStagedOverStagesAttr << ")";
+    return *found;
+  };
+  out[only(text->substr(0, colon))] = only(text->substr(colon + 2));
+  return out;
+}
+
 PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   const KernelLaunchNode* kernel = back::find_kernel(f->body);
   if (!kernel || find_attr(f->attrs, kDynamicSharedBytesAttr)) return f;  // nothing to do / planned
@@ -257,21 +284,25 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
     if (auto it = lr.range.find(b); it != lr.range.end()) std::tie(p.first, p.last) = it->second;
     plans.push_back(std::move(p));
   }
-  // Views share their storage's bytes: the storage is placed for both.
+  // Views share their storage's bytes: the storage is placed for both. So does a result tile
+  // staged over a pipelined buffer (kStagedOverStagesAttr; warp_specialize ordered the two).
   std::unordered_map<const BufferNode*, size_t> plan_of;
   for (size_t i = 0; i < plans.size(); ++i) plan_of[plans[i].buffer.get()] = i;
+  std::unordered_map<size_t, size_t> staged_over = staged_over_stages(f, plans);
+  auto shares = [&](size_t i) { return plans[i].buffer->viewed || staged_over.count(i); };
   std::vector<std::pair<size_t, size_t>> view_of_root;  // (view, root)
   std::vector<BufferPlan> roots;
   std::vector<size_t> root_index(plans.size(), 0);
   for (size_t i = 0; i < plans.size(); ++i) {
-    if (plans[i].buffer->viewed) continue;
+    if (shares(i)) continue;
     root_index[i] = roots.size();
     roots.push_back(plans[i]);
   }
   for (size_t i = 0; i < plans.size(); ++i) {
-    if (!plans[i].buffer->viewed) continue;
-    auto it = plan_of.find(storage_root(plans[i].buffer.get()));
-    TILEC_ICHECK(it != plan_of.end() && !plans[it->second].buffer->viewed)
+    if (!shares(i)) continue;
+    auto it = staged_over.count(i) ? plan_of.find(plans[staged_over[i]].buffer.get())
+                                   : plan_of.find(storage_root(plans[i].buffer.get()));
+    TILEC_ICHECK(it != plan_of.end() && !shares(it->second))
         << "shared view '" << plans[i].buffer->name << "' without an allocated storage";
     BufferPlan& root = roots[root_index[it->second]];
     const BufferPlan& view = plans[i];
@@ -285,7 +316,7 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   }
   place(roots);
   for (size_t i = 0; i < plans.size(); ++i)
-    if (!plans[i].buffer->viewed) plans[i] = roots[root_index[i]];
+    if (!shares(i)) plans[i] = roots[root_index[i]];
   for (const auto& [view, root] : view_of_root) plans[view].offset = plans[root].offset;
   int64_t total = 0;
   for (const auto& p : plans) total = std::max(total, p.offset + p.bytes);

@@ -32,7 +32,15 @@
 //         keeps the kernel from being persistent), S is dropped for the column blocks, if
 //         they fit. Where a new tile does not fit but one of the same shape and type was
 //         staged before in the same statement list, that one is written again after TMA has
-//         read it (the backward's dK after its dV). A copy left as written
+//         read it (the backward's dK after its dV). Where neither the whole tile nor column
+//         blocks fit, the whole tile is staged over the last pipelined buffer of the kernel's
+//         one loop when that buffer's stages hold it and a gemm that does not read it comes
+//         first in the step (FlashAttention-3's O over V, not a GEMM's B: head dim 256
+//         with 80-key blocks, head dim 128 with 176): PrimFunc attr kStagedOverStagesAttr
+//         "tile: buffer" (each name one allocation); warp_specialize orders the two in a
+//         persistent kernel (its producer loads the buffer's first stage of a tile after the
+//         last tile's store read the staged tile) and plan_shared_memory places the tile at
+//         the buffer's offset. A copy left as written
 //         for want of shared memory is named in the function attribute tilec.output_not_staged
 //         (kernel.explain() shows it).
 // Why:    written from the accumulator registers, each thread stores 4-byte pieces spread
@@ -142,6 +150,7 @@ class StageOutputTiles : public IRMutator {
   explicit StageOutputTiles(const PassContext& ctx) : ctx_(ctx) {}
 
   std::string why_not_;  // the copies left as written for want of shared memory (kOutputNotStagedAttr)
+  std::string over_;     // "staged tile: pipelined buffer" (kStagedOverStagesAttr)
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -229,6 +238,14 @@ class StageOutputTiles : public IRMutator {
           for (Stmt& c : staged_in_blocks(src, dst, blocks, t->loc, t->loc)) out.push_back(std::move(c));
           continue;
         }
+        // Neither fits beside the stages: the whole tile over the loop's last pipelined buffer
+        // (FlashAttention-3's O over V), which the loop no longer reads after its last step.
+        if (Buffer host = host_stages(stage); host) {
+          over_ += (over_.empty() ? "" : "; ") + stage->name + ": " + host->name;
+          staged.push_back(stage);
+          staged_whole(src, dst, stage, t->loc, out);
+          continue;
+        }
         why_not_ += (why_not_.empty() ? "" : "; ") + src.buffer->name + ": its " +
                     std::to_string(back::shared_alloc_bytes(stage) / 1024) + " KiB tile does not fit beside the kernel's other " +
                     "shared memory (" + std::to_string(std::max<int64_t>(budget_, 0) / 1024) + " KiB left" +
@@ -310,6 +327,49 @@ class StageOutputTiles : public IRMutator {
                            std::vector<Stmt>& out) {
     out.push_back(make_tile_op("copy", {src, BufferRegion::full(stage)}, {}, loc));
     out.push_back(make_tile_op("copy", {BufferRegion::full(stage), dst}, {}, loc));
+  }
+
+  // The pipelined buffer a result tile `stage` may share bytes with: the last global ->
+  // shared copy in the body of the kernel's one pipelined loop (num_stages >= 2) whose stages
+  // together hold at least the tile, first read by a gemm after another gemm of the step,
+  // named by no other buffer of the kernel (the placement finds the two by name), and with
+  // `stage`'s name unique too. Null when there is none.
+  Buffer host_stages(const Buffer& stage) const {
+    std::vector<const ForNode*> loops;
+    for_each_node(kernel_body_, [&](const Node* n) {
+      if (auto* f = dynamic_cast<const ForNode*>(n); f && f->for_kind == ForKind::kPipelined) loops.push_back(f);
+    });
+    if (loops.size() != 1 || loops[0]->pipeline.num_stages < 2) return Buffer();
+    Buffer host;
+    for_each_node(loops[0]->body, [&](const Node* m) {
+      auto* t = dynamic_cast<const TileOpNode*>(m);
+      if (!t || t->op != "copy" || t->args.size() < 2) return;
+      auto* from = std::get_if<BufferRegion>(&t->args[0]);
+      auto* to = std::get_if<BufferRegion>(&t->args[1]);
+      if (from && to && from->buffer->scope == Scope::kGlobal && to->buffer->scope == Scope::kSharedDyn) host = to->buffer;
+    });
+    if (!host || back::shared_alloc_bytes(host) * loops[0]->pipeline.num_stages < back::shared_alloc_bytes(stage))
+      return Buffer();
+    // A gemm of the step that does not read it comes first (attention's S = Q K^T before
+    // O += P V): the next tile starts on the other tiles while the store is read. A GEMM's A
+    // and B are read at once, and the next tile would wait for its epilogue.
+    bool other_gemm_first = false, decided = false;
+    for_each_node(loops[0]->body, [&](const Node* m) {
+      auto* t = dynamic_cast<const TileOpNode*>(m);
+      if (decided || !t || t->op != "gemm") return;
+      bool reads_host = false;
+      for (const auto& a : t->args)
+        if (auto* r = std::get_if<BufferRegion>(&a)) reads_host |= r->buffer.get() == host.get();
+      if (reads_host) decided = true;
+      else other_gemm_first = true;
+    });
+    if (!other_gemm_first) return Buffer();
+    std::map<std::string, int> names;
+    for_each_node(kernel_body_, [&](const Node* n) {
+      if (auto* a = dynamic_cast<const AllocateNode*>(n)) ++names[a->buffer->name];
+    });
+    if (names[host->name] != 1 || names.count(stage->name) || !over_.empty()) return Buffer();
+    return host;
   }
 
   static Buffer same_tile(const std::vector<Buffer>& staged, const std::vector<Expr>& shape, DataType dtype) {
@@ -394,9 +454,10 @@ Pass stage_output_tiles_pass() {
               return f;
             StageOutputTiles st(ctx);
             PrimFunc g = with_body(f, st.mutate(f->body));
-            if (st.why_not_.empty()) return g;
+            if (st.why_not_.empty() && st.over_.empty()) return g;
             AttrMap attrs = g->attrs;
-            attrs.emplace_back(kOutputNotStagedAttr, st.why_not_);
+            if (!st.why_not_.empty()) attrs.emplace_back(kOutputNotStagedAttr, st.why_not_);
+            if (!st.over_.empty()) attrs.emplace_back(kStagedOverStagesAttr, st.over_);
             return make_prim_func(g->name, g->params, g->body, std::move(attrs), g->loc);
           }};
 }

@@ -59,6 +59,14 @@
 //         SM): a T.copy global -> shared ahead of the loop whose tile only the loop's gemms
 //         read is issued by the producer once per tile (head_full / head_empty); consumers
 //         wait before the loop and release after it.
+//         A result tile stage_output_tiles staged over a copied buffer (kStagedOverStagesAttr)
+//         in a persistent kernel: barrier staged_free (arrive count 1); the producer waits on
+//         it (phase 1 - tile_i % 2) before the buffer's group in a tile's first step, and the
+//         consumers' TMA store of the tile carries release=staged_free (its issuing thread
+//         arrives after the bulk read). Only without a cluster and when every tile loads the
+//         buffer (a positive constant step count) or the consumers wait for a head copy each
+//         tile, so that arrivals stay within one phase of the waits; otherwise the tile counts
+//         in the persistence check and the attr is dropped if the kernel stays persistent.
 // Qualifies when: the target has wgmma and TMA, neither tl.disable_warp_specialized nor
 //   tl.disable_tma_lower is set; the block is one-dimensional, T a multiple of 128 with
 //   T + 128 <= 1024; the kernel has exactly one pipelined loop (num_stages >= 1: with 1,
@@ -115,7 +123,8 @@ bool is_plain_reader(const TileOpNode& op) {
 
 class WarpSpecializer : public IRMutator {
  public:
-  explicit WarpSpecializer(const PassContext& ctx) : ctx_(ctx) {}
+  // over: kStagedOverStagesAttr's "tile: buffer" ("" when absent).
+  WarpSpecializer(const PassContext& ctx, std::string over) : ctx_(ctx), over_(std::move(over)) {}
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -160,6 +169,7 @@ class WarpSpecializer : public IRMutator {
     if (!plan) return s;
     RewriteResult r = rewrite_kernel(op, *sp, *plan, threads, ctx_, ro);
     min_blocks_ = r.min_blocks;
+    staged_over_kept_ = r.staged_over_kept;
     persistent_ |= r.persistent;
     uneven_ |= r.uneven;
     return r.kernel;
@@ -268,10 +278,18 @@ class WarpSpecializer : public IRMutator {
       shape.insert(shape.end(), b->shape.begin(), b->shape.end());
       p.versioned[b] = make_buffer(b->name, shape, b->dtype, b->scope, {}, b->loc);
     }
+    // The result tile stage_output_tiles staged over one of these buffers.
+    if (const size_t colon = over_.find(": "); colon != std::string::npos)
+      for (const auto& [b, j] : writer)
+        if (b->name == over_.substr(colon + 2)) {
+          p.over_tile = over_.substr(0, colon);
+          p.over_host = b;
+        }
     return p;
   }
 
   const PassContext& ctx_;
+  const std::string over_;
   std::optional<ReadOnly> read_only_;  // with tilec.ws_indirect_copies: the kernel's read-only globals
   const ReadOnly* read_only() const { return read_only_ ? &*read_only_ : nullptr; }
 
@@ -280,6 +298,7 @@ class WarpSpecializer : public IRMutator {
   std::string why_not_;  // why a kernel with a pipelined loop was left alone (for explain())
   bool persistent_ = false;
   bool uneven_ = false;
+  bool staged_over_kept_ = true;
 };
 
 }  // namespace
@@ -290,7 +309,8 @@ Pass warp_specialize_pass() {
             if (!t.has_wgmma() || !t.has_tma() || ctx.get_bool("tl.disable_warp_specialized") ||
                 ctx.get_bool("tl.disable_tma_lower"))
               return f;
-            WarpSpecializer ws(ctx);
+            const AttrValue* over = find_attr(f->attrs, kStagedOverStagesAttr);
+            WarpSpecializer ws(ctx, over && std::holds_alternative<std::string>(*over) ? std::get<std::string>(*over) : "");
             Stmt body = ws.mutate(f->body);
             if (body.same_as(f->body)) {
               bool pipelined = false;
@@ -303,7 +323,9 @@ Pass warp_specialize_pass() {
               attrs.emplace_back(kNotWarpSpecializedAttr, ws.why_not_);
               return make_prim_func(f->name, f->params, f->body, std::move(attrs), f->loc);
             }
-            AttrMap attrs = f->attrs;
+            AttrMap attrs;
+            for (const auto& a : f->attrs)  // a staged tile the persistent kernel cannot share
+              if (a.first != kStagedOverStagesAttr || ws.staged_over_kept_) attrs.push_back(a);
             attrs.emplace_back(kMinBlocksPerSmAttr, int64_t{ws.min_blocks_});
             if (ws.persistent_) {
               attrs.emplace_back(kPersistentAttr, int64_t{ws.min_blocks_});

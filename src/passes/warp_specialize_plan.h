@@ -45,6 +45,10 @@ struct Plan {
   std::unordered_map<const ir::BufferNode*, ir::Buffer> versioned;  // copied buffer -> (S, ...) buffer
   int stages = 0;
   int widest_atom = 0;  // the widest wgmma N of the loop's gemms
+  // stage_output_tiles staged a result tile over one of the copied buffers (kStagedOverStagesAttr):
+  // the tile's name and that buffer (a key of `versioned`); empty / null otherwise.
+  std::string over_tile;
+  const ir::BufferNode* over_host = nullptr;
 };
 
 // Copies whose buffers the same consumer statements first and last read share one pair of
@@ -139,16 +143,22 @@ struct RewriteResult {
   int min_blocks = 1;
   bool persistent = false;
   bool uneven = false;  // persistent over tiles of different step counts (a snake)
+  // The result tile staged over a copied buffer may share its bytes: the producer refills the
+  // buffer after the tile's TMA store read it (persistent), or no tile loop keeps both alive.
+  bool staged_over_kept = false;
 };
 RewriteResult rewrite_kernel(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, int64_t threads,
                              const PassContext& ctx, const ReadOnly* read_only);
 
-bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx);
+// `over`: the result tile staged over a copied buffer shares its bytes (not counted).
+bool want_persistent(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx,
+                     bool over = false);
 // The 32-bit registers per thread of `threads` that the kernel's fragments take together.
 int64_t fragment_registers(const ir::KernelLaunchNode* kernel, int64_t threads);
 // The bytes of the kernel's shared buffers (the copied ones with their stage versions) laid
-// side by side: an upper bound of what plan_shared_memory will give the block.
-int64_t unshared_bytes(const ir::KernelLaunchNode* kernel, const Plan& p);
+// side by side: an upper bound of what plan_shared_memory will give the block. `over`: the
+// result tile staged over a copied buffer (Plan::over_tile) is not counted.
+int64_t unshared_bytes(const ir::KernelLaunchNode* kernel, const Plan& p, bool over = false);
 // The block index the loop's trip count depends on (uneven tiles), -1 when it depends on none,
 // -2 when on several or when the loop's start depends on one.
 int work_dim(const ir::KernelLaunchNode* kernel, const Spine& sp, const Plan& p);

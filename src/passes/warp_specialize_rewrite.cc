@@ -90,7 +90,17 @@ class KernelRewrite {
         tx_(kernel->thread_vars[0]) {
     // Persistent: every block loops over tiles; the pipeline's slots and phases run on
     // across them (tile_i tiles of n steps each came before).
-    persistent_ = want_persistent(kernel, sp, p, ctx);
+    // A result tile staged over a copied buffer (stage_output_tiles) shares its bytes in a
+    // persistent kernel when the producer can hold the buffer's next load until the tile's TMA
+    // store has read it (the staged_free barrier, one phase per tile). The consumers' arrivals
+    // then stay at most one tile ahead of the producer's waits (parity waits cannot tell two
+    // phases apart) when every tile loads the buffer (a positive constant step count) or the
+    // consumers wait for a head copy each tile; not with clusters.
+    const bool steps = as_const_int(f_->extent) && *as_const_int(f_->extent) > 0;
+    over_ = p.over_host && cluster_axis(*kernel).dim == -1 &&
+            (steps || (threads / 128 > 1 && ctx.get_bool("tilec.producer_head_copies") &&
+                       !head_copies(sp, p, kernel->body, read_only).empty()));
+    persistent_ = want_persistent(kernel, sp, p, ctx, over_);
     tile_i_ = make_var("tile_i", it_, loc_);
     local_ = is_zero(f_->min) ? Expr(k_) : Expr(k_) - f_->min;
     // The steps of the tiles before this one: tile_i whole tiles, or, when the tiles' step
@@ -131,14 +141,18 @@ class KernelRewrite {
     // the fragments to fit the 232 registers a consumer thread has then (past them ptxas
     // spills, and a block of its own gets 240).
     two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers_ <= 232 &&
-                  2 * (unshared_bytes(kernel, p) + 2048) <= ctx.target().shared_memory_per_sm();
+                  2 * (unshared_bytes(kernel, p, over_) + 2048) <= ctx.target().shared_memory_per_sm();
     if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
       heads_ = head_copies(sp, p, kernel->body, read_only);
     for (const Stmt& h : heads_) head_set_.insert(h.get());
     head_full_ = make_buffer("head_full", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
     head_empty_ = make_buffer("head_empty", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
     head_phase_ = persistent_ ? floormod(Expr(tile_i_), int_imm(2, it_)) : int_imm(0, it_);
+    staged_free_ = make_buffer("staged_free", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
   }
+
+  // The staged_free protocol is on: a persistent kernel whose result tile shares a copied buffer's bytes.
+  bool staged_over() const { return persistent_ && over_; }
 
   RewriteResult run() {
     Stmt producer_body = producer_loop();
@@ -156,6 +170,7 @@ class KernelRewrite {
     // taken out (they go around both roles).
     spine_.insert(sp_.wrappers.begin(), sp_.wrappers.end());
     Stmt consumer_body = strip(kernel_->body);
+    if (staged_over()) consumer_body = release_staged_tile(consumer_body);
     TileLoop tiles;
     if (persistent_) {
       tiles = tile_loop_parts(kernel_, sp_, p_, loc_);
@@ -185,6 +200,12 @@ class KernelRewrite {
     std::vector<Stmt> produce;
     for (const CopyGroup& grp : groups_) {
       Expr full_slot = buffer_load(grp.full, {slot_}, loc_);
+      if (staged_over() && loads_host(grp))  // the tile's first load waits for the last tile's store
+        produce.push_back(if_then_else(
+            binary(NodeKind::kEQ, Expr(k_), f_->min),
+            back::call_stmt("barrier_wait", {buffer_load(staged_free_, {int_imm(0)}, loc_), int_imm(1, it_) - head_phase_},
+                            loc_),
+            nullptr, loc_));
       produce.push_back(
           back::call_stmt("barrier_wait", {buffer_load(grp.empty, {slot_}, loc_), int_imm(1, it_) - phase_}, loc_));
       for (size_t j : grp.producers) {
@@ -228,6 +249,41 @@ class KernelRewrite {
     if (steps && *steps > 0) return loop;
     Expr empty = binary(NodeKind::kLE, f_->extent, int_imm(0, f_->extent->dtype));
     return seq({loop, if_then_else(empty, back::renew_bound_vars(head), nullptr, loc_)}, loc_);
+  }
+
+  bool loads_host(const CopyGroup& grp) const {
+    for (size_t j : grp.producers)
+      if (region_arg(*tile_op(p_.body.stmts[j]), 1).buffer.get() == p_.over_host) return true;
+    return false;
+  }
+
+  // The consumers' TMA store of the staged tile arrives on staged_free once TMA has read it.
+  Stmt release_staged_tile(const Stmt& body) const {
+    class Mark : public IRMutator {
+     public:
+      Mark(const std::string& tile, Expr bar) : tile_(tile), bar_(std::move(bar)) {}
+      int marked = 0;
+
+     protected:
+      Stmt mutate_TileOp(const Stmt& s, const TileOpNode* op) override {
+        if (op->op != "copy" || op->args.size() != 2) return s;
+        auto* from = std::get_if<BufferRegion>(&op->args[0]);
+        auto* to = std::get_if<BufferRegion>(&op->args[1]);
+        if (!from || !to || from->buffer->name != tile_ || to->buffer->scope != Scope::kGlobal) return s;
+        ++marked;
+        auto n = std::make_shared<TileOpNode>(*op);
+        n->attrs.emplace_back("release", bar_);
+        return Stmt(std::shared_ptr<const TileOpNode>(std::move(n)));
+      }
+
+     private:
+      const std::string& tile_;
+      Expr bar_;
+    } mark(p_.over_tile, buffer_load(staged_free_, {int_imm(0)}, loc_));
+    Stmt out = mark.mutate(body);
+    TILEC_ICHECK(mark.marked == 1) << "warp_specialize: the tile staged over '" << p_.over_host->name
+                                   << "' has " << mark.marked << " TMA stores, not one";
+    return out;
   }
 
   // One thread of each consumer warpgroup releases a slot (its wgmmas are done), on every
@@ -539,6 +595,8 @@ class KernelRewrite {
     // Empty barriers: one arrival per consumer warpgroup (of every CTA of the cluster).
     const int64_t releases = (threads_ / 128) * (multicast_ ? csize_ : 1);
     std::vector<Stmt> top;
+    if (staged_over())  // one arrival: the thread that issued the store
+      top.push_back(make_tile_op("barrier_init", {whole(staged_free_)}, {{"arrive_count", std::vector<int64_t>{1}}}, loc_));
     if (!heads_.empty()) {
       top.push_back(make_tile_op("barrier_init", {whole(head_full_)}, {{"arrive_count", std::vector<int64_t>{1}}}, loc_));
       top.push_back(
@@ -560,6 +618,7 @@ class KernelRewrite {
     for (auto g = groups_.rbegin(); g != groups_.rend(); ++g)
       body = allocate(g->full, allocate(g->empty, body, loc_), loc_);
     if (!heads_.empty()) body = allocate(head_full_, allocate(head_empty_, body, loc_), loc_);
+    if (staged_over()) body = allocate(staged_free_, body, loc_);
     if (uneven_) body = allocate(done_, body, loc_);
     // The spine's wrappers around everything, the copied buffers with their versions.
     for (auto w = sp_.wrappers.rbegin(); w != sp_.wrappers.rend(); ++w) {
@@ -584,6 +643,7 @@ class KernelRewrite {
       out.uneven = uneven_;
     }
     out.kernel = Stmt(std::shared_ptr<const KernelLaunchNode>(std::move(n)));
+    out.staged_over_kept = !persistent_ || over_;
     return out;
   }
 
@@ -612,6 +672,8 @@ class KernelRewrite {
   std::unordered_set<const StmtNode*> head_set_;
   Buffer head_full_, head_empty_;
   Expr head_phase_;
+  bool over_ = false;    // the result tile staged over a copied buffer may share its bytes
+  Buffer staged_free_;   // ... then the producer waits on this barrier before the buffer's first load of a tile
   std::optional<size_t> turn_;
   Rotation rotated_;
   Stmt consumer_loop_;

@@ -33,7 +33,7 @@ int work_dim(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p) {
 // dimension of a constant extent that it divides, with even tiles (every block of a cluster
 // runs the same steps: multicast loads and releases pair them step by step), and
 // tilec.persistent_clusters on.
-bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx) {
+bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan& p, const PassContext& ctx, bool over) {
   if (!ctx.get_bool("tilec.persistent")) return false;
   // T.sync_grid() synchronizes the grid as written; a persistent grid is another one (and
   // warp_specialize already leaves such kernels alone: this keeps the rule where it applies).
@@ -47,7 +47,7 @@ bool want_persistent(const KernelLaunchNode* kernel, const Spine& sp, const Plan
     const int64_t* extent = d < kernel->grid.size() ? as_const_int(kernel->grid[d]) : nullptr;
     if (!ctx.get_bool("tilec.persistent_clusters") || wd >= 0 || !extent || *extent % c.size != 0) return false;
   }
-  return unshared_bytes(kernel, p) + 2048 <= ctx.target().max_shared_memory_per_block();
+  return unshared_bytes(kernel, p, over) + 2048 <= ctx.target().max_shared_memory_per_block();
 }
 
 int64_t fragment_registers(const KernelLaunchNode* kernel, int64_t threads) {
@@ -62,11 +62,11 @@ int64_t fragment_registers(const KernelLaunchNode* kernel, int64_t threads) {
   return bytes / 4 / std::max<int64_t>(threads, 1);
 }
 
-int64_t unshared_bytes(const KernelLaunchNode* kernel, const Plan& p) {
+int64_t unshared_bytes(const KernelLaunchNode* kernel, const Plan& p, bool over) {
   int64_t bytes = 0;
   for_each_node(kernel->body, [&](const Node* node) {
     auto* a = dynamic_cast<const AllocateNode*>(node);
-    if (!a || !is_shared(a->buffer->scope)) return;
+    if (!a || !is_shared(a->buffer->scope) || (over && a->buffer->name == p.over_tile)) return;
     auto v = p.versioned.find(a->buffer.get());
     bytes += back::shared_alloc_bytes(v == p.versioned.end() ? a->buffer : v->second);
   });

@@ -110,10 +110,9 @@ def test_explain_says_which_result_copies_are_staged_and_why_not():
     assert "TMA store of the result tile, staged through shared memory by the compiler" in staged, staged
     blocks = tilec.compile(_gemm(stages=4), target="sm_90a").explain(show=False)
     assert "staged through shared memory by the compiler in column blocks of 64 through two shared buffers" in blocks
-    # Head dim 256, not causal: 2 KiB left beside Q, K and V's stages, not even a column block.
-    from flash_attention import flash_attention
-
-    kept = tilec.compile(flash_attention(1, 2, 512, 256, target="sm_90a"), target="sm_90a").explain(show=False)
+    # mma.sync layouts (no column blocks), 4 stages: nothing fits, and a GEMM's B stages are
+    # read at once with A's (not a tile to share).
+    kept = tilec.compile(_gemm(stages=4), target="sm_90a", pass_configs={"tl.disable_wgmma": True}).explain(show=False)
     assert "each thread stores its own elements (local.fragment -> global)" in kept, kept
     assert "not staged through shared memory for one TMA store: its 64 KiB tile does not fit" in kept, kept
 
@@ -227,3 +226,50 @@ def test_column_blocks_only_where_the_rows_holders_hold_every_block():
             T.copy(Cl, C[by * 128, bx * 256])
 
     assert "Cl_staged" not in _src(wide)
+
+
+def _over_v(src):
+    """(staged tile's offset, V_shared's offset) in the arena."""
+    import re
+
+    offsets = dict(re.findall(r"\* (\w+) = reinterpret_cast<[\w ]+\*>\(tilec_smem \+ (\d+)\)", src))
+    return offsets.get("acc_o_staged"), offsets.get("V_shared")
+
+
+@pytest.mark.parametrize("dim,block_N", [(256, None), (128, 176)])
+def test_attention_output_is_staged_over_v_stages_when_nothing_else_fits(dim, block_N):
+    # Head dim 256 with 80-key blocks (128 with 176): Q, K and V's stages leave 2 (18) KiB, not
+    # even a column block; O (64 / 32 KiB) goes over V's two stages (80 / 88 KiB), as in
+    # FlashAttention-3. The persistent producer loads a tile's first V after the last tile's
+    # store has read O: staged_free, one arrival by the storing thread after its bulk read.
+    from flash_attention import flash_attention
+
+    kernel = tilec.compile(flash_attention(1, 2, 4096, dim, block_N=block_N, target="sm_90a"), target="sm_90a")
+    src = kernel.get_kernel_source()
+    staged, v = _over_v(src)
+    assert staged is not None and staged == v, src
+    assert src.count("tl::tma_store(tma_Output") == dim // 64, src
+    assert "tl::tma_store_wait_read<0>();\n        tl::mbarrier_arrive(&staged_free[0]);" in src, src
+    # The producer's wait comes before V's empty barrier in a tile's first step, K's goes first.
+    producer = src[src.index("setmaxnreg_dec"):src.index("setmaxnreg_inc")]
+    assert producer.index("k_empty0") < producer.index("staged_free") < producer.index("k_empty1"), producer
+    assert "if (k == 0) {\n            TL_MBARRIER_WAIT(&staged_free[0], 1 - tile_i % 2);" in producer, producer
+    assert "tl::mbarrier_init(&staged_free[0], 1);" in src, src
+    assert kernel.ptxas_info["spill_stores_bytes"] == 0
+    assert f"over the pipeline stages of 'V_shared'" in kernel.explain(show=False)
+
+
+def test_a_non_persistent_kernel_shares_v_without_the_barrier():
+    from flash_attention import flash_attention
+
+    src = _src(flash_attention(1, 2, 512, 256, target="sm_90a"), **{"tilec.persistent": False})
+    staged, v = _over_v(src)
+    assert staged is not None and staged == v and "staged_free" not in src, src
+    assert src.count("tl::tma_store(tma_Output") == 4, src
+
+
+def test_a_gemms_b_stages_do_not_take_its_result_tile():
+    # mma.sync layouts take no column blocks, the whole tile does not fit beside 4 stages, and
+    # a GEMM reads A and B at once: the next tile would wait for the epilogue. As written.
+    src = _src(_gemm(stages=4), **{"tl.disable_wgmma": True})
+    assert "Cl_staged" not in src and "staged_free" not in src, src

@@ -54,6 +54,12 @@ inline constexpr const char* kNotWarpSpecializedAttr = "tilec.not_warp_specializ
 // stage_output_tiles: why a result copy (fragment -> global) stays as written, "F: reason"
 // per copy, "; "-separated (kernel.explain() reports it at the copy).
 inline constexpr const char* kOutputNotStagedAttr = "tilec.output_not_staged";
+// stage_output_tiles: a result tile staged over the last pipelined buffer of the kernel's loop
+// ("staged tile: pipelined buffer"; FlashAttention-3's O over V). warp_specialize keeps it
+// when it orders the two (a persistent kernel's producer refills the buffer only after the
+// TMA store read the tile) or when they do not live at once (no tile loop), and drops it
+// otherwise; plan_shared_memory places the staged tile at the buffer's offset.
+inline constexpr const char* kStagedOverStagesAttr = "tilec.staged_over_stages";
 // layout_inference: the bank-aware layouts it chose for shared buffers only T.Parallel loops
 // touch, "name: choice, costs" per buffer, "; "-separated (kernel.explain() reports them).
 inline constexpr const char* kSharedLayoutChoicesAttr = "tilec.shared_layout_choices";

@@ -250,10 +250,14 @@ class Explainer {
     if (store) {
       if (no_tma.empty() && staged_by_compiler(src.buffer)) {
         // A 3-D staging buffer (2, rows, w): the tile did not fit whole, it leaves in column blocks.
-        const std::string blocks =
+        std::string blocks =
             src.buffer->ndim() == 3 ? " in column blocks of " + std::to_string(*as_const_int(src.buffer->shape[2])) +
                                           " through two shared buffers (the whole tile does not fit)"
                                     : "";
+        for (const auto& [name, host] : staged_over_)
+          if (name == src.buffer->name)
+            blocks = " over the pipeline stages of '" + host + "' (the tile does not fit beside them; a persistent "
+                     "kernel's producer loads the next tile's '" + host + "' once TMA has read this one)";
         l.chosen = "TMA store of the result tile, staged through shared memory by the compiler" + blocks +
                    " (stage_output_tiles; tilec.stage_output_tiles=False keeps the copies as written)";
       } else if (no_tma.empty()) {
@@ -306,6 +310,7 @@ class Explainer {
 
  public:
   std::vector<std::pair<std::string, std::string>> not_staged_;  // stage_output_tiles' reasons
+  std::vector<std::pair<std::string, std::string>> staged_over_;  // staged tile -> the pipelined buffer it shares
 };
 
 }  // namespace
@@ -409,6 +414,7 @@ std::vector<ExplainLine> explain(const ir::PrimFunc& f, passes::PassContext& ctx
   });
   Explainer e(ctx, lowered_stores(lowered));
   e.not_staged_ = buffer_notes(g, passes::kOutputNotStagedAttr);
+  e.staged_over_ = buffer_notes(g, passes::kStagedOverStagesAttr);
   e.visit(g->body, 1, false);
   // Program order; once per op (a pipeline's prologue repeats its copies).
   std::stable_sort(e.lines.begin(), e.lines.end(),

@@ -231,7 +231,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=None, b
 def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="float16", block_M=None, block_N=None,
                         threads=None, num_stages=2, heads_kv=None, seq_len_kv=None, sm_scale=None,
                         ds_to_shared_first=False, overlap_softmax=True, rows_in_shared=None, dv_before_ds=False,
-                        dq_by_tma=None, target="auto"):
+                        dq_by_tma=None, dkv_in_flight=False, target="auto"):
     """The three programs (preprocess, main, postprocess) of the backward pass:
       preprocess(O, dO, Delta); main(Q, K, V, dO, LSE, Delta, dQ_f32, dK, dV); postprocess(dQ_f32, dQ)
     dQ_f32 is accumulated with atomics: it must start at zero. Blocks left out come from
@@ -254,6 +254,10 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
     work while the threads compute dS; the gemm's slot is released after the dK gemm's wait
     only under tilec.defer_gemm_waits (without it, right after the gemm). Not measured yet:
     gpu_check.sh candidates (no spills at d64; 36 bytes at d128 non-causal on sm_90a).
+    dkv_in_flight (a candidate, off): P and dS are cast and dS goes to shared memory first, then
+    the dV and dK gemms are issued without waiting (wg_wait=-1) and the dQ gemm's wait covers all
+    three, so the tensor cores run dV and dK while the threads store dS and meet at the barrier
+    the dQ gemm needs (FlashAttention-3 keeps its dK / dV gemms in flight the same way).
     dq_by_tma (None: on when `target` compiles for sm_90; "auto", the default target, asks this
     machine's GPU): each step's dQ block goes to shared memory and is added to dQ_f32 with one
     T.atomic_add of the whole tile, which sm_90a issues as TMA reduce-adds from one thread
@@ -268,6 +272,9 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
         dq_by_tma = _is_hopper(target)
     if dv_before_ds and not overlap_softmax:
         raise ValueError("flash_attention_bwd: dv_before_ds needs overlap_softmax=True")
+    if dkv_in_flight and (dv_before_ds or ds_to_shared_first):
+        raise ValueError("flash_attention_bwd: dkv_in_flight orders the dV / dK gemms itself (no dv_before_ds, "
+                         "ds_to_shared_first)")
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
@@ -373,16 +380,23 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                             lse_shared[0, j] if rows_in_shared else LSE[bz, by, row]) * LOG2E), 0)
                         dpT[i, j] = qkT[i, j] * (dpT[i, j] - (
                             delta_shared[0, j] if rows_in_shared else Delta[bz, by, row])) * sm_scale
-                if not dv_before_ds:
+                if dkv_in_flight:  # dS to shared first: its registers are a running gemm's operand after
                     T.copy(qkT, pT_cast)
-                    T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(dpT, dsT_cast)
-                if ds_to_shared_first:
+                    T.copy(dpT, dsT_cast)
                     T.copy(dsT_cast, dsT_shared)
-                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
-                if not ds_to_shared_first:
-                    T.copy(dsT_cast, dsT_shared)
-                T.clear(dq)
+                    T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                    T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                else:
+                    if not dv_before_ds:
+                        T.copy(qkT, pT_cast)
+                        T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(dpT, dsT_cast)
+                    if ds_to_shared_first:
+                        T.copy(dsT_cast, dsT_shared)
+                    T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
+                    if not ds_to_shared_first:
+                        T.copy(dsT_cast, dsT_shared)
+                T.clear(dq)  # its gemm waits for every gemm in flight (wg_wait 0)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
                 if dq_by_tma:
                     T.copy(dq, dq_shared)

@@ -237,7 +237,7 @@ def test_argument_errors():
     (80, (32, 32, 128), {}), (200, (128, 64, 256), {}), (200, (128, 64, 256), {"ds_to_shared_first": True}),
     (200, (128, 64, 256), {"rows_in_shared": False, "overlap_softmax": False}),
     (80, (32, 32, 128), {"rows_in_shared": False, "overlap_softmax": True}),
-    (200, (128, 64, 256), {"dv_before_ds": True})])
+    (200, (128, 64, 256), {"dv_before_ds": True}), (200, (128, 64, 256), {"dkv_in_flight": True})])
 def test_flash_attention_backward_with_atomics(seq, blocks, options):
     """The three backward programs (dQ accumulated with T.atomic_add), causal, partial blocks; also
     the 128 keys x 64 queries x 256 threads blocks the example checks on the GPU, and the

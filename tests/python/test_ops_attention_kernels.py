@@ -119,6 +119,23 @@ def test_backward_dv_gemm_runs_across_ds_under_deferred_waits():
 
 
 @pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+def test_backward_dv_and_dk_gemms_stay_in_flight_until_the_dq_gemm():
+    """dkv_in_flight: dS goes to shared memory before the dV and dK gemms are issued (wg_wait=-1);
+    under tilec.defer_gemm_waits nothing waits between them and the dQ gemm, whose wait releases
+    the dO and Q slots; without it each slot's release waits for its gemm at once."""
+    main = K.flash_attention_bwd(1, 2, 512, 64, False, dkv_in_flight=True)[1]
+    deferred = tilec.compile(main, target="sm_90a", pass_configs={"tilec.defer_gemm_waits": True})
+    src = deferred.get_kernel_source()
+    step = src[src.index("tl::store(&dsT_shared["):src.index("(&dsT_shared[0], 0, 0, &K_shared[0]")]
+    assert step.index("(&pT_cast[0], &do_[") < step.index("(&dsT_cast[0], &q[") < step.index("named_barrier_sync"), step
+    assert "tl::wgmma_wait<" not in step, step
+    assert deferred.ptxas_info["spill_stores_bytes"] == 0
+    plain = tilec.compile(main, target="sm_90a").get_kernel_source()
+    after_dv = plain[plain.index("(&pT_cast[0], &do_["):]
+    assert "tl::wgmma_wait<0>();" in after_dv[:after_dv.index("(&dsT_cast[0], &q[")]
+
+
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 @pytest.mark.parametrize("target,tma", [("sm_90a", True), ("sm_80", False)])
 def test_backward_dq_by_tma_reduce_add_on_sm90(target, tma):
     """dq_by_tma's default follows the target: on sm_90 dQ goes to shared memory and into dQ_f32
@@ -143,6 +160,9 @@ def test_backward_dq_by_tma_reduce_add_on_sm90(target, tma):
 def test_backward_option_errors():
     with pytest.raises(ValueError, match=r"dv_before_ds needs overlap_softmax=True"):
         K.flash_attention_bwd(1, 2, 256, 64, overlap_softmax=False, dv_before_ds=True)
+    for other in ("dv_before_ds", "ds_to_shared_first"):
+        with pytest.raises(ValueError, match=r"dkv_in_flight orders the dV / dK gemms itself"):
+            K.flash_attention_bwd(1, 2, 256, 64, dkv_in_flight=True, **{other: True})
     with pytest.raises(ValueError, match=r"heads_kv \(3\) must divide heads \(8\)"):
         K.flash_attention_bwd(1, 8, 256, 64, heads_kv=3)
     with pytest.raises(ValueError, match=r"head dim 96 is not supported"):

@@ -61,12 +61,13 @@ FWD_SHAPES = [(16384 // s, 2048 // d, s, d, c) for d in (64, 128, 256) for c in 
 FWD_QUICK = [(4, 32, 4096, 64, False), (4, 16, 4096, 128, False), (4, 16, 4096, 128, True), (8, 8, 2048, 256, False)]
 
 
-def attention_pass_configs():
+def attention_pass_configs(backward=False):
     """The attention programs compile as tilec.ops.flash_attn and the examples do
-    (attention_kernels.PASS_CONFIGS), with --pass-configs over them."""
-    from tilec.ops.attention_kernels import PASS_CONFIGS as ATTENTION
+    (attention_kernels.PASS_CONFIGS, BACKWARD_PASS_CONFIGS for the backward's), with
+    --pass-configs over them."""
+    from tilec.ops.attention_kernels import BACKWARD_PASS_CONFIGS, PASS_CONFIGS as ATTENTION
 
-    return {**ATTENTION, **PASS_CONFIGS}
+    return {**(BACKWARD_PASS_CONFIGS if backward else ATTENTION), **PASS_CONFIGS}
 
 
 def bwd_flops(b, h, s, d, causal):
@@ -127,7 +128,7 @@ def run_bwd(quick, blocks=None):
     rows = []
     for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
         name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs())
+        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs(backward=True))
                                   for p in bwd_programs(b, h, s, d, causal, blocks=blocks))
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))

@@ -10,7 +10,8 @@ Run: python examples/flash_attention_bwd.py            (checks against torch aut
 """
 import _harness
 import flash_attention as fwd
-from tilec.ops.attention_kernels import LOG2E, PASS_CONFIGS, flash_attention_bwd  # noqa: F401  (the programs)
+from tilec.ops.attention_kernels import (BACKWARD_PASS_CONFIGS, LOG2E, PASS_CONFIGS,  # noqa: F401  (the programs)
+                                         flash_attention_bwd)
 
 
 def reference(q, k, v, do, is_causal):
@@ -61,10 +62,10 @@ def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_le
 
     tdt = getattr(torch, dtype)
     hkv, skv = heads_kv or heads, seq_len_kv or seq_len
-    def compile_(prog):
-        return _harness.tilec.compile(prog, pass_configs=PASS_CONFIGS)
+    def compile_(prog, configs=BACKWARD_PASS_CONFIGS):
+        return _harness.tilec.compile(prog, pass_configs=configs)
     forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
-                                           heads_kv=hkv, seq_len_kv=skv))
+                                           heads_kv=hkv, seq_len_kv=skv), PASS_CONFIGS)
     sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     prep, bwd, post = (compile_(f) for f in flash_attention_bwd(batch, heads, seq_len, dim, is_causal, dtype,
                                                                   heads_kv=hkv, seq_len_kv=skv, **sizes,

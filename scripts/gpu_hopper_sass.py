@@ -41,11 +41,11 @@ def main():
     os.environ["TILEC_DUMP_DIR"] = os.path.join(d, "peer_gemm_s4_column_blocks")
     tilec.compile(program(T, 8192, 8192, 8192, 128, 256, 64, 4, 256, "bfloat16"), target="sm_90a")
     # The backward's main kernel with dQ by TMA reduce-adds (UTMAREDG), dV / dK by TMA stores.
-    from tilec.ops.attention_kernels import flash_attention_bwd
+    from tilec.ops.attention_kernels import BACKWARD_PASS_CONFIGS, flash_attention_bwd
     for dim, causal in ((64, False), (128, False), (128, True)):
         os.environ["TILEC_DUMP_DIR"] = os.path.join(d, f"bwd_sm90_d{dim}{'_causal' if causal else ''}")
         tilec.compile(flash_attention_bwd(2, 16, 4096, dim, causal, dtype="bfloat16", target="sm_90a")[1],
-                      target="sm_90a", pass_configs=PASS_CONFIGS)
+                      target="sm_90a", pass_configs=BACKWARD_PASS_CONFIGS)
     os.environ["TILEC_DUMP_DIR"] = d
     tilec.compile(fp8_gemm(4096, 4096, 4096), target="sm_90a")
     tilec.compile(flash_attention_fp8(4, 16, 4096, 128), target="sm_90a")

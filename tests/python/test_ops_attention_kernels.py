@@ -120,16 +120,19 @@ def test_backward_dv_gemm_runs_across_ds_under_deferred_waits():
 
 @pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
 def test_backward_dv_and_dk_gemms_stay_in_flight_until_the_dq_gemm():
-    """dkv_in_flight: dS goes to shared memory before the dV and dK gemms are issued (wg_wait=-1);
-    under tilec.defer_gemm_waits nothing waits between them and the dQ gemm, whose wait releases
-    the dO and Q slots; without it each slot's release waits for its gemm at once."""
+    """dkv_in_flight (the default on sm_90): the dV gemm is issued once P is cast, dS goes to shared
+    memory, then the dK gemm (wg_wait=-1 both); under tilec.defer_gemm_waits (BACKWARD_PASS_CONFIGS)
+    nothing waits between them and the dQ gemm, whose wait releases the dO and Q slots; without
+    it each slot's release waits for its gemm at once. No spills at head dim 64 or 128."""
+    for dim in (64, 128):
+        main = K.flash_attention_bwd(1, 2, 512, dim, False, dtype="bfloat16", target="sm_90a")[1]
+        deferred = tilec.compile(main, target="sm_90a", pass_configs=K.BACKWARD_PASS_CONFIGS)
+        src = deferred.get_kernel_source()
+        step = src[src.index("(&pT_cast[0], &do_["):src.index("(&dsT_shared[0], 0, 0, &K_shared[0]")]
+        assert step.index("tl::store(&dsT_shared[") < step.index("(&dsT_cast[0], &q[") < step.index("named_barrier_sync")
+        assert "tl::wgmma_wait<" not in step, step
+        assert deferred.ptxas_info["spill_stores_bytes"] == 0, dim
     main = K.flash_attention_bwd(1, 2, 512, 64, False, dkv_in_flight=True)[1]
-    deferred = tilec.compile(main, target="sm_90a", pass_configs={"tilec.defer_gemm_waits": True})
-    src = deferred.get_kernel_source()
-    step = src[src.index("tl::store(&dsT_shared["):src.index("(&dsT_shared[0], 0, 0, &K_shared[0]")]
-    assert step.index("(&pT_cast[0], &do_[") < step.index("(&dsT_cast[0], &q[") < step.index("named_barrier_sync"), step
-    assert "tl::wgmma_wait<" not in step, step
-    assert deferred.ptxas_info["spill_stores_bytes"] == 0
     plain = tilec.compile(main, target="sm_90a").get_kernel_source()
     after_dv = plain[plain.index("(&pT_cast[0], &do_["):]
     assert "tl::wgmma_wait<0>();" in after_dv[:after_dv.index("(&dsT_cast[0], &q[")]
@@ -155,6 +158,15 @@ def test_backward_dq_by_tma_reduce_add_on_sm90(target, tma):
     # explicit: the other form on sm_90a too
     other = K.flash_attention_bwd(1, 2, 512, 128, False, dtype="bfloat16", dq_by_tma=not tma)[1]
     assert ("tma_reduce_add" in tilec.compile(other, target="sm_90a").get_kernel_source()) == (not tma)
+
+
+def test_backward_keeps_dv_and_dk_in_flight_on_sm90_only():
+    on = tilec.compile(K.flash_attention_bwd(1, 2, 512, 64, False, target="sm_90a")[1], target="sm_90a",
+                       pass_configs=K.BACKWARD_PASS_CONFIGS).get_kernel_source()
+    off = tilec.compile(K.flash_attention_bwd(1, 2, 512, 64, False, target="sm_80")[1], target="sm_90a",
+                        pass_configs=K.BACKWARD_PASS_CONFIGS).get_kernel_source()
+    assert on.index("(&pT_cast[0], &do_[") < on.index("tl::store(&dsT_shared["), on
+    assert off.index("(&pT_cast[0], &do_[") < off.index("(&dsT_cast[0], &q[") < off.index("tl::store(&dsT_shared["), off
 
 
 def test_backward_option_errors():

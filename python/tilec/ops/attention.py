@@ -105,7 +105,8 @@ def _kernels(kind, q, k, causal, scale):
                 else:
                     progs = _k.flash_attention_bwd(b, h, sq, d, causal, dtype=dtype, heads_kv=hkv,
                                                    seq_len_kv=skv, sm_scale=scale, target=target)
-                kernels = [tilec_compile(p, target=target, pass_configs=_k.PASS_CONFIGS) for p in progs]
+                configs = _k.PASS_CONFIGS if kind == "fwd" else _k.BACKWARD_PASS_CONFIGS
+                kernels = [tilec_compile(p, target=target, pass_configs=configs) for p in progs]
                 _cache[key] = kernels
     return kernels
 

@@ -3,7 +3,7 @@
 # builds tilec, runs the C++ tests, the GPU tests, every example against torch,
 # compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on every example, the benchmarks,
 # and prints a table.
-#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|gemmtiles|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5|recheck6|recheck7]...   (default:
+#   scripts/gpu_check.sh [all|build|test|corpus|examples|sanitize|fuzz|bench|candidates|bwdcand|masks|fwdblocks|gemmtiles|compilespeed|recheck|recheck1|recheck2|recheck3|recheck4|recheck5|recheck6|recheck7|recheck8]...   (default:
 #   all; candidates — the default-off variants against the defaults — and recheck — what changed since
 #   the last GPU run — only when named)
 # Results (logs, bench JSON/markdown) go to $OUT when set, else .tilec-out/.
@@ -108,7 +108,7 @@ if want bench; then
 fi
 
 # What changed since the last GPU run (each session keeps this list current; not part of `all`),
-# in parts that each fit one device call: recheck1 .. recheck6 (recheck: all of them).
+# in parts that each fit one device call: recheck1 .. recheck8 (recheck: all of them).
 # Since the thirteenth session's last call (e0079eb): the backward reads its LSE / Delta rows from
 # shared memory only where seq_len % 4 == 0 (the example and the op's GPU tests), warp
 # specialization declines gemms whose register operand is staged later (upstream's mhc_pre and
@@ -198,6 +198,18 @@ if rc_want 7; then
       --json "$OUT/recheck_pg_tl.json"
     "$PY" bench/peer_gemm.py --table "$OUT/recheck_pg_tc.json" "$OUT/recheck_pg_tl.json"
   fi
+fi
+if rc_want 8; then
+  # Nineteenth session: what the GPU did not run of the final code. The forward grid with O over V's
+  # stages only in loops of at most 32 steps (head dim 256 up to 2048 keys) and head dim 128
+  # non-causal at 176 keys from 8192 keys (from registers); the forward example (TILEC_EXAMPLE_CASES
+  # is 0-based: 16 is head dim 256 over V); the SASS of the final kernels.
+  run_step "example flash_attention" recheck8_fwd_ex.log "$PY" examples/flash_attention.py
+  tail -n 1 "$OUT/recheck8_fwd_ex.log"
+  run_step "SASS (Hopper kernels)" recheck8_sass.log "$PY" scripts/gpu_hopper_sass.py
+  grep -E "fa_sm90|bwd|SASS check" "$OUT/recheck8_sass.log"
+  run_step "forward grid" recheck8_fwd.log "$PY" bench/bench_attention_more.py --part fwd --json "$OUT/recheck8_fwd.json"
+  grep -E "^  fwd|geomean" "$OUT/recheck8_fwd.log"
 fi
 if rc_want 3; then
   run_step "compile scaling" recheck_scaling.log "$PY" bench/compile_scaling.py --configs 72 --threads 1,16

@@ -240,11 +240,12 @@ def _over_v(src):
 def test_attention_output_is_staged_over_v_stages_when_nothing_else_fits(dim, block_N):
     # Head dim 256 with 80-key blocks (128 with 176): Q, K and V's stages leave 2 (18) KiB, not
     # even a column block; O (64 / 32 KiB) goes over V's two stages (80 / 88 KiB), as in
-    # FlashAttention-3. The persistent producer loads a tile's first V after the last tile's
-    # store has read O: staged_free, one arrival by the storing thread after its bulk read.
+    # FlashAttention-3, in loops of at most 32 steps (2048 keys: 26 / 12). The persistent
+    # producer loads a tile's first V after the last tile's store has read O: staged_free, one
+    # arrival by the storing thread after its bulk read.
     from flash_attention import flash_attention
 
-    kernel = tilec.compile(flash_attention(1, 2, 4096, dim, block_N=block_N, target="sm_90a"), target="sm_90a")
+    kernel = tilec.compile(flash_attention(1, 2, 2048, dim, block_N=block_N, target="sm_90a"), target="sm_90a")
     src = kernel.get_kernel_source()
     staged, v = _over_v(src)
     assert staged is not None and staged == v, src
@@ -257,6 +258,19 @@ def test_attention_output_is_staged_over_v_stages_when_nothing_else_fits(dim, bl
     assert "tl::mbarrier_init(&staged_free[0], 1);" in src, src
     assert kernel.ptxas_info["spill_stores_bytes"] == 0
     assert f"over the pipeline stages of 'V_shared'" in kernel.explain(show=False)
+
+
+def test_long_loops_keep_their_output_in_registers():
+    # 52 steps of 80 keys (4096 keys): the stores from registers measured faster there.
+    from flash_attention import flash_attention
+
+    kernel = tilec.compile(flash_attention(1, 2, 4096, 256, target="sm_90a"), target="sm_90a")
+    src = kernel.get_kernel_source()
+    assert "acc_o_staged" not in src and "staged_free" not in src, src
+    assert "its 64 KiB tile does not fit" in kernel.explain(show=False)
+    # A step count known only at run time (causal) does not qualify either.
+    causal = _src(flash_attention(1, 2, 1024, 256, True, block_N=80, target="sm_90a"))
+    assert "staged_free" not in causal and "tl::tma_store(tma_Output" not in causal, causal
 
 
 def test_a_non_persistent_kernel_shares_v_without_the_barrier():

@@ -61,12 +61,12 @@ BACKWARD_PASS_CONFIGS = {**PASS_CONFIGS, "tilec.defer_gemm_waits": True}
 
 # The forward's key block (block_N) per head dim. On sm_90 (measured on the H200, 2026-12-03,
 # docs/PERFORMANCE.md, bench_attention_more.py --part fwd, against cuDNN in the same rounds): d64
-# 128 keys (0.79x cuDNN, against 0.66x with 64), d128 176 keys from 4096 keys (causal: 1.02x against
-# 0.92x; non-causal 0.94-0.99x against 0.92-0.96x, nineteenth session, before its output tile went
-# over V's stages: fewer, longer steps per tile; FlashAttention-3's choice for non-causal), below
-# 4096 keys 128, d256 80 keys (0.87x against 0.59x with 32; causal d256 takes 64: at 80 its mask
-# spills 192 bytes). Elsewhere (sm_80 and the CPU target) the sizes that fit sm_80's registers and
-# shared memory: 64 / 128 / 32.
+# 128 keys (0.79x cuDNN, against 0.66x with 64), d128 176 keys, causal from 4096 keys (1.02x
+# against 0.92x), non-causal from 8192 (603 / 607 TFLOP/s against 575 / 585 with 128 at 8192 /
+# 16384 keys, nineteenth session; at 4096 within 1-2% either way): fewer, longer steps per tile,
+# FlashAttention-3's choice for non-causal; d256 80 keys (0.87x against 0.59x with 32; causal d256
+# takes 64: at 80 its mask spills 192 bytes). Elsewhere (sm_80 and the CPU target) the sizes that
+# fit sm_80's registers and shared memory: 64 / 128 / 32.
 HOPPER_BLOCK_N = {(64, False): 128, (64, True): 128, (128, False): 176, (128, True): 176, (256, False): 80,
                   (256, True): 64}
 PORTABLE_BLOCK_N = {64: 64, 128: 128, 256: 32}
@@ -90,15 +90,15 @@ def _is_hopper(target):
 
 def default_block_N(dim, is_causal, seq_len_kv, target=None):
     """The forward's key block for this head dim on `target` (None: the portable sizes); 64 when
-    there are fewer keys. d128 takes 176 keys from 4096 keys on (causal 1.01-1.10x cuDNN there;
-    below, the diagonal blocks' waste grows: 0.67x at 512 keys against 0.80x with 128; non-causal
-    0.89-0.91x against 0.95x with 128 below 4096 keys)."""
+    there are fewer keys. d128 takes 176 keys, causal from 4096 keys on (1.01-1.10x cuDNN there;
+    below, the diagonal blocks' waste grows: 0.67x at 512 keys against 0.80x with 128), non-causal
+    from 8192 (+4-5% against 128 there; 0.89-0.91x against 0.95x with 128 below 4096 keys)."""
     return _key_block(dim, is_causal, seq_len_kv, _is_hopper(target))
 
 
 def _key_block(dim, is_causal, seq_len_kv, hopper):
     block_N = HOPPER_BLOCK_N[(dim, bool(is_causal))] if hopper else PORTABLE_BLOCK_N[dim]
-    if block_N == 176 and seq_len_kv < 4096:
+    if block_N == 176 and seq_len_kv < (4096 if is_causal else 8192):
         block_N = 128
     return block_N if seq_len_kv >= block_N else 64
 

@@ -208,6 +208,10 @@ if rc_want 8; then
   tail -n 1 "$OUT/recheck8_fwd_ex.log"
   run_step "SASS (Hopper kernels)" recheck8_sass.log "$PY" scripts/gpu_hopper_sass.py
   grep -E "fa_sm90|bwd|SASS check" "$OUT/recheck8_sass.log"
+  # Why O over V's stages loses 5% on long loops: both SASS listings, the main loop's opcodes counted.
+  run_step "SASS: O over V against registers" recheck8_sass_staging.log "$PY" scripts/gpu_hopper_sass.py \
+    --compare-output-staging "$OUT/sass_staging"
+  cat "$OUT/recheck8_sass_staging.log"
   run_step "forward grid" recheck8_fwd.log "$PY" bench/bench_attention_more.py --part fwd --json "$OUT/recheck8_fwd.json"
   grep -E "^  fwd|geomean" "$OUT/recheck8_fwd.log"
 fi

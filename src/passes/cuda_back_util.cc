@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "ops/op_util.h"
+#include "tilec/passes/cuda_back_passes.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/visitor.h"
 
@@ -529,6 +530,14 @@ std::string config_string(const PassContext& ctx, const std::string& key) {
     if (k.name == key) return ctx.get_string(key);
   }
   return "";
+}
+
+std::optional<std::pair<std::string, std::string>> staged_over_stages(const ir::PrimFunc& f) {
+  const ir::AttrValue* v = ir::find_attr(f->attrs, kStagedOverStagesAttr);
+  const std::string* text = v ? std::get_if<std::string>(v) : nullptr;
+  const size_t colon = text ? text->find(": ") : std::string::npos;
+  if (colon == std::string::npos) return std::nullopt;
+  return std::make_pair(text->substr(0, colon), text->substr(colon + 2));
 }
 
 const KernelLaunchNode* find_kernel(const Stmt& body) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "tilec/arith/analyzer.h"
@@ -155,5 +156,9 @@ ir::Stmt replace_kernel(const ir::Stmt& body, const ir::Stmt& kernel);
 
 // Binds the ranges of a kernel's block and thread variables in the analyzer.
 void bind_kernel_vars(arith::Analyzer& az, const ir::KernelLaunchNode* k);
+
+// The PrimFunc attr kStagedOverStagesAttr ("tile: buffer", stage_output_tiles): the staged
+// result tile's name and the pipelined buffer's; nullopt when the function has none.
+std::optional<std::pair<std::string, std::string>> staged_over_stages(const ir::PrimFunc& f);
 
 }  // namespace tilec::passes::back

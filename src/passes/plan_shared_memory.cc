@@ -34,6 +34,7 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "passes/cuda_back_util.h"
 #include "tilec/ir/mutator.h"
@@ -244,14 +245,11 @@ void place(std::vector<BufferPlan>& plans) {
   }
 }
 
-// kStagedOverStagesAttr ("tile: buffer"): the tile's plan index -> the buffer's, when each
-// name is one allocation of the kernel.
-std::unordered_map<size_t, size_t> staged_over_stages(const PrimFunc& f, const std::vector<BufferPlan>& plans) {
-  std::unordered_map<size_t, size_t> out;
-  const AttrValue* v = find_attr(f->attrs, kStagedOverStagesAttr);
-  const std::string* text = v ? std::get_if<std::string>(v) : nullptr;
-  const size_t colon = text ? text->find(": ") : std::string::npos;
-  if (colon == std::string::npos) return out;
+// kStagedOverStagesAttr: (the staged tile's plan index, the pipelined buffer's), each name one
+// allocation of the kernel.
+std::optional<std::pair<size_t, size_t>> staged_over_plans(const PrimFunc& f, const std::vector<BufferPlan>& plans) {
+  auto names = back::staged_over_stages(f);
+  if (!names) return std::nullopt;
   auto only = [&](const std::string& name) {
     std::optional<size_t> found;
     for (size_t i = 0; i < plans.size(); ++i)
@@ -262,8 +260,7 @@ std::unordered_map<size_t, size_t> staged_over_stages(const PrimFunc& f, const s
     TILEC_ICHECK(found) << "no shared buffer is named '" << name << "' (" << kStagedOverStagesAttr << ")";
     return *found;
   };
-  out[only(text->substr(0, colon))] = only(text->substr(colon + 2));
-  return out;
+  return std::make_pair(only(names->first), only(names->second));
 }
 
 PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
@@ -288,8 +285,9 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   // staged over a pipelined buffer (kStagedOverStagesAttr; warp_specialize ordered the two).
   std::unordered_map<const BufferNode*, size_t> plan_of;
   for (size_t i = 0; i < plans.size(); ++i) plan_of[plans[i].buffer.get()] = i;
-  std::unordered_map<size_t, size_t> staged_over = staged_over_stages(f, plans);
-  auto shares = [&](size_t i) { return plans[i].buffer->viewed || staged_over.count(i); };
+  const std::optional<std::pair<size_t, size_t>> over = staged_over_plans(f, plans);
+  auto staged_over = [&](size_t i) { return over && over->first == i; };
+  auto shares = [&](size_t i) { return plans[i].buffer->viewed || staged_over(i); };
   std::vector<std::pair<size_t, size_t>> view_of_root;  // (view, root)
   std::vector<BufferPlan> roots;
   std::vector<size_t> root_index(plans.size(), 0);
@@ -300,8 +298,7 @@ PrimFunc plan(const PrimFunc& f, PassContext& ctx) {
   }
   for (size_t i = 0; i < plans.size(); ++i) {
     if (!shares(i)) continue;
-    auto it = staged_over.count(i) ? plan_of.find(plans[staged_over[i]].buffer.get())
-                                   : plan_of.find(storage_root(plans[i].buffer.get()));
+    auto it = plan_of.find(staged_over(i) ? plans[over->second].buffer.get() : storage_root(plans[i].buffer.get()));
     TILEC_ICHECK(it != plan_of.end() && !shares(it->second))
         << "shared view '" << plans[i].buffer->name << "' without an allocated storage";
     BufferPlan& root = roots[root_index[it->second]];

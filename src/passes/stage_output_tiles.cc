@@ -337,6 +337,7 @@ class StageOutputTiles : public IRMutator {
   // named by no other buffer of the kernel (the placement finds the two by name), and with
   // `stage`'s name unique too. Null when there is none.
   Buffer host_stages(const Buffer& stage) const {
+    if (!over_.empty()) return Buffer();  // one tile per kernel
     std::vector<const ForNode*> loops;
     for_each_node(kernel_body_, [&](const Node* n) {
       if (auto* f = dynamic_cast<const ForNode*>(n); f && f->for_kind == ForKind::kPipelined) loops.push_back(f);
@@ -377,7 +378,7 @@ class StageOutputTiles : public IRMutator {
     for_each_node(kernel_body_, [&](const Node* n) {
       if (auto* a = dynamic_cast<const AllocateNode*>(n)) ++names[a->buffer->name];
     });
-    if (names[host->name] != 1 || names.count(stage->name) || !over_.empty()) return Buffer();
+    if (names[host->name] != 1 || names.count(stage->name)) return Buffer();
     return host;
   }
 

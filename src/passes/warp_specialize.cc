@@ -123,8 +123,9 @@ bool is_plain_reader(const TileOpNode& op) {
 
 class WarpSpecializer : public IRMutator {
  public:
-  // over: kStagedOverStagesAttr's "tile: buffer" ("" when absent).
-  WarpSpecializer(const PassContext& ctx, std::string over) : ctx_(ctx), over_(std::move(over)) {}
+  // over: kStagedOverStagesAttr's (tile, buffer) names, when the function has it.
+  WarpSpecializer(const PassContext& ctx, std::optional<std::pair<std::string, std::string>> over)
+      : ctx_(ctx), over_(std::move(over)) {}
 
  protected:
   Stmt mutate_KernelLaunch(const Stmt& s, const KernelLaunchNode* op) override {
@@ -279,17 +280,16 @@ class WarpSpecializer : public IRMutator {
       p.versioned[b] = make_buffer(b->name, shape, b->dtype, b->scope, {}, b->loc);
     }
     // The result tile stage_output_tiles staged over one of these buffers.
-    if (const size_t colon = over_.find(": "); colon != std::string::npos)
-      for (const auto& [b, j] : writer)
-        if (b->name == over_.substr(colon + 2)) {
-          p.over_tile = over_.substr(0, colon);
-          p.over_host = b;
-        }
+    for (const auto& [b, j] : writer)
+      if (over_ && b->name == over_->second) {
+        p.over_tile = over_->first;
+        p.over_host = b;
+      }
     return p;
   }
 
   const PassContext& ctx_;
-  const std::string over_;
+  const std::optional<std::pair<std::string, std::string>> over_;
   std::optional<ReadOnly> read_only_;  // with tilec.ws_indirect_copies: the kernel's read-only globals
   const ReadOnly* read_only() const { return read_only_ ? &*read_only_ : nullptr; }
 
@@ -309,8 +309,7 @@ Pass warp_specialize_pass() {
             if (!t.has_wgmma() || !t.has_tma() || ctx.get_bool("tl.disable_warp_specialized") ||
                 ctx.get_bool("tl.disable_tma_lower"))
               return f;
-            const AttrValue* over = find_attr(f->attrs, kStagedOverStagesAttr);
-            WarpSpecializer ws(ctx, over && std::holds_alternative<std::string>(*over) ? std::get<std::string>(*over) : "");
+            WarpSpecializer ws(ctx, back::staged_over_stages(f));
             Stmt body = ws.mutate(f->body);
             if (body.same_as(f->body)) {
               bool pipelined = false;

@@ -88,18 +88,32 @@ class KernelRewrite {
       : ctx_(ctx), kernel_(kernel), sp_(sp), p_(p), threads_(threads), f_(p.loop), loc_(p.loop->loc), S_(p.stages),
         it_(p.loop->loop_var->dtype), k_(make_var(f_->loop_var->name, it_, f_->loop_var->loc)),
         tx_(kernel->thread_vars[0]) {
-    // Persistent: every block loops over tiles; the pipeline's slots and phases run on
-    // across them (tile_i tiles of n steps each came before).
+    // Clusters along one grid dimension: a tile every CTA of the cluster loads alike (its
+    // source does not depend on that block index) is split into one band per CTA, each
+    // multicast to all of them. A slot is then free only when the consumers of every CTA
+    // released it, so they arrive on every CTA's empty barrier.
+    const ClusterAxis axis = cluster_axis(*kernel);
+    cdim_ = axis.dim;
+    csize_ = axis.size;
+    consumer_groups_ = static_cast<int>(threads / 128);
+    // Copies ahead of the loop (attention's Q) go to the producer too: once per tile, through
+    // their own full/empty pair, so that the next tile's load overlaps this tile's epilogue.
+    // Not with a cluster, nor with two blocks per SM (one consumer warpgroup, below): the other
+    // block's main loop already covers this one's head loads, and within the 128-register
+    // launch budget the producer's extra state made ptxas spill (the backward example at d128).
+    std::vector<Stmt> heads;
+    if (cdim_ == -1 && ctx.get_bool("tilec.producer_head_copies")) heads = head_copies(sp, p, kernel->body, read_only);
     // A result tile staged over a copied buffer (stage_output_tiles) shares its bytes in a
     // persistent kernel when the producer can hold the buffer's next load until the tile's TMA
     // store has read it (the staged_free barrier, one phase per tile). The consumers' arrivals
     // then stay at most one tile ahead of the producer's waits (parity waits cannot tell two
     // phases apart) when every tile loads the buffer (a positive constant step count) or the
-    // consumers wait for a head copy each tile; not with clusters.
+    // consumers wait for a head copy each tile (two or more consumer warpgroups keep their
+    // heads); not with clusters.
     const bool steps = as_const_int(f_->extent) && *as_const_int(f_->extent) > 0;
-    over_ = p.over_host && cluster_axis(*kernel).dim == -1 &&
-            (steps || (threads / 128 > 1 && ctx.get_bool("tilec.producer_head_copies") &&
-                       !head_copies(sp, p, kernel->body, read_only).empty()));
+    over_ = p.over_host && cdim_ == -1 && (steps || (consumer_groups_ > 1 && !heads.empty()));
+    // Persistent: every block loops over tiles; the pipeline's slots and phases run on
+    // across them (tile_i tiles of n steps each came before).
     persistent_ = want_persistent(kernel, sp, p, ctx, over_);
     tile_i_ = make_var("tile_i", it_, loc_);
     local_ = is_zero(f_->min) ? Expr(k_) : Expr(k_) - f_->min;
@@ -122,19 +136,6 @@ class KernelRewrite {
                                      Scope::kBarrier, {}, loc_);
     }
     rename_[f_->loop_var.get()] = k_;
-    // Clusters along one grid dimension: a tile every CTA of the cluster loads alike (its
-    // source does not depend on that block index) is split into one band per CTA, each
-    // multicast to all of them. A slot is then free only when the consumers of every CTA
-    // released it, so they arrive on every CTA's empty barrier.
-    const ClusterAxis axis = cluster_axis(*kernel);
-    cdim_ = axis.dim;
-    csize_ = axis.size;
-    // Copies ahead of the loop (attention's Q) go to the producer too: once per tile, through
-    // their own full/empty pair, so that the next tile's load overlaps this tile's epilogue.
-    // Not with two blocks per SM (one consumer warpgroup, below): the other block's main loop
-    // already covers this one's head loads, and within the 128-register launch budget the
-    // producer's extra state made ptxas spill (the backward example at d128).
-    consumer_groups_ = static_cast<int>(threads / 128);
     fragment_registers_ = fragment_registers(kernel, threads);
     // Two blocks per SM also need their shared memory to fit side by side (else the 128-register
     // launch budget buys nothing: one block runs, with half the registers it could have), and
@@ -142,8 +143,7 @@ class KernelRewrite {
     // spills, and a block of its own gets 240).
     two_per_sm_ = consumer_groups_ == 1 && p.widest_atom <= 128 && fragment_registers_ <= 232 &&
                   2 * (unshared_bytes(kernel, p, over_) + 2048) <= ctx.target().shared_memory_per_sm();
-    if (cdim_ == -1 && !two_per_sm_ && ctx.get_bool("tilec.producer_head_copies"))
-      heads_ = head_copies(sp, p, kernel->body, read_only);
+    if (!two_per_sm_) heads_ = std::move(heads);
     for (const Stmt& h : heads_) head_set_.insert(h.get());
     head_full_ = make_buffer("head_full", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);
     head_empty_ = make_buffer("head_empty", {int_imm(1)}, DataType::UInt(64), Scope::kBarrier, {}, loc_);

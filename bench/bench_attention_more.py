@@ -91,14 +91,15 @@ def roofline(flops, bytes_):
     return ("memory", t_mem) if t_mem >= t_cmp else ("compute", t_cmp)
 
 
-def bwd_programs(b, h, s, d, causal, dtype="bfloat16", blocks=None):
-    """blocks: (block_M keys, block_N queries, threads) of the main kernel; None: its defaults."""
+def bwd_programs(b, h, s, d, causal, dtype="bfloat16", blocks=None, options=None):
+    """blocks: (block_M keys, block_N queries, threads) of the main kernel; None: its defaults.
+    options: flash_attention_bwd options (None: BWD_OPTIONS)."""
     import flash_attention as fwd
     from tilec.ops.attention_kernels import flash_attention_bwd
 
     sizes = dict(zip(("block_M", "block_N", "threads"), blocks)) if blocks else {}  # else the defaults
     return (fwd.flash_attention(b, h, s, d, causal, dtype=dtype, return_lse=True),
-            *flash_attention_bwd(b, h, s, d, causal, dtype, **sizes, **BWD_OPTIONS))
+            *flash_attention_bwd(b, h, s, d, causal, dtype, **sizes, **(BWD_OPTIONS if options is None else options)))
 
 
 def mla_programs(batch, seqlen, num_split, dtype="bfloat16", page_size=64):
@@ -117,7 +118,20 @@ def parse_blocks(text):
     return out
 
 
-def run_bwd(quick, blocks=None):
+def parse_bwd_variants(text):
+    """--bwd-variants: a JSON list of {"name", "blocks" ("128x64x256", left out: the defaults),
+    "options" (flash_attention_bwd options), "pass_configs" (over the backward's)}, all timed in
+    the same rounds as cuDNN."""
+    out = []
+    for i, v in enumerate(json.loads(text)):
+        blocks = parse_blocks(v["blocks"])[0] if v.get("blocks") else None
+        out.append((v.get("name", f"v{i}"), blocks, {**BWD_OPTIONS, **v.get("options", {})}, v.get("pass_configs", {})))
+    return out
+
+
+def run_bwd(quick, blocks=None, dims=None, variants=None):
+    """One row per shape and variant (variants: [(name, blocks, options, pass configs)]; None: one,
+    `blocks` with BWD_OPTIONS), each variant timed in the same alternating rounds as cuDNN."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -125,26 +139,12 @@ def run_bwd(quick, blocks=None):
     import tilec
     from _timing import bench_rounds
 
+    variants = variants or [("", blocks, BWD_OPTIONS, {})]
     rows = []
-    for (b, h, s, d, causal) in (BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES):
-        name = f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {blocks}" if blocks else "")
-        fwd_k, prep, bwd, post = (tilec.compile(p, target="auto", pass_configs=attention_pass_configs(backward=True))
-                                  for p in bwd_programs(b, h, s, d, causal, blocks=blocks))
+    shapes = BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES
+    for (b, h, s, d, causal) in (x for x in shapes if not dims or x[3] in dims):
         shape = (b, s, h, d)
         q, k, v, do = (torch.randn(shape, dtype=torch.bfloat16, device="cuda") for _ in range(4))
-        o = torch.empty_like(q)
-        lse = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
-        fwd_k(q, k, v, o, lse)
-        delta = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
-        dq_acc = torch.empty(shape, dtype=torch.float32, device="cuda")
-        dq, dk, dv = (torch.empty_like(q) for _ in range(3))
-
-        def ours():
-            prep(o, do, delta)
-            dq_acc.zero_()
-            bwd(q, k, v, do, lse, delta, dq_acc, dk, dv)
-            post(dq_acc, dq)
-
         qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
         dot = do.transpose(1, 2).contiguous()
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -153,21 +153,45 @@ def run_bwd(quick, blocks=None):
         def cudnn():
             return torch.autograd.grad(out, (qt, kt, vt), dot, retain_graph=True)
 
-        ours()
         ref = cudnn()
-        torch.cuda.synchronize()
-        err = max(((got.float() - want.transpose(1, 2).float()).abs().max() / want.float().abs().max()).item()
-                  for got, want in zip((dq, dk, dv), ref))
-        med = bench_rounds({"ours": ours, "cudnn": cudnn})
+        fns, errs = {"cudnn": cudnn}, {}
+        for vname, vblocks, options, configs in variants:
+            fwd_k, prep, bwd, post = (tilec.compile(p, target="auto",
+                                                    pass_configs={**attention_pass_configs(backward=True), **configs})
+                                      for p in bwd_programs(b, h, s, d, causal, blocks=vblocks, options=options))
+            o = torch.empty_like(q)
+            lse = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
+            fwd_k(q, k, v, o, lse)
+            delta = torch.empty((b, h, s), dtype=torch.float32, device="cuda")
+            dq_acc = torch.empty(shape, dtype=torch.float32, device="cuda")
+            dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+
+            def ours(prep=prep, bwd=bwd, post=post, o=o, lse=lse, delta=delta, dq_acc=dq_acc, dq=dq, dk=dk, dv=dv):
+                prep(o, do, delta)
+                dq_acc.zero_()
+                bwd(q, k, v, do, lse, delta, dq_acc, dk, dv)
+                post(dq_acc, dq)
+
+            ours()
+            torch.cuda.synchronize()
+            errs[vname] = max(((got.float() - want.transpose(1, 2).float()).abs().max() / want.float().abs().max()).item()
+                              for got, want in zip((dq, dk, dv), ref))
+            fns[vname] = ours
+        med = bench_rounds(fns)
         fl = bwd_flops(b, h, s, d, causal)
-        row = {"shape": name, "tflops": fl / med["ours"] / 1e9, "cudnn_tflops": fl / med["cudnn"] / 1e9,
-               "ratio": med["cudnn"] / med["ours"], "max_rel_err": err}
-        rows.append(row)
-        print(f"  bwd {name}: tilec {row['tflops']:.0f} TFLOP/s, cuDNN {row['cudnn_tflops']:.0f}, "
-              f"ratio {row['ratio']:.3f}, max rel diff {err:.1e}", flush=True)
-    if rows:
-        print(f"geomean backward tilec / cuDNN: {statistics.geometric_mean([r['ratio'] for r in rows]):.3f} "
-              f"(min {min(r['ratio'] for r in rows):.3f}) over {len(rows)} rows")
+        for vname, vblocks, _, _ in variants:
+            name = (f"b{b} h{h} s{s} d{d}{' causal' if causal else ''}" + (f" blocks {vblocks}" if vblocks else "")
+                    + (f" [{vname}]" if vname else ""))
+            row = {"shape": name, "tflops": fl / med[vname] / 1e9, "cudnn_tflops": fl / med["cudnn"] / 1e9,
+                   "ratio": med["cudnn"] / med[vname], "max_rel_err": errs[vname]}
+            rows.append(row)
+            print(f"  bwd {name}: tilec {row['tflops']:.0f} TFLOP/s, cuDNN {row['cudnn_tflops']:.0f}, "
+                  f"ratio {row['ratio']:.3f}, max rel diff {errs[vname]:.1e}", flush=True)
+    for vname, _, _, _ in variants:
+        mine = [r["ratio"] for r in rows if not vname or r["shape"].endswith(f"[{vname}]")]
+        if mine:
+            print(f"geomean backward tilec / cuDNN{f' [{vname}]' if vname else ''}: "
+                  f"{statistics.geometric_mean(mine):.3f} (min {min(mine):.3f}) over {len(mine)} rows")
     return rows
 
 
@@ -275,13 +299,26 @@ def parse_block_ns(text):
 
 
 def forward_candidate(text):
-    """flash_attention keywords of one --fwd-block-n candidate ('0': the defaults)."""
-    parts = [int(x) for x in text.split("x")]
+    """(flash_attention keywords, extra pass configs) of one --fwd-block-n candidate ('0': the
+    defaults): block_N or block_M x block_N x threads, then optional '+'-separated modifiers: sN
+    (num_stages N), noiwo (tilec.intra_wg_overlap off), e.g. 128+s1+noiwo."""
+    head, *mods = text.split("+")
+    parts = [int(x) for x in head.split("x")]
     if len(parts) == 1:
-        return {"block_N": parts[0] or None}
-    if len(parts) != 3:
+        kw = {"block_N": parts[0] or None}
+    elif len(parts) == 3:
+        kw = {"block_M": parts[0], "block_N": parts[1], "threads": parts[2]}
+    else:
         raise SystemExit(f"--fwd-block-n: '{text}' is neither block_N nor block_M x block_N x threads")
-    return {"block_M": parts[0], "block_N": parts[1], "threads": parts[2]}
+    configs = {}
+    for m in mods:
+        if m.startswith("s") and m[1:].isdigit():
+            kw["num_stages"] = int(m[1:])
+        elif m == "noiwo":
+            configs["tilec.intra_wg_overlap"] = False
+        else:
+            raise SystemExit(f"--fwd-block-n: unknown modifier '{m}' in '{text}' (sN, noiwo)")
+    return kw, configs
 
 
 def run_fwd(quick, block_ns, dims=None, causal_only=None):
@@ -308,9 +345,9 @@ def run_fwd(quick, block_ns, dims=None, causal_only=None):
             ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2).float()
         fns, errs = {}, {}
         for bn in block_ns.get(d, block_ns.get(0, ["0"])):
-            kernel = tilec.compile(flash_attention(b, h, s, d, causal, dtype="bfloat16", target="auto",
-                                                   **forward_candidate(bn)),
-                                   target="auto", pass_configs=attention_pass_configs())
+            kw, configs = forward_candidate(bn)
+            kernel = tilec.compile(flash_attention(b, h, s, d, causal, dtype="bfloat16", target="auto", **kw),
+                                   target="auto", pass_configs={**attention_pass_configs(), **configs})
             out = torch.full_like(q, float("nan"))
             kernel(q, k, v, out)
             torch.cuda.synchronize()
@@ -416,7 +453,7 @@ def main():
     ap.add_argument("--part", choices=["fwd", "bwd", "mla", "decode", "fp8", "all"], default="all")
     ap.add_argument("--fwd-block-n", default="0", help="forward candidates, e.g. 0,176 or 64:0,192x128x384;128:0,176 "
                     "(block_N, or block_M x block_N x threads; 0: the defaults)")
-    ap.add_argument("--dims", default="", help="forward head dims to run, e.g. 128 (default: all)")
+    ap.add_argument("--dims", default="", help="head dims to run (forward and backward), e.g. 128 (default: all)")
     ap.add_argument("--causal", choices=["0", "1"], default=None, help="forward rows: only non-causal (0) or causal (1)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", default="1,2,4", help="MLA / decode num_split candidates (the best is reported)")
@@ -429,6 +466,9 @@ def main():
                     help="the backward candidate ds_to_shared_first (dS to shared memory before the dK gemm)")
     ap.add_argument("--mla-options", default="",
                     help="JSON dict of mla_decode options (candidates), e.g. '{\"cluster_heads\": true}'")
+    ap.add_argument("--bwd-variants", default="",
+                    help='backward variants timed in the same rounds, JSON: [{"name": "a", "blocks": "128x128x256", '
+                    '"options": {"dq_before_dk": true}}, ...]')
     ap.add_argument("--bwd-options", default="",
                     help="JSON dict of flash_attention_bwd options (candidates), e.g. '{\"overlap_softmax\": true}'")
     args = ap.parse_args()
@@ -449,7 +489,11 @@ def main():
                              [int(x) for x in args.dims.split(",")] if args.dims else None,
                              None if args.causal is None else args.causal == "1")
     if args.part in ("bwd", "all"):
-        out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks)]
+        dims = [int(x) for x in args.dims.split(",")] if args.dims else None
+        if args.bwd_variants:
+            out["bwd"] = run_bwd(args.quick, dims=dims, variants=parse_bwd_variants(args.bwd_variants))
+        else:
+            out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks, dims)]
     if args.part in ("mla", "all"):
         out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
     if args.part in ("decode", "all"):

@@ -32,7 +32,7 @@ def reference(q, k, v, is_causal, return_lse=False):
 
 
 CASES = [
-    # (batch, heads, seq_len, dim, is_causal, dtype, heads_kv, seq_len_kv, return_lse)
+    # (batch, heads, seq_len, dim, is_causal, dtype, heads_kv, seq_len_kv, return_lse[, block_N])
     (1, 4, 256, 64, False, "float16", None, None, False),
     (2, 8, 1024, 64, False, "float16", None, None, True),
     (1, 4, 320, 64, False, "float16", None, None, False),     # a partial block of queries (320 = 2.5 x 128)
@@ -52,21 +52,26 @@ CASES = [
     # head dim 64 from 2048 queries on sm_90 (causal from 8192): 192-row blocks, three consumer warpgroups
     (1, 4, 2100, 64, False, "bfloat16", 2, 2050, True),       # GQA, ragged queries (2100 = 10.9 x 192) and keys
     (1, 2, 8200, 64, True, "float16", None, None, True),      # causal, ragged
-    # head dim 256 on sm_90: the output goes over V's two stages (nothing else fits beside them,
-    # and the loop is short: 13 steps of 80 keys); persistent blocks take several tiles each, the
-    # producer loads a tile's first V after the last tile's O left
-    (8, 8, 1000, 256, False, "bfloat16", 4, None, True),       # GQA 2:1, ragged keys (1000 = 12.5 x 80)
+    # head dim 256 with 80-key blocks (two stages; sm_90's default is 128 keys in one stage): the
+    # output goes over V's two stages (nothing else fits beside them, and the loop is short: 13
+    # steps of 80 keys); persistent blocks take several tiles each, the producer loads a tile's
+    # first V after the last tile's O left
+    (8, 8, 1000, 256, False, "bfloat16", 4, None, True, 80),   # GQA 2:1, ragged keys (1000 = 12.5 x 80)
     (2, 8, 2000, 128, False, "float16", 2, 4100, True),        # GQA 4:1, ragged keys
+    # head dim 256 on sm_90: 128-key blocks in one stage, the step serial (not rotated), the output
+    # in column blocks; ragged keys, causal with more keys than queries
+    (2, 4, 700, 256, True, "bfloat16", 2, 900, True),
 ]
 
 
-def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv, seq_len_kv, return_lse):
+def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv, seq_len_kv, return_lse, block_N=None):
     import torch
 
     tdt = getattr(torch, dtype)
     hkv, skv = heads_kv or heads, seq_len_kv or seq_len
     kernel = _harness.tilec.compile(flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, heads_kv=hkv,
-                                                    seq_len_kv=skv, return_lse=return_lse, target="auto"),
+                                                    seq_len_kv=skv, return_lse=return_lse, block_N=block_N,
+                                                    target="auto"),
                                     target="auto", pass_configs=PASS_CONFIGS)  # blocks measured best on this GPU
     q = torch.randn(batch, seq_len, heads, dim, dtype=tdt, device="cuda")
     k, v = (torch.randn(batch, skv, hkv, dim, dtype=tdt, device="cuda") for _ in range(2))

@@ -54,15 +54,20 @@ CASES = [
     (1, 2, 197, 64, True, "bfloat16", None, None, None, {"rows_in_shared": False}),
     # dQ by per-element atomics from registers (the default off sm_90; on sm_90 TMA reduce-adds)
     (2, 4, 333, 128, True, "bfloat16", None, None, None, {"dq_by_tma": False}),
+    # head dim 64 takes 128 keys x 128 queries on sm_90 (the cases above); 128 x 64, the default
+    # elsewhere, on sm_90 too
+    (1, 4, 300, 64, True, "bfloat16", 2, 300, (128, 64, 256)),
 ]
 
 
-def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None, blocks=None, options=None):
+def run_case(batch, heads, seq_len, dim, is_causal, dtype, heads_kv=None, seq_len_kv=None, blocks=None, options=None,
+             configs=None):
+    """One case against the reference; `configs`: the backward's pass configs (None: BACKWARD_PASS_CONFIGS)."""
     import torch
 
     tdt = getattr(torch, dtype)
     hkv, skv = heads_kv or heads, seq_len_kv or seq_len
-    def compile_(prog, configs=BACKWARD_PASS_CONFIGS):
+    def compile_(prog, configs=configs or BACKWARD_PASS_CONFIGS):
         return _harness.tilec.compile(prog, pass_configs=configs)
     forward = compile_(fwd.flash_attention(batch, heads, seq_len, dim, is_causal, dtype=dtype, return_lse=True,
                                            heads_kv=hkv, seq_len_kv=skv), PASS_CONFIGS)

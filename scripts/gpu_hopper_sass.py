@@ -12,6 +12,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 
+# Kernels that spill, with the most LDL + STL their SASS may have (more fails the check): the
+# backward at head dim 64 with 128 x 128 blocks reloads loop-invariant shared-memory addresses
+# (twentieth session, cuobjdump on the H200: 2 STL before the loop and 2 LDL per step
+# non-causal, 19 STL and 19 LDL causal), and runs 1.05-1.14x cuDNN so, against 0.88-0.95x with
+# the 128 x 64 blocks that do not spill.
+KNOWN_SPILLS = {"bwd_sm90_d64": 4, "bwd_sm90_d64_causal": 40}
+
+
 def main():
     d = tempfile.mkdtemp()
     os.environ["TILEC_DUMP_DIR"] = d
@@ -26,8 +34,8 @@ def main():
     tilec.compile(matmul(4096, 4096, 4096, 128, 256, 64, dtype="bfloat16", threads=256), target="sm_90a")
     tilec.compile(flash_attention(4, 32, 4096, 128, dtype="bfloat16"), target="sm_90a")
     # The forward's sm_90 blocks as tilec.ops.flash_attn compiles them (attention_kernels.PASS_CONFIGS): d64
-    # 192 rows on three consumer warpgroups, d128 176 keys, d256 80 keys (causal 64); non-causal
-    # d128 and d256 store O over V's stages (UTMASTG).
+    # 192 rows on three consumer warpgroups, d128 176 keys, d256 128 keys in one stage (a serial step,
+    # O in column blocks: UTMASTG).
     from tilec.ops.attention_kernels import PASS_CONFIGS
     for dim, causal in ((64, False), (128, False), (128, True), (256, False), (256, True)):
         os.environ["TILEC_DUMP_DIR"] = os.path.join(d, f"fa_sm90_d{dim}{'_causal' if causal else ''}")
@@ -42,7 +50,7 @@ def main():
     tilec.compile(program(T, 8192, 8192, 8192, 128, 256, 64, 4, 256, "bfloat16"), target="sm_90a")
     # The backward's main kernel with dQ by TMA reduce-adds (UTMAREDG), dV / dK by TMA stores.
     from tilec.ops.attention_kernels import BACKWARD_PASS_CONFIGS, flash_attention_bwd
-    for dim, causal in ((64, False), (128, False), (128, True)):
+    for dim, causal in ((64, False), (64, True), (128, False), (128, True)):
         os.environ["TILEC_DUMP_DIR"] = os.path.join(d, f"bwd_sm90_d{dim}{'_causal' if causal else ''}")
         tilec.compile(flash_attention_bwd(2, 16, 4096, dim, causal, dtype="bfloat16", target="sm_90a")[1],
                       target="sm_90a", pass_configs=BACKWARD_PASS_CONFIGS)
@@ -62,9 +70,11 @@ def main():
         sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
         counts = {k: sass.count(k) for k in ("HGMMA", "QGMMA", "UTMALDG", "UTMASTG", "UTMAREDG", "SYNCS", "LDL", "STL",
                                              "HMMA", "LDGSTS")}
-        print(os.path.relpath(cubin, d), counts)
-        ok &= (counts["HGMMA"] + counts["QGMMA"]) > 0 and counts["UTMALDG"] > 0 and counts["LDL"] == 0 and \
-            counts["STL"] == 0
+        name = os.path.relpath(cubin, d)
+        known = next((n for k, n in KNOWN_SPILLS.items() if name.startswith(k + "/")), 0)
+        print(name, counts, f"(known spills: at most {known} LDL + STL)" if known else "")
+        ok &= (counts["HGMMA"] + counts["QGMMA"]) > 0 and counts["UTMALDG"] > 0 and \
+            counts["LDL"] + counts["STL"] <= known
     for cubin in sorted(glob.glob(os.path.join(info, "**", "*.cubin"), recursive=True)):
         sass = subprocess.run(["cuobjdump", "-sass", cubin], capture_output=True, text=True).stdout
         print("(not checked)", os.path.relpath(cubin, info),

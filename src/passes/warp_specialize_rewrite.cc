@@ -34,6 +34,11 @@ std::optional<int64_t> wgmma_wait_count(const Stmt& st) {
   return n && *n >= 0 ? std::optional<int64_t>(*n) : std::nullopt;
 }
 
+// The registers a rotated consumer step needs besides its fragments (addresses, wgmma
+// descriptors, loop and softmax state). With 24, the kernels that rotate without spilling keep
+// rotating (head dim 64 on three warpgroups: 127 of 160; head dim 128 with 176 keys: 198 of 240).
+constexpr int64_t kRotationHeadroom = 24;
+
 // Named barriers 16 - G .. 15: the turns of G consumer warpgroups (tl.pingpong_wait/pass;
 // 14 and 15 for two); the roles' own barriers count up from 1.
 int64_t first_turn_barrier(int groups) { return 16 - groups; }
@@ -160,9 +165,12 @@ class KernelRewrite {
     // O += P V) take turns at the first gemm: one's softmax runs while the other's gemm has
     // the tensor cores.
     turn_ = deferred_ ? std::nullopt : pingpong_gemm(p_, threads_, ctx_);
-    // Rotated, a step holds S_k, P_{k-1} and O at once: not when the fragments alone take more
-    // registers than a consumer thread has (ptxas would spill; the serial step spills less).
-    const bool rot = !deferred_ && fragment_registers_ <= consumer_registers() &&
+    // Rotated, a step holds S_k, P_{k-1} and O at once: not when the fragments and the step's
+    // other values (addresses, descriptors, loop state: kRotationHeadroom) take more registers
+    // than a consumer thread has. ptxas would spill in the main loop; the serial step does not
+    // (head dim 256 with 128-key blocks: 226 registers of fragments, 320 bytes spilled rotated,
+    // none serial, and 1.08x faster serial on the H200, 2026-12-03).
+    const bool rot = !deferred_ && fragment_registers_ + kRotationHeadroom <= consumer_registers() &&
                      rotation(p_, groups_, ctx_, &rotated_);
     consumer_loop_ = rot ? rotated_consumer_loop() : consumer_loop();
     if (deferred_) consumer_loop_ = drained(consumer_loop_);
@@ -351,11 +359,12 @@ class KernelRewrite {
         if (grp.first_reader == q)
           consume.push_back(back::call_stmt("barrier_wait", {buffer_load(grp.full, {slot_}, loc_), phase_}, loc_));
     };
-    auto release_done = [&](size_t q) {
+    // `done`: a wait just retired the step's gemms up to q (and so every earlier reader).
+    auto release_done = [&](size_t q, bool done = false) {
       for (const CopyGroup& grp : groups_)
         if (grp.last_reader == q) {
           // The slot is free once its readers' wgmmas finished.
-          if (grp.waits_pending) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
+          if (grp.waits_pending && !done) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
           consume.push_back(release(grp, slot_));
         }
     };
@@ -373,7 +382,7 @@ class KernelRewrite {
     auto settled = [&](bool wait) {  // the gemms in flight are done (after a wait, or a sync gemm)
       if (flight.gemms.empty()) return;
       if (wait) consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
-      for (size_t r : flight.gemms) release_done(r);
+      for (size_t r : flight.gemms) release_done(r, true);
       flight = InFlight{};
     };
     for (size_t q = 0; q < p_.consumers.size(); ++q) {
@@ -400,7 +409,7 @@ class KernelRewrite {
         if (chain > 0) {
           consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
           settled(false);
-          for (size_t c = q; c <= q + chain; ++c) release_done(c);
+          for (size_t c = q; c <= q + chain; ++c) release_done(c, true);
           q += chain;
           continue;
         }
@@ -411,7 +420,7 @@ class KernelRewrite {
         }
         consume.push_back(back::call_stmt("tl.wgmma_wait", {int_imm(0)}, loc_));
         settled(false);
-        release_done(q);
+        release_done(q, true);
         continue;
       }
       if (defer && gemm && q + 1 < steps.size() && !InFlight::of(g).hazard(pl::accesses(steps[q + 1]))) {
@@ -428,7 +437,7 @@ class KernelRewrite {
       }
       if (std::optional<int64_t> n = defer ? wgmma_wait_count(st) : std::nullopt; n && !flight.gemms.empty()) {
         consume.push_back(st);
-        for (size_t r : flight.retire_all_but(static_cast<size_t>(*n))) release_done(r);
+        for (size_t r : flight.retire_all_but(static_cast<size_t>(*n))) release_done(r, true);
         release_done(q);
         continue;
       }

@@ -33,9 +33,22 @@ def test_forward_block_candidates_parse_per_head_dim():
     assert b.parse_block_ns("0,176") == {0: ["0", "176"]}
     assert b.parse_block_ns("64:0,192x128x384;128:0,176;256:80") == {64: ["0", "192x128x384"], 128: ["0", "176"],
                                                                       256: ["80"]}
-    assert b.forward_candidate("0") == {"block_N": None}
-    assert b.forward_candidate("176") == {"block_N": 176}
-    assert b.forward_candidate("192x128x384") == {"block_M": 192, "block_N": 128, "threads": 384}
+    assert b.forward_candidate("0") == ({"block_N": None}, {})
+    assert b.forward_candidate("176") == ({"block_N": 176}, {})
+    assert b.forward_candidate("192x128x384") == ({"block_M": 192, "block_N": 128, "threads": 384}, {})
+    assert b.forward_candidate("128+s1+noiwo") == ({"block_N": 128, "num_stages": 1},
+                                                   {"tilec.intra_wg_overlap": False})
     with pytest.raises(SystemExit, match="192x128"):
         b.forward_candidate("192x128")
+    with pytest.raises(SystemExit, match="unknown modifier 'x2'"):
+        b.forward_candidate("128+x2")
+
+
+def test_backward_variants_parse():
+    import bench_attention_more as b
+
+    got = b.parse_bwd_variants('[{"name": "a"}, {"name": "b", "blocks": "128x128x256", '
+                               '"options": {"rows_in_shared": false}, "pass_configs": {"tilec.stmatrix": true}}, {}]')
+    assert got == [("a", None, {}, {}), ("b", (128, 128, 256), {"rows_in_shared": False}, {"tilec.stmatrix": True}),
+                   ("v2", None, {}, {})]
     assert len(b.FWD_SHAPES) == 36 and all(bb * s == 16384 and h * d == 2048 for bb, h, s, d, _ in b.FWD_SHAPES)

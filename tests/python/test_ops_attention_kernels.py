@@ -45,13 +45,50 @@ def test_forward_blocks():
         assert K.forward_blocks(4096, 4096, 128, target=target) == (128, 128, 256)
         assert K.forward_blocks(4096, 8192, 128, target=target) == (128, 176, 256)
         assert K.forward_blocks(4096, 4096, 128, True, target=target) == (128, 176, 256)
-        assert K.forward_blocks(4096, 4096, 256, target=target) == (128, 80, 256)
-        assert K.forward_blocks(4096, 4096, 256, True, target=target) == (128, 64, 256)
+        assert K.forward_blocks(4096, 4096, 256, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 4096, 256, True, target=target) == (128, 128, 256)
+        assert K.forward_blocks(4096, 100, 256, target=target) == (128, 64, 256)
         assert K.forward_blocks(4096, 150, 128, True, target=target) == (128, 128, 256)
         assert K.forward_blocks(4096, 100, 128, True, target=target) == (128, 64, 256)
         assert K.forward_blocks(2048, 2048, 128, True, target=target) == (128, 128, 256)  # short: 128
     with pytest.raises(tilec.CompileError, match="unknown target 'sm_77'"):
         K.forward_blocks(4096, 4096, 128, target="sm_77")
+
+
+def test_forward_stages_fit_beside_q():
+    # two stages of K and V beside Q in 227 KiB, else one (head dim 256 with 128-key blocks)
+    assert K.forward_stages(128, 128, 256) == 1
+    assert K.forward_stages(128, 80, 256) == 2
+    assert K.forward_stages(128, 176, 128) == 2
+    assert K.forward_stages(192, 128, 64) == 2
+
+
+def test_backward_blocks_per_target():
+    for target in ("sm_90a", "sm_90"):
+        assert K.backward_blocks(4096, 4096, 64, target) == (128, 128, 256)
+        assert K.backward_blocks(4096, 4096, 128, target) == (128, 64, 256)
+        assert K.backward_blocks(100, 4096, 64, target) == (64, 32, 128)
+    for target in (None, "sm_80", "cpu"):
+        assert K.backward_blocks(4096, 4096, 64, target) == (128, 64, 256)
+    assert K.backward_blocks(4096, 4096, 256, "sm_90a") == (64, 32, 128)
+
+
+@pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
+def test_head_dim_256_step_runs_serially_when_rotation_would_spill():
+    """warp_specialize rotates the attention step (S_k beside P_{k-1} V_{k-1}) only where the
+    fragments leave registers for the rest: head dim 256 with 128-key blocks (226 registers of
+    fragments of 240) runs serially, as with tilec.intra_wg_overlap off, and spills nothing; with
+    80-key blocks (190) it rotates."""
+    def src(block_N, **configs):
+        prog = K.flash_attention(1, 2, 1024, 256, False, block_N=block_N, dtype="bfloat16", target="sm_90a")
+        k = tilec.compile(prog, target="sm_90a", pass_configs={**K.PASS_CONFIGS, **configs})
+        return k.get_kernel_source(), k.ptxas_info["spill_stores_bytes"]
+
+    serial, spills = src(128)
+    assert spills == 0 and "wgmma_gemm" in serial
+    assert serial == src(128, **{"tilec.intra_wg_overlap": False})[0]
+    assert "% 2" not in serial.split("setmaxnreg_inc")[1].split("for (int k")[1][:400]  # one stage: no slot index
+    assert src(80)[0] != src(80, **{"tilec.intra_wg_overlap": False})[0]
 
 
 def test_forward_program_takes_the_targets_block():
@@ -119,19 +156,26 @@ def test_backward_dv_gemm_runs_across_ds_under_deferred_waits():
 
 
 @pytest.mark.skipif(not tilec._tilec.nvrtc_available()[0], reason="NVRTC not found")
-def test_backward_dv_and_dk_gemms_stay_in_flight_until_the_dq_gemm():
-    """dkv_in_flight (the default on sm_90): the dV gemm is issued once P is cast, dS goes to shared
-    memory, then the dK gemm (wg_wait=-1 both); under tilec.defer_gemm_waits (BACKWARD_PASS_CONFIGS)
-    nothing waits between them and the dQ gemm, whose wait releases the dO and Q slots; without
-    it each slot's release waits for its gemm at once. No spills at head dim 64 or 128."""
-    for dim in (64, 128):
+def test_backward_dk_gemm_runs_while_dq_is_stored():
+    """dkv_in_flight (the default on sm_90), FlashAttention-3's order: the dV gemm is issued once P
+    is cast, dS goes to shared memory, then the dQ and dK gemms (wg_wait=-1 all); under
+    tilec.defer_gemm_waits (BACKWARD_PASS_CONFIGS) nothing waits before the dQ gemm, one
+    wgmma_wait<1> (dV, dQ done) comes before dQ is stored, releasing the dO slot, and the dK gemm's
+    wait<0> comes after the TMA reduce-add, releasing the Q slot. No spills at head dim 128."""
+    for dim, spill_bound in ((64, 16), (128, 0)):  # d64: 128 x 128 blocks, 8 bytes
         main = K.flash_attention_bwd(1, 2, 512, dim, False, dtype="bfloat16", target="sm_90a")[1]
         deferred = tilec.compile(main, target="sm_90a", pass_configs=K.BACKWARD_PASS_CONFIGS)
         src = deferred.get_kernel_source()
-        step = src[src.index("(&pT_cast[0], &do_["):src.index("(&dsT_shared[0], 0, 0, &K_shared[0]")]
-        assert step.index("tl::store(&dsT_shared[") < step.index("(&dsT_cast[0], &q[") < step.index("named_barrier_sync")
-        assert "tl::wgmma_wait<" not in step, step
-        assert deferred.ptxas_info["spill_stores_bytes"] == 0, dim
+        step = src[src.index("(&pT_cast[0], &do_["):src.index("tl::tma_store_commit();", src.index("tma_reduce_add"))]
+        assert "tl::wgmma_wait<" not in step[:step.index("(&dsT_cast[0], &q[")], step
+        assert step.index("tl::store(&dsT_shared[") < step.index("named_barrier_sync") < \
+            step.index("(&dsT_shared[0], 0, 0, &K_shared[0]") < step.index("(&dsT_cast[0], &q[") < \
+            step.index("tl::wgmma_wait<1>();") < step.index("mbarrier_arrive(&k_empty1[") < \
+            step.index("tl::store(&dq_shared[") < step.index("tma_reduce_add")
+        assert step.count("tl::wgmma_wait<") == 1, step
+        rest = src[src.index("tl::tma_store_commit();", src.index("tma_reduce_add")):]
+        assert rest.index("tl::wgmma_wait<0>();") < rest.index("mbarrier_arrive(&k_empty0[")
+        assert deferred.ptxas_info["spill_stores_bytes"] <= spill_bound, dim
     main = K.flash_attention_bwd(1, 2, 512, 64, False, dkv_in_flight=True)[1]
     plain = tilec.compile(main, target="sm_90a").get_kernel_source()
     after_dv = plain[plain.index("(&pT_cast[0], &do_["):]

@@ -64,11 +64,13 @@ BACKWARD_PASS_CONFIGS = {**PASS_CONFIGS, "tilec.defer_gemm_waits": True}
 # 128 keys (0.79x cuDNN, against 0.66x with 64), d128 176 keys, causal from 4096 keys (1.02x
 # against 0.92x), non-causal from 8192 (603 / 607 TFLOP/s against 575 / 585 with 128 at 8192 /
 # 16384 keys, nineteenth session; at 4096 within 1-2% either way): fewer, longer steps per tile,
-# FlashAttention-3's choice for non-causal; d256 80 keys (0.87x against 0.59x with 32; causal d256
-# takes 64: at 80 its mask spills 192 bytes). Elsewhere (sm_80 and the CPU target) the sizes that
-# fit sm_80's registers and shared memory: 64 / 128 / 32.
-HOPPER_BLOCK_N = {(64, False): 128, (64, True): 128, (128, False): 176, (128, True): 176, (256, False): 80,
-                  (256, True): 64}
+# FlashAttention-3's choice for non-causal; d256 128 keys in one stage (cuDNN's block there; two
+# stages do not fit beside Q), whose step runs serially, not rotated (its fragments leave too few
+# registers: warp_specialize decides), 1.003x cuDNN over 12 rows against 0.928x with 80 keys in two
+# stages (twentieth session). Elsewhere (sm_80 and the CPU target) the sizes that fit sm_80's
+# registers and shared memory: 64 / 128 / 32.
+HOPPER_BLOCK_N = {(64, False): 128, (64, True): 128, (128, False): 176, (128, True): 176, (256, False): 128,
+                  (256, True): 128}
 PORTABLE_BLOCK_N = {64: 64, 128: 128, 256: 32}
 
 
@@ -103,6 +105,18 @@ def _key_block(dim, is_causal, seq_len_kv, hopper):
     return block_N if seq_len_kv >= block_N else 64
 
 
+# Shared memory a Hopper block may have (227 KiB); the forward's K and V stages must fit beside Q.
+HOPPER_SHARED_BYTES = 227 * 1024
+
+
+def forward_stages(block_M, block_N, dim, dtype_bytes=2):
+    """The forward's pipeline stages: two (K and V of the next step load while this one runs)
+    where two of each fit beside Q in a Hopper block's shared memory, else one (head dim 256 with
+    128-key blocks: the producer still loads the next K while this step's P V runs)."""
+    two = (block_M + 4 * block_N) * dim * dtype_bytes
+    return 2 if two <= HOPPER_SHARED_BYTES else 1
+
+
 def forward_blocks(seq_len, seq_len_kv, dim, is_causal=False, target=None):
     """(block_M, block_N, threads) of the forward for these lengths on `target`: 64-row query blocks
     (128 threads) below 128 queries, the key block of default_block_N. On sm_90 at head dim 64,
@@ -117,24 +131,26 @@ def forward_blocks(seq_len, seq_len_kv, dim, is_causal=False, target=None):
     return block_M, _key_block(dim, is_causal, seq_len_kv, hopper), threads
 
 
-def backward_blocks(seq_len, seq_len_kv, dim):
+def backward_blocks(seq_len, seq_len_kv, dim, target=None):
     """(block_M, block_N, threads) of the backward's main kernel: 128 keys x 64 queries on 256
-    threads (two consumer warpgroups; no spills on sm_90a at head dim 64 / 128, half the dQ
-    atomics per FLOP of the small blocks: 0.34 -> 0.50x cuDNN on the H200, docs/PERFORMANCE.md)
-    where the lengths allow it, else 64 keys x 32 queries on 128 threads (head dim 256, short
-    sequences)."""
+    threads (two consumer warpgroups; no spills on sm_90a at head dim 128, half the dQ atomics per
+    FLOP of the small blocks: 0.34 -> 0.50x cuDNN on the H200, docs/PERFORMANCE.md) where the
+    lengths allow it, else 64 keys x 32 queries on 128 threads (head dim 256, short sequences).
+    Head dim 64 on sm_90 (`target`): 128 keys x 128 queries (FlashAttention-3's block there; half
+    the steps, wgmma N 128 for the P^T and dP^T gemms): 1.067x cuDNN over 6 rows against 0.918x
+    with 64 queries (H200, 2026-12-03, same rounds)."""
     if dim in (64, 128) and seq_len >= 128 and seq_len_kv >= 128:
-        return 128, 64, 256
+        return (128, 128, 256) if dim == 64 and _is_hopper(target) else (128, 64, 256)
     return 64, 32, 128
 
 
 def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=None, block_N=None, dtype="float16",
-                    num_stages=2, threads=None, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None,
+                    num_stages=None, threads=None, heads_kv=None, seq_len_kv=None, return_lse=False, sm_scale=None,
                     target=None):
     """The forward program: (Q, K, V, Output[, LSE]) -> writes Output (and LSE when return_lse).
     Blocks left out (None) come from forward_blocks for `target`, the target the program will be
     compiled for ("auto": this machine's GPU; None: sizes that fit every target, as on sm_80);
-    threads left out with an explicit block_M: 256."""
+    threads left out with an explicit block_M: 256; num_stages left out: forward_stages."""
     heads_kv = heads if heads_kv is None else heads_kv
     seq_len_kv = seq_len if seq_len_kv is None else seq_len_kv
     if heads % heads_kv != 0:
@@ -146,6 +162,7 @@ def flash_attention(batch, heads, seq_len, dim, is_causal=False, block_M=None, b
         block_M, threads = default_M, threads or default_threads
     threads = threads or 256
     block_N = block_N or default_N
+    num_stages = num_stages or forward_stages(block_M, block_N, dim)
     if seq_len < block_M or seq_len_kv < block_N:
         raise ValueError(f"flash_attention: seq_len ({seq_len}) and seq_len_kv ({seq_len_kv}) must be at least "
                          f"block_M ({block_M}) and block_N ({block_N}); pass smaller blocks")
@@ -258,15 +275,15 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
     only under tilec.defer_gemm_waits (without it, right after the gemm). Not measured yet:
     gpu_check.sh candidates (no spills at d64; 36 bytes at d128 non-causal on sm_90a).
     dkv_in_flight (None: on when `target` compiles for sm_90 and the block has more than one
-    consumer warpgroup; with one, two blocks share an SM's registers and it spills): the dV gemm is issued as soon as P
-    is cast, dS is cast and goes to shared memory, then the dK gemm; neither waits (wg_wait=-1),
-    and the dQ gemm's wait covers all three, so the tensor cores run dV and dK while the threads
-    store dS and meet at the barrier the dQ gemm needs (FlashAttention-3 keeps its dK / dV gemms
-    in flight the same way). Compile the main kernel with BACKWARD_PASS_CONFIGS
-    (tilec.defer_gemm_waits: the slots of dO and Q are released after that wait, not right after
-    each gemm). Measured on the H200 (2026-12-03, same call, 12 rows): 0.907 -> 0.965x cuDNN,
-    faster on every row (with dS stored before the dV gemm was issued; this order spills nothing
-    at head dim 128).
+    consumer warpgroup; with one, two blocks share an SM's registers and it spills): the order of
+    FlashAttention-3's backward. The dV gemm is issued as soon as P is cast; dS is cast and goes to
+    shared memory; then the dQ gemm (dS^T K, once both warpgroups' dS are there) and the dK gemm,
+    all left running (wg_wait=-1), and T.wait_wgmma(1) waits for dV and dQ only: the dK gemm runs
+    while the threads store dQ and meet at the barrier its TMA reduce-add needs. Compile the main
+    kernel with BACKWARD_PASS_CONFIGS (tilec.defer_gemm_waits: the slots of dO and Q are released
+    after the waits that cover their gemms). Measured on the H200 (2026-12-03, same rounds): with
+    the dQ gemm last (its wait covering dV and dK) 0.907 -> 0.965x cuDNN over 12 rows; dQ before dK,
+    0.956 -> 0.988x at head dim 128 (6 rows, twentieth session).
     dq_by_tma (None: on when `target` compiles for sm_90; "auto", the default target, asks this
     machine's GPU): each step's dQ block goes to shared memory and is added to dQ_f32 with one
     T.atomic_add of the whole tile, which sm_90a issues as TMA reduce-adds from one thread
@@ -287,7 +304,7 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
         raise ValueError(f"flash_attention_bwd: heads_kv ({heads_kv}) must divide heads ({heads})")
     if dim not in HEAD_DIMS:
         raise ValueError(f"flash_attention_bwd: head dim {dim} is not supported (64, 128 or 256)")
-    default_M, default_N, default_threads = backward_blocks(seq_len, seq_len_kv, dim)
+    default_M, default_N, default_threads = backward_blocks(seq_len, seq_len_kv, dim, target)
     block_M, block_N, threads = block_M or default_M, block_N or default_N, threads or default_threads
     if dkv_in_flight is None:  # one consumer warpgroup (two blocks per SM, 232 registers) would spill
         dkv_in_flight = not (dv_before_ds or ds_to_shared_first) and threads > 128 and _is_hopper(target)
@@ -391,12 +408,15 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                             lse_shared[0, j] if rows_in_shared else LSE[bz, by, row]) * LOG2E), 0)
                         dpT[i, j] = qkT[i, j] * (dpT[i, j] - (
                             delta_shared[0, j] if rows_in_shared else Delta[bz, by, row])) * sm_scale
-                if dkv_in_flight:  # dS to shared before its registers become a running gemm's operand
+                if dkv_in_flight:  # FlashAttention-3's order: the dK gemm runs while dQ is stored
                     T.copy(qkT, pT_cast)
                     T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
                     T.copy(dpT, dsT_cast)
                     T.copy(dsT_cast, dsT_shared)
+                    T.clear(dq)
+                    T.gemm(dsT_shared, K_shared, dq, transpose_A=True, wg_wait=-1)
                     T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                    T.wait_wgmma(1)  # dV and dQ done; dK still runs
                 else:
                     if not dv_before_ds:
                         T.copy(qkT, pT_cast)
@@ -407,8 +427,9 @@ def flash_attention_bwd(batch, heads, seq_len, dim, is_causal=False, dtype="floa
                     T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
                     if not ds_to_shared_first:
                         T.copy(dsT_cast, dsT_shared)
-                T.clear(dq)  # its gemm waits for every gemm in flight (wg_wait 0)
-                T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
+                if not dkv_in_flight:
+                    T.clear(dq)  # its gemm waits for every gemm in flight (wg_wait 0)
+                    T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
                 if dq_by_tma:
                     T.copy(dq, dq_shared)
                     T.atomic_add(dQ[bz, k * block_N:(k + 1) * block_N, by, :], dq_shared)

@@ -100,9 +100,9 @@ const std::vector<ConfigKey> kConfigKeys = {
     {"tilec.stmatrix", false,
      "On sm_90, T.copy of a whole 16-bit fragment into a shared buffer of its dtype (the attention "
      "backward's dS, MLA's P) is one stmatrix.x4 per four register pairs when the fragment's layout holds "
-     "8 x 8 matrices (copy_stmatrix), instead of a store per pair. Off: correct on the H200 but the "
-     "backward ran 20% slower with it (0.830 against 1.041x cuDNN, 2026-12-03; ptxas spills 48 bytes at "
-     "head dim 128 with it, none without). Only speed changes."},
+     "8 x 8 matrices (copy_stmatrix), instead of a store per pair. Off until measured: its first form (a "
+     "statement per group, which the sync pass ordered with a barrier each) ran the backward 20% slower "
+     "(2026-12-03); the form now emitted (one call per copy) has not run on a GPU. Only speed changes."},
     {"tilec.honor_set_max_nreg", true,
      "T.set_max_nreg / T.inc_max_nreg / T.dec_max_nreg set the register budget of the warpgroup that runs "
      "them (setmaxnreg, sm_90a), as upstream TileLang does, and such a kernel is not warp-specialized by "

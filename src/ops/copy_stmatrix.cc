@@ -1,8 +1,8 @@
 // T.copy of a whole 16-bit fragment into a shared buffer of the same dtype with stmatrix
 // (sm_90): FlashAttention-3's dS store in the backward, MLA's P to shared memory.
 //
-// Claims (under the pass config tilec.stmatrix, off until measured: a first form, a statement per
-//   group with a barrier between each, ran the backward 20% slower): a T.copy of one whole
+// Claims (under the pass config tilec.stmatrix, off: the backward measured 1.022x cuDNN with it,
+//   1.039x without, on the H200): a T.copy of one whole
 //   fragment into one whole shared buffer (no view, no strides), both 2-D of one constant
 //   shape, the same 16-bit dtype, on a target with wgmma (stmatrix is sm_90).
 // Layouts: none of its own (the generic copy's inference decides both sides).

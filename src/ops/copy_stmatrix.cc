@@ -2,9 +2,9 @@
 // (sm_90): FlashAttention-3's dS store in the backward, MLA's P to shared memory.
 //
 // Claims (under the pass config tilec.stmatrix, off: the backward measured 1.022x cuDNN with it,
-//   1.039x without, on the H200): a T.copy of one whole
-//   fragment into one whole shared buffer (no view, no strides), both 2-D of one constant
-//   shape, the same 16-bit dtype, on a target with wgmma (stmatrix is sm_90).
+//   1.039x without, on the H200): a T.copy of one whole fragment into one whole shared buffer
+//   (no view, no strides), both 2-D of one constant shape, the same 16-bit dtype, on a target
+//   with wgmma (stmatrix is sm_90).
 // Layouts: none of its own (the generic copy's inference decides both sides).
 // Lowering: when the fragment's layout, checked element by element at compile time, holds
 //   each thread's registers as 8 x 8 matrices of pairs the way stmatrix reads them (register
@@ -17,8 +17,6 @@
 //   (lane l gives the row l % 8 of matrix l / 8, whose elements its holder, lane 4 (l % 8),
 //   keeps in pair 4 g + l / 8): a quarter of the shared-store instructions of the per-pair
 //   stores, and one address per lane and group. Otherwise null: the generic copy lowers it.
-#include <map>
-
 #include "ops/op_util.h"
 #include "tilec/ir/mutator.h"
 #include "tilec/ir/tile_op.h"
@@ -124,7 +122,8 @@ Stmt stmatrix_lower(const TileOpNode& op, LowerContext& ctx) {
   // One call for all groups (the registers, then each group's row address): the sync pass sees
   // the copy as one write, as it sees the per-pair stores' loop; separate statements would each
   // need proving disjoint from the others through the swizzle's XOR, which it cannot.
-  std::vector<Expr> args{call(DataType::Handle(), "tl.address_of", {buffer_load(ctx.lowered_buffer(src), {int_imm(0, it)}, op.loc)}, op.loc)};
+  std::vector<Expr> args{
+      call(DataType::Handle(), "tl.address_of", {buffer_load(ctx.lowered_buffer(src), {int_imm(0, it)}, op.loc)}, op.loc)};
   for (int64_t k = 0; k < regs / 8; ++k) {
     std::vector<Expr> idx;
     for (const Expr& e : at->indices) idx.push_back(substitute(e, VarMap{{g.get(), int_imm(k, it)}}));

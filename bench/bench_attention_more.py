@@ -129,9 +129,9 @@ def parse_bwd_variants(text):
     return out
 
 
-def run_bwd(quick, blocks=None, dims=None, variants=None):
-    """One row per shape and variant (variants: [(name, blocks, options, pass configs)]; None: one,
-    `blocks` with BWD_OPTIONS), each variant timed in the same alternating rounds as cuDNN."""
+def run_bwd(quick, variants, dims=None):
+    """One row per shape and variant (variants: [(name, blocks, options, pass configs)]; a name ""
+    for a lone variant), each variant timed in the same alternating rounds as cuDNN."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -139,7 +139,6 @@ def run_bwd(quick, blocks=None, dims=None, variants=None):
     import tilec
     from _timing import bench_rounds
 
-    variants = variants or [("", blocks, BWD_OPTIONS, {})]
     rows = []
     shapes = BWD_SHAPES[:1] + BWD_SHAPES[6:7] if quick else BWD_SHAPES
     for (b, h, s, d, causal) in (x for x in shapes if not dims or x[3] in dims):
@@ -491,9 +490,10 @@ def main():
     if args.part in ("bwd", "all"):
         dims = [int(x) for x in args.dims.split(",")] if args.dims else None
         if args.bwd_variants:
-            out["bwd"] = run_bwd(args.quick, dims=dims, variants=parse_bwd_variants(args.bwd_variants))
-        else:
-            out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks) for row in run_bwd(args.quick, blocks, dims)]
+            out["bwd"] = run_bwd(args.quick, parse_bwd_variants(args.bwd_variants), dims)
+        else:  # each of --bwd-blocks in rounds of its own
+            out["bwd"] = [row for blocks in parse_blocks(args.bwd_blocks)
+                          for row in run_bwd(args.quick, [("", blocks, BWD_OPTIONS, {})], dims)]
     if args.part in ("mla", "all"):
         out["mla"] = run_mla(args.quick, [int(x) for x in args.splits.split(",")])
     if args.part in ("decode", "all"):

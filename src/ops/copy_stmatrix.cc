@@ -30,7 +30,7 @@ using namespace ir;
 namespace {
 
 bool claims_store(const TileOpNode& op, const OpEnv& env) {
-  if (!env.target().has_wgmma() || !env.config_flag("tilec.stmatrix")) return false;
+  if (!env.config_flag("tilec.stmatrix")) return false;  // the target: `applies` (has_wgmma)
   const BufferRegion& src = region_arg(op, 0);
   const BufferRegion& dst = region_arg(op, 1);
   if (src.buffer->scope != Scope::kFragment || !is_shared(dst.buffer->scope)) return false;
@@ -38,9 +38,7 @@ bool claims_store(const TileOpNode& op, const OpEnv& env) {
     return false;
   if (dst.buffer->viewed || !dst.buffer->strides.empty() || src.buffer->viewed) return false;
   if (!region_is_full(src) || !region_is_full(dst)) return false;
-  for (const Buffer& b : {src.buffer, dst.buffer})
-    for (const auto& e : b->shape)
-      if (!as_const_int(e)) return false;
+  if (!has_const_shape(src.buffer) || !has_const_shape(dst.buffer)) return false;
   auto shape = const_shape(src.buffer);
   return shape.size() == 2 && shape == const_shape(dst.buffer) && shape[0] % 16 == 0 && shape[1] % 16 == 0;
 }
@@ -136,8 +134,7 @@ Stmt stmatrix_lower(const TileOpNode& op, LowerContext& ctx) {
 }  // namespace
 
 void register_copy_stmatrix_behaviours() {
-  OpBehaviour b{"copy", "stmatrix", [](const target::Target& t) { return t.has_wgmma(); }, 25, nullptr, nullptr,
-                stmatrix_lower};
+  OpBehaviour b{"copy", "stmatrix", has_wgmma, 25, nullptr, nullptr, stmatrix_lower};
   b.claims = claims_store;
   register_op_behaviour(std::move(b));
 }

@@ -38,12 +38,7 @@ bool conversion_shaped(const TileOpNode& op) {
   if (src.buffer->scope != Scope::kFragment || dst.buffer->scope != Scope::kFragment) return false;
   if (src.buffer->dtype != DataType::Float(32) || !is_fp8(dst.buffer->dtype)) return false;
   if (!region_is_full(src) || !region_is_full(dst)) return false;
-  auto constant = [](const Buffer& b) {
-    for (const auto& e : b->shape)
-      if (!as_const_int(e)) return false;
-    return true;
-  };
-  if (!constant(src.buffer) || !constant(dst.buffer)) return false;
+  if (!has_const_shape(src.buffer) || !has_const_shape(dst.buffer)) return false;
   auto shape = const_shape(src.buffer);
   return shape.size() == 2 && shape == const_shape(dst.buffer);
 }
@@ -106,8 +101,7 @@ Stmt a8_lower(const TileOpNode& op, LowerContext& ctx) {
 }  // namespace
 
 void register_copy_wgmma_a8_behaviours() {
-  OpBehaviour b{"copy", "wgmma_a8", [](const target::Target& t) { return t.has_wgmma(); }, 30, nullptr, a8_infer,
-                a8_lower};
+  OpBehaviour b{"copy", "wgmma_a8", has_wgmma, 30, nullptr, a8_infer, a8_lower};
   b.claims = claims_conversion;
   register_op_behaviour(std::move(b));
 }

@@ -210,8 +210,7 @@ Stmt wgmma_lower(const TileOpNode& op, LowerContext& ctx) {
 }  // namespace
 
 void register_gemm_sm90_behaviours() {
-  OpBehaviour b{"gemm", "wgmma", [](const target::Target& t) { return t.has_wgmma(); }, 10, nullptr, wgmma_infer,
-                wgmma_lower};
+  OpBehaviour b{"gemm", "wgmma", has_wgmma, 10, nullptr, wgmma_infer, wgmma_lower};
   b.claims = claims_wgmma;
   register_op_behaviour(std::move(b));
 }

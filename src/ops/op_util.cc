@@ -59,6 +59,14 @@ bool region_is_full(const BufferRegion& r) {
   return true;
 }
 
+bool has_const_shape(const Buffer& b) {
+  for (const auto& e : b->shape)
+    if (!as_const_int(e)) return false;
+  return true;
+}
+
+bool has_wgmma(const target::Target& t) { return t.has_wgmma(); }
+
 std::vector<int64_t> const_shape(const Buffer& b) {
   std::vector<int64_t> s;
   for (const auto& e : b->shape) {

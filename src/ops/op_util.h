@@ -27,6 +27,10 @@ std::vector<int64_t> nonunit_extents(const ir::BufferRegion& r, const std::strin
 std::vector<ir::Expr> region_indices(const ir::BufferRegion& r, const std::vector<ir::Var>& vars);
 bool region_is_full(const ir::BufferRegion& r);
 std::vector<int64_t> const_shape(const ir::Buffer& b);
+// Whether every extent of `b` is a constant (const_shape's precondition, as a test).
+bool has_const_shape(const ir::Buffer& b);
+// The behaviours of the wgmma instruction family (sm_90): their OpBehaviour::applies.
+bool has_wgmma(const target::Target& t);
 ir::Expr typed_const(double v, ir::DataType t);
 std::string extents_str(const std::vector<int64_t>& e);
 

@@ -280,11 +280,12 @@ class WarpSpecializer : public IRMutator {
       p.versioned[b] = make_buffer(b->name, shape, b->dtype, b->scope, {}, b->loc);
     }
     // The result tile stage_output_tiles staged over one of these buffers.
-    for (const auto& [b, j] : writer)
-      if (over_ && b->name == over_->second) {
-        p.over_tile = over_->first;
-        p.over_host = b;
-      }
+    if (over_)
+      for (const auto& [b, j] : writer)
+        if (b->name == over_->second) {
+          p.over_tile = over_->first;
+          p.over_host = b;
+        }
     return p;
   }
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))  # tests/python: test_copy_stmatrix's program
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 
 pytestmark = pytest.mark.gpu

@@ -109,11 +109,12 @@ def _key_block(dim, is_causal, seq_len_kv, hopper):
 HOPPER_SHARED_BYTES = 227 * 1024
 
 
-def forward_stages(block_M, block_N, dim, dtype_bytes=2):
+def forward_stages(block_M, block_N, dim):
     """The forward's pipeline stages: two (K and V of the next step load while this one runs)
     where two of each fit beside Q in a Hopper block's shared memory, else one (head dim 256 with
-    128-key blocks: the producer still loads the next K while this step's P V runs)."""
-    two = (block_M + 4 * block_N) * dim * dtype_bytes
+    128-key blocks: the producer still loads the next K while this step's P V runs). 16-bit
+    elements (DTYPES)."""
+    two = (block_M + 4 * block_N) * dim * 2
     return 2 if two <= HOPPER_SHARED_BYTES else 1
 
 
